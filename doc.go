@@ -1,0 +1,24 @@
+// Package memorykit is the domain of governed, long-term memory for LLM agents.
+//
+// A Host program embeds memorykit. The Host authenticates callers, owns the
+// database, the model providers, the clocks, the worker identities and
+// shutdown; memorykit enforces the rules:
+//
+//   - who may read and write which [Scope] (see [Authorizer] and [Authorize]);
+//   - which records may ever reach a model: only active, currently effective,
+//     same-Scope records (see [Record.Recallable]);
+//   - how model-proposed memory waits for review as a candidate;
+//   - how recall stays inside one deadline and a token budget
+//     (see [RecallPolicy]);
+//   - how background workers embed and extract without losing or duplicating
+//     work (see [EmbeddingStore] and [JobStore]).
+//
+// This package holds the value types, the validation rules, the interfaces
+// that the stores and the Host's ports implement, the typed errors and the
+// content-free [Event]. Nothing in it has a permissive default: a zero or
+// partially filled [Limits] or [RecallPolicy] is an error, never a fallback.
+//
+// Error strings, events and logs produced by memorykit carry identifiers,
+// counts and reason codes only. They never carry memory content, query text,
+// vectors, headers or provider payloads.
+package memorykit

@@ -1,0 +1,65 @@
+package memorykit
+
+import "time"
+
+// EventKind names what happened.
+type EventKind string
+
+// Event kinds. Every event is content-free: identifiers, counts and reason
+// codes only.
+const (
+	EventRecallDegraded     EventKind = "recall.degraded"
+	EventRecallCompleted    EventKind = "recall.completed"
+	EventWriteFailed        EventKind = "write.failed"
+	EventWriteStored        EventKind = "write.stored"
+	EventCandidateStored    EventKind = "candidate.stored"
+	EventExtractionEnqueued EventKind = "extraction.enqueued"
+	EventEnqueueFailed      EventKind = "extraction.enqueue_failed"
+	EventJobCompleted       EventKind = "job.completed"
+	EventJobRetry           EventKind = "job.retry"
+	EventJobFailed          EventKind = "job.failed"
+	EventCandidateRejected  EventKind = "candidate.invalid"
+	EventEmbeddingStored    EventKind = "embedding.stored"
+	EventEmbeddingRetry     EventKind = "embedding.retry"
+	EventEmbeddingFailed    EventKind = "embedding.failed"
+	EventLeasesReaped       EventKind = "leases.reaped"
+	EventActorRestarted     EventKind = "actor.restarted"
+	EventActorGaveUp        EventKind = "actor.gave_up"
+	EventActorStopped       EventKind = "actor.stopped"
+	EventWorkerError        EventKind = "worker.error"
+	EventLifecycle          EventKind = "lifecycle"
+)
+
+// Event is a content-free operational record. It has no field that can hold
+// memory content, query text, vectors, headers or provider payloads: only
+// identifiers (validated by their producers), counts and reason codes.
+type Event struct {
+	Kind        EventKind
+	At          time.Time
+	TenantID    string
+	SubjectType SubjectType
+	SubjectID   string
+	Channel     Channel
+	RecordIDs   []string
+	JobID       string
+	WorkerID    string
+	Actor       string // "kind:id" of the acting party, if any
+	Action      Action
+	Count       int
+	Attempt     int
+	Reason      string // a reason code, see CheckReasonCode
+}
+
+// WithScope returns e with the Scope's identifiers filled in.
+func (e Event) WithScope(s Scope) Event {
+	e.TenantID, e.SubjectType, e.SubjectID = s.TenantID, s.SubjectType, s.SubjectID
+	return e
+}
+
+// DiscardEvents is an EventSink that drops every event. It exists for tests
+// and tools that have no use for events; production compositions should
+// pass a real sink.
+type DiscardEvents struct{}
+
+// Emit drops e.
+func (DiscardEvents) Emit(Event) {}

@@ -1,0 +1,5 @@
+module github.com/goagents/memorykit
+
+go 1.26.0
+
+require golang.org/x/text v0.44.0

@@ -1,0 +1,347 @@
+package memorykit
+
+import (
+	"context"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxReasonBytes bounds the free-text audit reason of a lifecycle action.
+const MaxReasonBytes = 1024
+
+// Limits bounds every write. It is versioned so a Host can tell which bounds
+// were in force. Every field must be positive; there are no defaults.
+type Limits struct {
+	Version int
+	// MaxKeyBytes bounds a record key.
+	MaxKeyBytes int
+	// MaxContentBytes bounds record content.
+	MaxContentBytes int
+	// MaxMetadataEntries bounds the number of metadata pairs.
+	MaxMetadataEntries int
+	// MaxMetadataBytes bounds the summed size of metadata keys and values.
+	MaxMetadataBytes int
+	// MaxSources bounds the number of sources.
+	MaxSources int
+	// MaxSourceBytes bounds one source's kind plus ref.
+	MaxSourceBytes int
+	// MaxListSize bounds one List call and one batch.
+	MaxListSize int
+	// MaxJobPayloadBytes bounds an extraction job's payload.
+	MaxJobPayloadBytes int
+}
+
+// Validate reports ErrInvalidPolicy unless every bound is positive.
+func (l Limits) Validate() error {
+	checks := []struct {
+		name string
+		v    int
+	}{
+		{"version", l.Version},
+		{"max_key_bytes", l.MaxKeyBytes},
+		{"max_content_bytes", l.MaxContentBytes},
+		{"max_metadata_entries", l.MaxMetadataEntries},
+		{"max_metadata_bytes", l.MaxMetadataBytes},
+		{"max_sources", l.MaxSources},
+		{"max_source_bytes", l.MaxSourceBytes},
+		{"max_list_size", l.MaxListSize},
+		{"max_job_payload_bytes", l.MaxJobPayloadBytes},
+	}
+	for _, c := range checks {
+		if c.v <= 0 {
+			return &Error{Op: "limits.validate", Kind: ErrInvalidPolicy, Field: c.name, Reason: "must_be_positive"}
+		}
+	}
+	return nil
+}
+
+// ContentCheck is what a ContentValidator inspects.
+type ContentCheck struct {
+	Scope    Scope
+	Kind     Kind
+	Key      string
+	Content  string
+	Metadata map[string]string
+	Sources  []Source
+	// Origin is the actor whose write is being validated.
+	Origin Actor
+}
+
+// ContentValidator is the Host's content policy for direct writes and
+// extracted candidates (secret detection, PII rules, allow-lists...). A
+// non-nil error rejects the write; memorykit reports it as ErrInvalidInput
+// with reason "content_rejected" and never prints the validator's message.
+type ContentValidator interface {
+	ValidateContent(ctx context.Context, c ContentCheck) error
+}
+
+// WriteGuard applies Limits and the Host's ContentValidator to every write.
+// Both stores hold one and call it before touching state, so a rejected
+// write changes nothing.
+type WriteGuard struct {
+	limits    Limits
+	validator ContentValidator
+}
+
+// NewWriteGuard validates its parts. A nil validator or invalid Limits is an
+// error: there is no allow-all fallback.
+func NewWriteGuard(limits Limits, validator ContentValidator) (*WriteGuard, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
+	if validator == nil {
+		return nil, &Error{Op: "writeguard.new", Kind: ErrInvalidConfig, Field: "content_validator", Reason: "missing"}
+	}
+	return &WriteGuard{limits: limits, validator: validator}, nil
+}
+
+// Limits returns the guard's limits.
+func (g *WriteGuard) Limits() Limits { return g.limits }
+
+// CheckNew validates and canonicalises a NewRecord. It returns the record
+// with its key canonicalised. op names the caller in errors.
+func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (NewRecord, error) {
+	if err := in.Scope.Validate(); err != nil {
+		return NewRecord{}, err
+	}
+	if in.ID != "" {
+		if err := ValidateID(op, "id", in.ID); err != nil {
+			return NewRecord{}, err
+		}
+	}
+	if !in.Kind.Valid() {
+		return NewRecord{}, FieldError(op, "kind", "unknown")
+	}
+	if in.Status != StatusActive && in.Status != StatusCandidate {
+		return NewRecord{}, FieldError(op, "status", "must_be_active_or_candidate")
+	}
+	key, err := g.CheckKey(op, in.Key)
+	if err != nil {
+		return NewRecord{}, err
+	}
+	in.Key = key
+	if err := in.Actor.Validate(); err != nil {
+		return NewRecord{}, err
+	}
+	if err := CheckReason(op, in.Reason); err != nil {
+		return NewRecord{}, err
+	}
+	if !in.EffectiveUntil.IsZero() && !in.EffectiveFrom.IsZero() && !in.EffectiveUntil.After(in.EffectiveFrom) {
+		return NewRecord{}, FieldError(op, "effective_until", "not_after_effective_from")
+	}
+	if in.Expect != nil {
+		if in.Status != StatusActive {
+			return NewRecord{}, FieldError(op, "expect", "only_for_active")
+		}
+		if in.Expect.None == (in.Expect.ID != "") {
+			return NewRecord{}, FieldError(op, "expect", "need_none_or_id")
+		}
+		if in.Expect.ID != "" {
+			if err := ValidateID(op, "expect.id", in.Expect.ID); err != nil {
+				return NewRecord{}, err
+			}
+			if in.Expect.Version <= 0 {
+				return NewRecord{}, FieldError(op, "expect.version", "must_be_positive")
+			}
+		}
+	}
+	if err := g.checkBody(ctx, op, ContentCheck{
+		Scope: in.Scope, Kind: in.Kind, Key: in.Key, Content: in.Content,
+		Metadata: in.Metadata, Sources: in.Sources, Origin: in.Actor,
+	}); err != nil {
+		return NewRecord{}, err
+	}
+	return in, nil
+}
+
+// CheckCorrection validates a correction of a record whose kind and key are
+// given (the store looks them up before calling).
+func (g *WriteGuard) CheckCorrection(ctx context.Context, op string, kind Kind, key string, c Correction) error {
+	if err := CheckTransition(op, c.Transition); err != nil {
+		return err
+	}
+	return g.checkBody(ctx, op, ContentCheck{
+		Scope: c.Scope, Kind: kind, Key: key, Content: c.Content,
+		Metadata: c.Metadata, Sources: c.Sources, Origin: c.Actor,
+	})
+}
+
+// CheckKey validates and canonicalises a key.
+func (g *WriteGuard) CheckKey(op, key string) (string, error) {
+	if !utf8.ValidString(key) {
+		return "", FieldError(op, "key", "invalid_utf8")
+	}
+	k := NormalizeKey(key)
+	switch {
+	case k == "":
+		return "", FieldError(op, "key", "empty")
+	case len(key) > g.limits.MaxKeyBytes || len(k) > g.limits.MaxKeyBytes:
+		return "", FieldError(op, "key", "too_long")
+	}
+	if r := textProblem(k, false); r != "" {
+		return "", FieldError(op, "key", r)
+	}
+	return k, nil
+}
+
+// CheckPayload validates an extraction job payload.
+func (g *WriteGuard) CheckPayload(op, payload string) error {
+	if payload == "" {
+		return FieldError(op, "payload", "empty")
+	}
+	if len(payload) > g.limits.MaxJobPayloadBytes {
+		return FieldError(op, "payload", "too_long")
+	}
+	if r := textProblem(payload, true); r != "" {
+		return FieldError(op, "payload", r)
+	}
+	return nil
+}
+
+// CheckListLimit validates a List limit against MaxListSize.
+func (g *WriteGuard) CheckListLimit(op string, n int) error {
+	if n <= 0 {
+		return FieldError(op, "limit", "must_be_positive")
+	}
+	if n > g.limits.MaxListSize {
+		return FieldError(op, "limit", "above_max_list_size")
+	}
+	return nil
+}
+
+func (g *WriteGuard) checkBody(ctx context.Context, op string, c ContentCheck) error {
+	l := g.limits
+	switch {
+	case c.Content == "":
+		return FieldError(op, "content", "empty")
+	case len(c.Content) > l.MaxContentBytes:
+		return FieldError(op, "content", "too_long")
+	}
+	if r := textProblem(c.Content, true); r != "" {
+		return FieldError(op, "content", r)
+	}
+	if len(c.Metadata) > l.MaxMetadataEntries {
+		return FieldError(op, "metadata", "too_many_entries")
+	}
+	total := 0
+	for k, v := range c.Metadata {
+		total += len(k) + len(v)
+		if r := metaKeyProblem(k); r != "" {
+			return FieldError(op, "metadata.key", r)
+		}
+		if r := textProblem(v, false); r != "" {
+			return FieldError(op, "metadata.value", r)
+		}
+	}
+	if total > l.MaxMetadataBytes {
+		return FieldError(op, "metadata", "too_long")
+	}
+	if len(c.Sources) > l.MaxSources {
+		return FieldError(op, "sources", "too_many")
+	}
+	for i, s := range c.Sources {
+		field := "sources[" + strconv.Itoa(i) + "]"
+		if len(s.Kind)+len(s.Ref) > l.MaxSourceBytes {
+			return FieldError(op, field, "too_long")
+		}
+		if r := metaKeyProblem(s.Kind); r != "" {
+			return FieldError(op, field+".kind", r)
+		}
+		if s.Ref == "" {
+			return FieldError(op, field+".ref", "empty")
+		}
+		if r := textProblem(s.Ref, false); r != "" {
+			return FieldError(op, field+".ref", r)
+		}
+	}
+	if err := g.validator.ValidateContent(ctx, c); err != nil {
+		if ctx.Err() != nil {
+			return WrapError(op, ErrUnavailable, "context_done", ctx.Err())
+		}
+		return &Error{Op: op, Kind: ErrInvalidInput, Field: "content", Reason: "content_rejected", Err: err}
+	}
+	return nil
+}
+
+// CheckTransition validates the common fields of a lifecycle action.
+func CheckTransition(op string, t Transition) error {
+	if err := t.Scope.Validate(); err != nil {
+		return err
+	}
+	if err := ValidateID(op, "id", t.ID); err != nil {
+		return err
+	}
+	if err := t.Actor.Validate(); err != nil {
+		return err
+	}
+	if t.ExpectVersion < 0 {
+		return FieldError(op, "expect_version", "negative")
+	}
+	return CheckReason(op, t.Reason)
+}
+
+// CheckReason validates an audit reason: optional, bounded, clean text.
+func CheckReason(op, reason string) error {
+	if len(reason) > MaxReasonBytes {
+		return FieldError(op, "reason", "too_long")
+	}
+	if r := textProblem(reason, true); r != "" {
+		return FieldError(op, "reason", r)
+	}
+	return nil
+}
+
+// CheckReasonCode validates a machine reason code: 1..64 bytes of [a-z0-9_].
+// Codes are the only free-form strings allowed in events and tombstones.
+func CheckReasonCode(op, code string) error {
+	if code == "" || len(code) > 64 {
+		return FieldError(op, "reason_code", "bad_length")
+	}
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return FieldError(op, "reason_code", "bad_character")
+		}
+	}
+	return nil
+}
+
+// textProblem returns a reason code when s is not storable text: invalid
+// UTF-8, a NUL byte (PostgreSQL text cannot hold it) or another C0 control
+// character. multiline allows tab, newline and carriage return.
+func textProblem(s string, multiline bool) string {
+	if !utf8.ValidString(s) {
+		return "invalid_utf8"
+	}
+	for _, r := range s {
+		switch {
+		case r == 0:
+			return "nul_byte"
+		case r == '\t' || r == '\n' || r == '\r':
+			if !multiline && r != '\t' {
+				return "control_character"
+			}
+		case r < 0x20 || r == 0x7f:
+			return "control_character"
+		}
+	}
+	return ""
+}
+
+// metaKeyProblem validates metadata keys and source kinds: 1..64 bytes of
+// [a-z0-9_.-].
+func metaKeyProblem(k string) string {
+	if k == "" {
+		return "empty"
+	}
+	if len(k) > 64 {
+		return "too_long"
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return "bad_character"
+		}
+	}
+	return ""
+}

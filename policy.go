@@ -1,0 +1,109 @@
+package memorykit
+
+import "time"
+
+// RecallPolicy configures recall. It is versioned, and every field must be
+// set: a zero or partial policy is ErrInvalidPolicy, never a default.
+type RecallPolicy struct {
+	Version int
+	// ExactLimit, FullTextLimit and VectorLimit bound each channel's hits.
+	ExactLimit    int
+	FullTextLimit int
+	VectorLimit   int
+	// RRFK is the Reciprocal Rank Fusion constant k (commonly 60).
+	RRFK int
+	// Channel weights for fusion. Each must be in (0, 100].
+	ExactWeight    float64
+	FullTextWeight float64
+	VectorWeight   float64
+	// MaxItems bounds the fused result; MaxTokens bounds its estimated tokens.
+	MaxItems  int
+	MaxTokens int
+	// MaxEntryRunes bounds one memory's content in a view or tool result;
+	// longer content is cut and marked truncated.
+	MaxEntryRunes int
+	// MaxQueryRunes: only the last MaxQueryRunes runes of a query are used.
+	MaxQueryRunes int
+	// MaxQueryTerms bounds the full-text terms taken from a query.
+	MaxQueryTerms int
+	// Deadline bounds one whole recall, measured on the injected clock.
+	Deadline time.Duration
+	// EmbeddingProfile and EmbeddingDimension must match the Embedder.
+	EmbeddingProfile   string
+	EmbeddingDimension int
+}
+
+// MaxPolicyBudget bounds every count in a RecallPolicy.
+const MaxPolicyBudget = 10000
+
+// Validate reports ErrInvalidPolicy for any missing or out-of-range field.
+func (p RecallPolicy) Validate() error {
+	bad := func(field, reason string) error {
+		return &Error{Op: "recallpolicy.validate", Kind: ErrInvalidPolicy, Field: field, Reason: reason}
+	}
+	counts := []struct {
+		name string
+		v    int
+	}{
+		{"version", p.Version},
+		{"exact_limit", p.ExactLimit},
+		{"full_text_limit", p.FullTextLimit},
+		{"vector_limit", p.VectorLimit},
+		{"rrf_k", p.RRFK},
+		{"max_items", p.MaxItems},
+		{"max_tokens", p.MaxTokens},
+		{"max_entry_runes", p.MaxEntryRunes},
+		{"max_query_runes", p.MaxQueryRunes},
+		{"max_query_terms", p.MaxQueryTerms},
+		{"embedding_dimension", p.EmbeddingDimension},
+	}
+	for _, c := range counts {
+		if c.v <= 0 {
+			return bad(c.name, "must_be_positive")
+		}
+		if c.v > MaxPolicyBudget && c.name != "version" {
+			return bad(c.name, "too_large")
+		}
+	}
+	weights := []struct {
+		name string
+		v    float64
+	}{
+		{"exact_weight", p.ExactWeight},
+		{"full_text_weight", p.FullTextWeight},
+		{"vector_weight", p.VectorWeight},
+	}
+	for _, w := range weights {
+		if !(w.v > 0 && w.v <= 100) { // also rejects NaN
+			return bad(w.name, "out_of_range")
+		}
+	}
+	if p.Deadline <= 0 {
+		return bad("deadline", "must_be_positive")
+	}
+	if p.EmbeddingProfile == "" || len(p.EmbeddingProfile) > MaxIDBytes {
+		return bad("embedding_profile", "bad_length")
+	}
+	if err := ValidateProfile("recallpolicy.validate", p.EmbeddingProfile); err != nil {
+		return bad("embedding_profile", "bad_character")
+	}
+	return nil
+}
+
+// ValidateProfile checks an embedding profile name: 1..128 bytes of ASCII
+// letters, digits and ". _ - : / @".
+func ValidateProfile(op, profile string) error {
+	if profile == "" || len(profile) > MaxIDBytes {
+		return FieldError(op, "profile", "bad_length")
+	}
+	for i := 0; i < len(profile); i++ {
+		c := profile[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '-', c == ':', c == '/', c == '@':
+		default:
+			return FieldError(op, "profile", "bad_character")
+		}
+	}
+	return nil
+}

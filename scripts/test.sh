@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# memorykit's test command: the one the README names and CI runs.
+#
+# It provisions PostgreSQL 15 + pgvector (or uses MEMORYKIT_POSTGRES_TEST_DSN
+# when given), then runs the quality gates and the whole test suite with
+# MEMORYKIT_REQUIRE_POSTGRES=1, so a missing database fails instead of skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STATICCHECK_VERSION=v0.8.2
+
+echo "== provisioning PostgreSQL + pgvector"
+eval "$(scripts/postgres-test-env.sh)"
+export MEMORYKIT_POSTGRES_TEST_DSN
+export MEMORYKIT_REQUIRE_POSTGRES=1
+
+echo "== gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck $STATICCHECK_VERSION"
+go run "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" ./...
+
+echo "== go test -race -count=1 ./... (MEMORYKIT_REQUIRE_POSTGRES=1)"
+log=$(mktemp /tmp/memorykit-test.XXXXXX)
+status=0
+go test -race -count=1 -v ./... >"$log" 2>&1 || status=$?
+grep -E '^(ok|FAIL|---|panic:|\?)' "$log" | grep -vE '^\s*--- PASS' | grep -vE '^--- PASS' || true
+echo "== summary"
+printf 'passed: %s  failed: %s  skipped: %s\n' \
+  "$(grep -cE -- '--- PASS' "$log" || true)" \
+  "$(grep -cE -- '--- FAIL' "$log" || true)" \
+  "$(grep -cE -- '--- SKIP' "$log" || true)"
+printf 'PostgreSQL tests passed: %s\n' "$(grep -cE -- '--- PASS: TestPostgres' "$log" || true)"
+if [ "$status" -ne 0 ]; then
+  echo "== failures (full log: $log)"
+  grep -nE -B2 -A20 -- '--- FAIL|^panic:|race detected' "$log" | head -300 || true
+  exit "$status"
+fi
+echo "all green (full log: $log)"

@@ -1,0 +1,265 @@
+package memorykit
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// NormalizeKey returns the canonical form of a record key: NFKC, lower case,
+// surrounding white space trimmed and inner white space runs collapsed to one
+// space. Record identity (Scope, kind, key) and the exact recall channel both
+// use this form, so both stores compare keys byte for byte.
+func NormalizeKey(key string) string {
+	s := strings.ToLower(norm.NFKC.String(key))
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// SanitizeQuery makes arbitrary query text safe to process: invalid UTF-8
+// becomes U+FFFD, NUL and other C0 controls become spaces, and only the last
+// maxRunes runes are kept. It never fails, so an oversized or odd query
+// degrades instead of failing a turn.
+func SanitizeQuery(q string, maxRunes int) string {
+	q = strings.ToValidUTF8(q, "\uFFFD")
+	q = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, q)
+	return LastRunes(q, maxRunes)
+}
+
+// LastRunes returns the last n runes of s (all of s when it is shorter).
+func LastRunes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := len(s)
+	for c := 0; c < n && i > 0; c++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}
+
+// IsCJK reports whether r is a Chinese or Japanese character: Han, Hiragana,
+// Katakana, the prolonged sound mark and the ideographic iteration marks.
+// PostgreSQL's default parser does not segment these scripts, so memorykit
+// splits their runs into character grams itself.
+func IsCJK(r rune) bool {
+	switch r {
+	case 0x3005, 0x3006, 0x3007, 0x303B, 0x30FC:
+		return true
+	}
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+}
+
+func isWordRune(r rune) bool {
+	return !IsCJK(r) && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r))
+}
+
+// segment walks NFKC-lowercased text and reports each word and each run of
+// CJK characters.
+func segment(text string, word func(string), cjk func([]rune)) {
+	s := strings.ToLower(norm.NFKC.String(strings.ToValidUTF8(text, " ")))
+	var run []rune
+	wordStart := -1
+	flushWord := func(end int) {
+		if wordStart >= 0 {
+			word(s[wordStart:end])
+			wordStart = -1
+		}
+	}
+	flushRun := func() {
+		if len(run) > 0 {
+			cjk(run)
+			run = run[:0]
+		}
+	}
+	for i, r := range s {
+		switch {
+		case IsCJK(r):
+			flushWord(i)
+			run = append(run, r)
+		case isWordRune(r):
+			flushRun()
+			if wordStart < 0 {
+				wordStart = i
+			}
+		default:
+			flushWord(i)
+			flushRun()
+		}
+	}
+	flushWord(len(s))
+	flushRun()
+}
+
+// SearchTerms splits query text into full-text terms: lower-cased words (as
+// PostgreSQL's simple configuration would produce them) and, for each run of
+// Chinese or Japanese characters, its overlapping two-character grams (a run
+// of one character yields that character). Terms are de-duplicated in order
+// of first appearance and at most maxTerms are returned.
+//
+// A record matches a term when the term is one of its IndexTerms, which for
+// CJK grams means the gram is a substring of the record's key or content.
+func SearchTerms(query string, maxTerms int) []string {
+	if maxTerms <= 0 {
+		return nil
+	}
+	seen := make(map[string]struct{})
+	var out []string
+	add := func(t string) {
+		if len(out) >= maxTerms {
+			return
+		}
+		if _, ok := seen[t]; ok {
+			return
+		}
+		seen[t] = struct{}{}
+		out = append(out, t)
+	}
+	segment(query, add, func(run []rune) {
+		if len(run) == 1 {
+			add(string(run))
+			return
+		}
+		for i := 0; i+1 < len(run); i++ {
+			add(string(run[i : i+2]))
+		}
+	})
+	return out
+}
+
+// IndexTerms returns the sorted, de-duplicated terms a record is matched on:
+// the words of its key and content, and for CJK runs every single character
+// and every two-character gram, so that any query gram contained in the text
+// is found. Both stores index exactly these terms.
+func IndexTerms(key, content string) []string {
+	seen := make(map[string]struct{})
+	add := func(t string) { seen[t] = struct{}{} }
+	cjk := func(run []rune) {
+		for i := range run {
+			add(string(run[i]))
+			if i+1 < len(run) {
+				add(string(run[i : i+2]))
+			}
+		}
+	}
+	segment(key, add, cjk)
+	segment(content, add, cjk)
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ExactKeys returns the canonical keys the exact channel looks up for a
+// query: the whole query, and each white-space separated token with
+// surrounding punctuation trimmed. At most max keys are returned.
+func ExactKeys(query string, max int) []string {
+	if max <= 0 {
+		return nil
+	}
+	seen := make(map[string]struct{})
+	var out []string
+	add := func(k string) {
+		if k == "" || len(out) >= max {
+			return
+		}
+		if _, ok := seen[k]; ok {
+			return
+		}
+		seen[k] = struct{}{}
+		out = append(out, k)
+	}
+	whole := NormalizeKey(strings.ToValidUTF8(query, " "))
+	add(strings.TrimFunc(whole, isTrimmable))
+	for _, f := range strings.Fields(whole) {
+		add(strings.TrimFunc(f, isTrimmable))
+	}
+	return out
+}
+
+func isTrimmable(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) || unicode.IsSymbol(r) }
+
+// FullTextCandidate is a record that shares at least one term with a query.
+type FullTextCandidate struct {
+	ID string
+	// Matched is how many distinct query terms the record contains.
+	Matched int
+	// Weight is the sum of IDF over the matched terms, rounded with
+	// RoundWeight. It breaks ties between equal Matched counts, so rare
+	// terms ("caroline") outrank common ones ("the").
+	Weight    float64
+	UpdatedAt time.Time
+}
+
+// IDF is the inverse document frequency weight of a term that df of the n
+// recallable records in a scope contain: ln(1 + n/df).
+func IDF(n, df int) float64 {
+	if df <= 0 || n <= 0 {
+		return 0
+	}
+	return math.Log(1 + float64(n)/float64(df))
+}
+
+// RoundWeight rounds a full-text weight to 6 decimals, so the two stores,
+// which sum in different orders, compare equal weights as equal.
+func RoundWeight(w float64) float64 { return math.Round(w*1e6) / 1e6 }
+
+// FullTextRule is the specification's full-text rule, shared by every store:
+// a record matches if it shares any term; only records matching more than
+// half as many terms as the best match are kept; results rank by matched
+// terms, then by Weight, then by UpdatedAt (newest first), then by ID.
+//
+// It sorts cands in place and returns at most limit kept candidates and at
+// most limit candidates dropped for being below the threshold.
+func FullTextRule(cands []FullTextCandidate, limit int) (kept, below []FullTextCandidate) {
+	SortFullText(cands)
+	if len(cands) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	best := cands[0].Matched
+	for _, c := range cands {
+		if c.Matched <= 0 {
+			continue
+		}
+		if 2*c.Matched > best {
+			if len(kept) < limit {
+				kept = append(kept, c)
+			}
+		} else if len(below) < limit {
+			below = append(below, c)
+		}
+	}
+	return kept, below
+}
+
+// SortFullText orders candidates the way FullTextRule ranks them.
+func SortFullText(cands []FullTextCandidate) {
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.Matched != b.Matched {
+			return a.Matched > b.Matched
+		}
+		if a.Weight != b.Weight {
+			return a.Weight > b.Weight
+		}
+		if !a.UpdatedAt.Equal(b.UpdatedAt) {
+			return a.UpdatedAt.After(b.UpdatedAt)
+		}
+		return a.ID < b.ID
+	})
+}

@@ -1,0 +1,331 @@
+package memorykit
+
+import (
+	"context"
+	"time"
+)
+
+// Store is every store memorykit needs. memorystore and pgstore implement it
+// with the same semantics, checked by the storetest conformance suites.
+//
+// Common rules for every implementation:
+//
+//   - Time comes from the store's injected clock.Clock; timestamps are UTC
+//     and truncated to microseconds (PostgreSQL's precision).
+//   - Every write runs the store's WriteGuard (Limits and the Host's
+//     ContentValidator) before touching state; a rejected write returns a
+//     typed error and changes nothing.
+//   - A record, job or revision outside the requested Scope is ErrNotFound,
+//     never another tenant's or project's data.
+//   - Errors are *Error values with content-free messages. Failures worth
+//     retrying (connection loss, serialization failures) are recoverable.
+//   - Every operation honours ctx.
+type Store interface {
+	LifecycleStore
+	RecallStore
+	EmbeddingStore
+	JobStore
+}
+
+// LifecycleStore holds records and their audit trail.
+type LifecycleStore interface {
+	// Create stores a new active or candidate record with version 1 and a
+	// "create" revision. An active create supersedes the active record with
+	// the same Scope, kind and key (that record gets a "supersede" revision)
+	// in the same atomic step, after checking in.Expect. With in.ID set and
+	// taken, it returns ErrAlreadyExists (and the existing record when it is
+	// in in.Scope) and changes nothing.
+	Create(ctx context.Context, in NewRecord) (Record, error)
+
+	// Get returns a record of any status in scope.
+	Get(ctx context.Context, scope Scope, id string) (Record, error)
+
+	// FindActive returns the active record for a Scope, kind and canonical
+	// key (regardless of its effective window), or ErrNotFound.
+	FindActive(ctx context.Context, scope Scope, kind Kind, key string) (Record, error)
+
+	// List returns records matching f, ordered by ID, at most f.Limit
+	// (which must not exceed Limits.MaxListSize).
+	List(ctx context.Context, f ListFilter) ([]Record, error)
+
+	// Activate turns a candidate active, superseding the active record with
+	// the same Scope, kind and key atomically: concurrent activations leave
+	// exactly one active record.
+	Activate(ctx context.Context, t Transition) (Record, error)
+
+	// Reject turns a candidate rejected.
+	Reject(ctx context.Context, t Transition) (Record, error)
+
+	// Correct replaces the content, sources (and metadata when non-nil) of
+	// an active or candidate record, with a new version, revision and
+	// content hash. Embeddings of the old content hash are no longer used.
+	Correct(ctx context.Context, c Correction) (Record, error)
+
+	// Forget turns an active record inactive: it leaves every recall path
+	// at once; content, sources and audit are kept.
+	Forget(ctx context.Context, t Transition) (Record, error)
+
+	// Erase turns an inactive, rejected or superseded record into an erased
+	// tombstone: content, content hash, metadata, sources, search terms,
+	// embeddings, embedding leases and the content, hash, metadata and
+	// sources of every revision are scrubbed; identity (ID, Scope, kind,
+	// key), statuses, actors, reasons, versions and timestamps remain.
+	Erase(ctx context.Context, t Transition) (Record, error)
+
+	// Revisions returns a record's audit trail, oldest first.
+	Revisions(ctx context.Context, scope Scope, id string) ([]Revision, error)
+}
+
+// RecallQuery asks every recall channel at once. Only records that are
+// Recallable(q.Scope, now) are ever returned.
+type RecallQuery struct {
+	Scope Scope
+	// ExactKeys are canonical keys for the exact channel (see ExactKeys).
+	ExactKeys []string
+	// Terms are full-text terms (see SearchTerms).
+	Terms []string
+	// Vector, when non-nil, is the query embedding for Profile; only
+	// embeddings of Profile whose content hash equals the record's current
+	// content hash take part.
+	Vector  []float32
+	Profile string
+	// Per-channel limits; each must be positive.
+	ExactLimit    int
+	FullTextLimit int
+	VectorLimit   int
+}
+
+// Hit is one record's place in one channel.
+type Hit struct {
+	ID   string
+	Rank int // 1-based
+	// Score: exact 1; full-text the matched term count; vector the cosine
+	// similarity.
+	Score float64
+	// Weight is the full-text IDF weight (full-text only).
+	Weight float64
+}
+
+// RecallResult holds each channel's hits, best first, and the records they
+// name.
+type RecallResult struct {
+	// Exact hits are ordered by UpdatedAt (newest first), then ID.
+	Exact []Hit
+	// FullText hits follow FullTextRule.
+	FullText []Hit
+	// FullTextBelow are matches dropped by the full-text threshold (for the
+	// recall trace), at most FullTextLimit.
+	FullTextBelow []Hit
+	// Vector hits are ordered by cosine similarity, then ID.
+	Vector []Hit
+	// Records holds every record any hit list names (not FullTextBelow).
+	Records map[string]Record
+	// VectorErr is set when only the vector channel failed; it is
+	// recoverable when the failure was.
+	VectorErr error
+}
+
+// RecallStore runs the recall channels. Recall should cost one round trip
+// where the backend allows it.
+type RecallStore interface {
+	Recall(ctx context.Context, q RecallQuery) (RecallResult, error)
+}
+
+// EmbeddingTask is one record whose embedding for a profile is missing or
+// stale, leased to a worker.
+type EmbeddingTask struct {
+	RecordID    string
+	Scope       Scope
+	Profile     string
+	ContentHash string
+	// Text is Record.EmbeddingText() at ContentHash.
+	Text string
+	// Attempt counts leases of this record at this content hash, including
+	// this one.
+	Attempt int
+}
+
+// EmbeddingLease asks for up to Max pending embeddings of Profile.
+type EmbeddingLease struct {
+	Profile  string
+	WorkerID string
+	TTL      time.Duration
+	Max      int
+}
+
+// EmbeddingPut stores one vector.
+type EmbeddingPut struct {
+	Scope       Scope
+	RecordID    string
+	Profile     string
+	ContentHash string
+	Vector      []float32
+	WorkerID    string
+}
+
+// EmbeddingRelease hands a lease back after a failure.
+type EmbeddingRelease struct {
+	Scope       Scope
+	RecordID    string
+	Profile     string
+	ContentHash string
+	WorkerID    string
+	// RetryAt is when the record may be leased again (recoverable failure).
+	RetryAt time.Time
+	// Park marks a non-recoverable failure: the record stays pending (and
+	// counted) but is not leased again until DeleteEmbeddings resets it.
+	Park bool
+	// Reason is a reason code (see CheckReasonCode).
+	Reason string
+}
+
+// EmbeddingStore tracks which active records need an embedding for a
+// profile and stores vectors guarded by content hash.
+type EmbeddingStore interface {
+	// LeaseEmbeddings leases active records with no embedding of the
+	// profile at their current content hash, which are not leased, not
+	// parked and whose retry time has come. The lease expires after TTL on
+	// the store's clock.
+	LeaseEmbeddings(ctx context.Context, p EmbeddingLease) ([]EmbeddingTask, error)
+
+	// PutEmbedding stores the vector if the record is still active at
+	// p.ContentHash, else returns ErrStale and stores nothing. It clears the
+	// record's lease and retry state. Putting the same vector twice is a
+	// no-op.
+	PutEmbedding(ctx context.Context, p EmbeddingPut) error
+
+	// ReleaseEmbedding clears the worker's lease, recording a retry time or
+	// parking the record. A lease held by another worker is ErrLeaseLost.
+	ReleaseEmbedding(ctx context.Context, r EmbeddingRelease) error
+
+	// PendingEmbeddings counts active records with no current embedding of
+	// the profile, parked ones included.
+	PendingEmbeddings(ctx context.Context, profile string) (int, error)
+
+	// DeleteEmbeddings deletes the profile's embeddings and lease/park
+	// state, in one scope or, with scope nil, everywhere, for a rebuild.
+	// It returns the number of embeddings deleted.
+	DeleteEmbeddings(ctx context.Context, profile string, scope *Scope) (int, error)
+
+	// ReapEmbeddingLeases returns expired embedding leases to the pool and
+	// reports how many.
+	ReapEmbeddingLeases(ctx context.Context) (int, error)
+}
+
+// JobState is an extraction job's state.
+type JobState string
+
+const (
+	// JobQueued waits for a worker (possibly until AvailableAt).
+	JobQueued JobState = "queued"
+	// JobLeased is held by a worker until LeaseExpiresAt.
+	JobLeased JobState = "leased"
+	// JobDone finished; only a content-free tombstone remains.
+	JobDone JobState = "done"
+	// JobFailed failed for good; only a content-free tombstone remains.
+	JobFailed JobState = "failed"
+)
+
+// Job is a durable extraction job.
+type Job struct {
+	ID    string
+	Scope Scope
+	// Payload is the finished turn's text; empty once the job is done or
+	// failed.
+	Payload        string
+	State          JobState
+	Attempt        int // leases so far
+	MaxAttempts    int
+	AvailableAt    time.Time
+	LeasedBy       string
+	LeaseExpiresAt time.Time
+	// LastError is a reason code.
+	LastError  string
+	Candidates int // candidates stored on completion
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// NewJob is the input for enqueuing a job.
+type NewJob struct {
+	// ID is required; use ExtractionJobID for a deterministic identity.
+	ID          string
+	Scope       Scope
+	Payload     string
+	MaxAttempts int
+}
+
+// JobLease asks for up to Max queued, available jobs.
+type JobLease struct {
+	WorkerID string
+	TTL      time.Duration
+	Max      int
+}
+
+// JobCompletion finishes a leased job, storing its candidates atomically.
+type JobCompletion struct {
+	JobID    string
+	WorkerID string
+	// Candidates must be candidate records in the job's Scope; IDs should be
+	// CandidateID values. A candidate whose ID exists is skipped.
+	Candidates []NewRecord
+}
+
+// JobFailure records a failed attempt.
+type JobFailure struct {
+	JobID    string
+	WorkerID string
+	// Reason is a reason code.
+	Reason string
+	// RetryAt is when the job may be leased again, if attempts remain.
+	RetryAt time.Time
+	// Final fails the job for good regardless of attempts left.
+	Final bool
+}
+
+// JobCounts counts jobs by state.
+type JobCounts struct {
+	Queued, Leased, Done, Failed int
+}
+
+// JobStore is the durable, leased extraction queue. Jobs are leased across
+// every Scope with FOR UPDATE SKIP LOCKED semantics: a job is held by at most
+// one worker at a time.
+type JobStore interface {
+	// EnqueueJob stores a queued job available now. An existing ID returns
+	// ErrAlreadyExists (with the existing job when in the same Scope) and
+	// changes nothing.
+	EnqueueJob(ctx context.Context, j NewJob) (Job, error)
+
+	// LeaseJobs leases queued jobs whose AvailableAt has come, oldest
+	// AvailableAt first then ID, incrementing Attempt and setting LeasedBy
+	// and LeaseExpiresAt = now + TTL.
+	LeaseJobs(ctx context.Context, p JobLease) ([]Job, error)
+
+	// CompleteJob stores the candidates and marks the job done, scrubbing
+	// its payload, in one atomic step, only if c.WorkerID still holds an
+	// unexpired lease; otherwise ErrLeaseLost and nothing changes. It
+	// returns how many candidates were newly created.
+	CompleteJob(ctx context.Context, c JobCompletion) (int, error)
+
+	// FailJob records a failed attempt by the lease holder. With attempts
+	// left (and not Final) the job is queued again at RetryAt; otherwise it
+	// becomes a failed tombstone with its payload scrubbed.
+	FailJob(ctx context.Context, f JobFailure) (Job, error)
+
+	// ReleaseJob hands a lease back without counting the attempt: the job
+	// is queued and available now.
+	ReleaseJob(ctx context.Context, jobID, workerID string) error
+
+	// ReapJobLeases handles leases past their expiry, counting the attempt
+	// already made: jobs with attempts left are queued and available now,
+	// the others become failed tombstones (reason "lease_expired"). It
+	// returns how many leases it reaped.
+	ReapJobLeases(ctx context.Context) (int, error)
+
+	// GetJob returns a job in scope.
+	GetJob(ctx context.Context, scope Scope, id string) (Job, error)
+
+	// CountJobs counts jobs by state across every Scope.
+	CountJobs(ctx context.Context) (JobCounts, error)
+}
