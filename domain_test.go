@@ -1,0 +1,551 @@
+package memorykit_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/goagents/memorykit"
+)
+
+func TestScopeValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		scope  memorykit.Scope
+		reason string
+	}{
+		{"project", memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectProject, SubjectID: "p1"}, ""},
+		{"user rejected", memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectUser, SubjectID: "u1"}, "user_scope_not_supported"},
+		{"unknown subject", memorykit.Scope{TenantID: "t1", SubjectType: "team", SubjectID: "p1"}, "unknown"},
+		{"empty tenant", memorykit.Scope{SubjectType: memorykit.SubjectProject, SubjectID: "p1"}, "empty"},
+		{"empty subject", memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectProject}, "empty"},
+		{"bad char", memorykit.Scope{TenantID: "t 1", SubjectType: memorykit.SubjectProject, SubjectID: "p1"}, "bad_character"},
+		{"nul", memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectProject, SubjectID: "p\x001"}, "bad_character"},
+		{"too long", memorykit.Scope{TenantID: strings.Repeat("a", memorykit.MaxIDBytes+1), SubjectType: memorykit.SubjectProject, SubjectID: "p1"}, "too_long"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.scope.Validate()
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, memorykit.ErrInvalidScope) {
+				t.Fatalf("Validate() = %v, want ErrInvalidScope", err)
+			}
+			var e *memorykit.Error
+			if !errors.As(err, &e) || e.Reason != tc.reason {
+				t.Fatalf("reason = %v, want %q", err, tc.reason)
+			}
+		})
+	}
+	if _, err := memorykit.ProjectScope("t1", "p1"); err != nil {
+		t.Fatalf("ProjectScope: %v", err)
+	}
+	if _, err := memorykit.ProjectScope("t1", ""); !errors.Is(err, memorykit.ErrInvalidScope) {
+		t.Fatalf("ProjectScope with empty project = %v", err)
+	}
+}
+
+func validLimits() memorykit.Limits {
+	return memorykit.Limits{
+		Version: 1, MaxKeyBytes: 64, MaxContentBytes: 256, MaxMetadataEntries: 2,
+		MaxMetadataBytes: 64, MaxSources: 2, MaxSourceBytes: 64, MaxListSize: 10,
+		MaxJobPayloadBytes: 128,
+	}
+}
+
+func TestLimitsValidateRejectsEveryZeroField(t *testing.T) {
+	t.Parallel()
+	if err := validLimits().Validate(); err != nil {
+		t.Fatalf("valid limits: %v", err)
+	}
+	if err := (memorykit.Limits{}).Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
+		t.Fatalf("zero limits = %v, want ErrInvalidPolicy", err)
+	}
+	v := reflect.ValueOf(validLimits())
+	for i := 0; i < v.NumField(); i++ {
+		l := validLimits()
+		reflect.ValueOf(&l).Elem().Field(i).SetInt(0)
+		if err := l.Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
+			t.Errorf("limits with %s=0: Validate() = %v", v.Type().Field(i).Name, err)
+		}
+	}
+}
+
+func validPolicy() memorykit.RecallPolicy {
+	return memorykit.RecallPolicy{
+		Version: 1, ExactLimit: 5, FullTextLimit: 20, VectorLimit: 20, RRFK: 60,
+		ExactWeight: 1, FullTextWeight: 1, VectorWeight: 1, MaxItems: 8, MaxTokens: 800,
+		MaxEntryRunes: 400, MaxQueryRunes: 500, MaxQueryTerms: 32, Deadline: 200 * time.Millisecond,
+		EmbeddingProfile: "memorykit/hash-v1", EmbeddingDimension: 384,
+	}
+}
+
+func TestRecallPolicyValidateRejectsPartialPolicies(t *testing.T) {
+	t.Parallel()
+	if err := validPolicy().Validate(); err != nil {
+		t.Fatalf("valid policy: %v", err)
+	}
+	if err := (memorykit.RecallPolicy{}).Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
+		t.Fatalf("zero policy = %v", err)
+	}
+	v := reflect.ValueOf(validPolicy())
+	for i := 0; i < v.NumField(); i++ {
+		p := validPolicy()
+		f := reflect.ValueOf(&p).Elem().Field(i)
+		f.Set(reflect.Zero(f.Type()))
+		if err := p.Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
+			t.Errorf("policy with zero %s: Validate() = %v", v.Type().Field(i).Name, err)
+		}
+	}
+	bad := []func(*memorykit.RecallPolicy){
+		func(p *memorykit.RecallPolicy) { p.VectorWeight = math.NaN() },
+		func(p *memorykit.RecallPolicy) { p.ExactWeight = -1 },
+		func(p *memorykit.RecallPolicy) { p.FullTextWeight = 101 },
+		func(p *memorykit.RecallPolicy) { p.MaxItems = memorykit.MaxPolicyBudget + 1 },
+		func(p *memorykit.RecallPolicy) { p.Deadline = -time.Second },
+		func(p *memorykit.RecallPolicy) { p.EmbeddingProfile = "has space" },
+	}
+	for i, mutate := range bad {
+		p := validPolicy()
+		mutate(&p)
+		if err := p.Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
+			t.Errorf("bad policy %d: Validate() = %v", i, err)
+		}
+	}
+}
+
+type rejectMarker struct{ marker string }
+
+func (r rejectMarker) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
+	if strings.Contains(c.Content, r.marker) {
+		return errors.New("content mentions " + c.Content)
+	}
+	return nil
+}
+
+func TestWriteGuardNeedsAValidator(t *testing.T) {
+	t.Parallel()
+	if _, err := memorykit.NewWriteGuard(validLimits(), nil); !errors.Is(err, memorykit.ErrInvalidConfig) {
+		t.Fatalf("nil validator = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := memorykit.NewWriteGuard(memorykit.Limits{}, rejectMarker{"x"}); !errors.Is(err, memorykit.ErrInvalidPolicy) {
+		t.Fatalf("zero limits = %v, want ErrInvalidPolicy", err)
+	}
+}
+
+func TestWriteGuardCheckNew(t *testing.T) {
+	t.Parallel()
+	g, err := memorykit.NewWriteGuard(validLimits(), rejectMarker{"SECRET"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope, _ := memorykit.ProjectScope("t1", "p1")
+	base := func() memorykit.NewRecord {
+		return memorykit.NewRecord{
+			Scope: scope, Kind: memorykit.KindFact, Key: "  Deploy   Region ", Content: "eu-west-1",
+			Status: memorykit.StatusActive, Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"},
+			Metadata: map[string]string{"lang": "en"}, Sources: []memorykit.Source{{Kind: "chat", Ref: "run-1"}},
+		}
+	}
+	got, err := g.CheckNew(context.Background(), "test", base())
+	if err != nil {
+		t.Fatalf("valid record: %v", err)
+	}
+	if got.Key != "deploy region" {
+		t.Fatalf("key not canonicalised: %q", got.Key)
+	}
+	tests := []struct {
+		name   string
+		mutate func(*memorykit.NewRecord)
+		kind   error
+		reason string
+	}{
+		{"user scope", func(r *memorykit.NewRecord) { r.Scope.SubjectType = memorykit.SubjectUser }, memorykit.ErrInvalidScope, "user_scope_not_supported"},
+		{"unknown kind", func(r *memorykit.NewRecord) { r.Kind = "gossip" }, memorykit.ErrInvalidInput, "unknown"},
+		{"bad status", func(r *memorykit.NewRecord) { r.Status = memorykit.StatusErased }, memorykit.ErrInvalidInput, "must_be_active_or_candidate"},
+		{"empty key", func(r *memorykit.NewRecord) { r.Key = "   " }, memorykit.ErrInvalidInput, "empty"},
+		{"long key", func(r *memorykit.NewRecord) { r.Key = strings.Repeat("k", 65) }, memorykit.ErrInvalidInput, "too_long"},
+		{"key invalid utf8", func(r *memorykit.NewRecord) { r.Key = "a\xffb" }, memorykit.ErrInvalidInput, "invalid_utf8"},
+		{"key nul", func(r *memorykit.NewRecord) { r.Key = "a\x00b" }, memorykit.ErrInvalidInput, "nul_byte"},
+		{"empty content", func(r *memorykit.NewRecord) { r.Content = "" }, memorykit.ErrInvalidInput, "empty"},
+		{"long content", func(r *memorykit.NewRecord) { r.Content = strings.Repeat("c", 257) }, memorykit.ErrInvalidInput, "too_long"},
+		{"content invalid utf8", func(r *memorykit.NewRecord) { r.Content = "\xc3\x28" }, memorykit.ErrInvalidInput, "invalid_utf8"},
+		{"content nul", func(r *memorykit.NewRecord) { r.Content = "a\x00" }, memorykit.ErrInvalidInput, "nul_byte"},
+		{"content control", func(r *memorykit.NewRecord) { r.Content = "a\x07" }, memorykit.ErrInvalidInput, "control_character"},
+		{"too many metadata", func(r *memorykit.NewRecord) { r.Metadata = map[string]string{"a": "1", "b": "2", "c": "3"} }, memorykit.ErrInvalidInput, "too_many_entries"},
+		{"metadata bytes", func(r *memorykit.NewRecord) { r.Metadata = map[string]string{"a": strings.Repeat("v", 64)} }, memorykit.ErrInvalidInput, "too_long"},
+		{"metadata key", func(r *memorykit.NewRecord) { r.Metadata = map[string]string{"Bad Key": "v"} }, memorykit.ErrInvalidInput, "bad_character"},
+		{"metadata value nul", func(r *memorykit.NewRecord) { r.Metadata = map[string]string{"a": "\x00"} }, memorykit.ErrInvalidInput, "nul_byte"},
+		{"too many sources", func(r *memorykit.NewRecord) {
+			r.Sources = []memorykit.Source{{"a", "1"}, {"a", "2"}, {"a", "3"}}
+		}, memorykit.ErrInvalidInput, "too_many"},
+		{"long source", func(r *memorykit.NewRecord) { r.Sources = []memorykit.Source{{"a", strings.Repeat("r", 64)}} }, memorykit.ErrInvalidInput, "too_long"},
+		{"empty source ref", func(r *memorykit.NewRecord) { r.Sources = []memorykit.Source{{"a", ""}} }, memorykit.ErrInvalidInput, "empty"},
+		{"source ref utf8", func(r *memorykit.NewRecord) { r.Sources = []memorykit.Source{{"a", "\xff"}} }, memorykit.ErrInvalidInput, "invalid_utf8"},
+		{"bad actor", func(r *memorykit.NewRecord) { r.Actor = memorykit.Actor{Kind: "robot", ID: "r"} }, memorykit.ErrInvalidInput, "unknown"},
+		{"bad id", func(r *memorykit.NewRecord) { r.ID = "has space" }, memorykit.ErrInvalidInput, "bad_character"},
+		{"long reason", func(r *memorykit.NewRecord) { r.Reason = strings.Repeat("r", memorykit.MaxReasonBytes+1) }, memorykit.ErrInvalidInput, "too_long"},
+		{"bad window", func(r *memorykit.NewRecord) {
+			r.EffectiveFrom = time.Unix(100, 0)
+			r.EffectiveUntil = time.Unix(50, 0)
+		}, memorykit.ErrInvalidInput, "not_after_effective_from"},
+		{"expect on candidate", func(r *memorykit.NewRecord) {
+			r.Status = memorykit.StatusCandidate
+			r.Expect = &memorykit.ActiveExpectation{None: true}
+		}, memorykit.ErrInvalidInput, "only_for_active"},
+		{"expect both", func(r *memorykit.NewRecord) { r.Expect = &memorykit.ActiveExpectation{None: true, ID: "x", Version: 1} }, memorykit.ErrInvalidInput, "need_none_or_id"},
+		{"validator rejects", func(r *memorykit.NewRecord) { r.Content = "my SECRET is hunter2" }, memorykit.ErrInvalidInput, "content_rejected"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base()
+			tc.mutate(&r)
+			_, err := g.CheckNew(context.Background(), "test", r)
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("CheckNew() = %v, want %v", err, tc.kind)
+			}
+			var e *memorykit.Error
+			if !errors.As(err, &e) || e.Reason != tc.reason {
+				t.Fatalf("CheckNew() = %v, want reason %q", err, tc.reason)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("error string leaks content: %q", err.Error())
+			}
+		})
+	}
+}
+
+func TestCheckReasonCode(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"timeout", "lease_expired", "sqlstate_40001"} {
+		if err := memorykit.CheckReasonCode("t", ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Has Caps", "with space", strings.Repeat("a", 65), "drop;table"} {
+		if err := memorykit.CheckReasonCode("t", bad); !errors.Is(err, memorykit.ErrInvalidInput) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestSearchTerms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		query string
+		max   int
+		want  []string
+	}{
+		{"english", "Where does the API run? The API!", 10, []string{"where", "does", "the", "api", "run"}},
+		{"chinese", "数据库迁移", 10, []string{"数据", "据库", "库迁", "迁移"}},
+		{"japanese", "東京の天気", 10, []string{"東京", "京の", "の天", "天気"}},
+		{"katakana long vowel", "データ", 10, []string{"デー", "ータ"}},
+		{"mixed", "Postgres数据库 v15", 10, []string{"postgres", "数据", "据库", "v15"}},
+		{"single cjk", "猫 cat", 10, []string{"猫", "cat"}},
+		{"full width", "ＡＰＩ Ｋｅｙ", 10, []string{"api", "key"}},
+		{"max terms", "one two three four", 2, []string{"one", "two"}},
+		{"punctuation only", "?!... ---", 10, nil},
+		{"zero max", "one", 0, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := memorykit.SearchTerms(tc.query, tc.max)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("SearchTerms(%q) = %q, want %q", tc.query, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIndexTermsMakeCJKGramsSubstrings(t *testing.T) {
+	t.Parallel()
+	got := memorykit.IndexTerms("db", "使用数据库 Postgres")
+	want := []string{"db", "postgres", "使", "使用", "库", "据", "据库", "数", "数据", "用", "用数"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("IndexTerms = %q, want %q", got, want)
+	}
+	index := map[string]bool{}
+	for _, term := range got {
+		index[term] = true
+	}
+	// Every query gram that is a substring of the content is an index term.
+	for _, q := range []string{"数据库", "用数", "库", "使用数据"} {
+		for _, term := range memorykit.SearchTerms(q, 10) {
+			if !index[term] {
+				t.Errorf("query %q term %q is a substring but not indexed", q, term)
+			}
+		}
+	}
+}
+
+func TestExactKeys(t *testing.T) {
+	t.Parallel()
+	got := memorykit.ExactKeys("What is deploy.region?", 5)
+	want := []string{"what is deploy.region", "what", "is", "deploy.region"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ExactKeys = %q, want %q", got, want)
+	}
+	if got := memorykit.ExactKeys("a b c d e f", 3); len(got) != 3 {
+		t.Fatalf("ExactKeys max: %q", got)
+	}
+	if got := memorykit.NormalizeKey("  Ｄｅｐｌｏｙ\tREGION  "); got != "deploy region" {
+		t.Fatalf("NormalizeKey = %q", got)
+	}
+}
+
+func TestFullTextRule(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	cands := []memorykit.FullTextCandidate{
+		{ID: "a", Matched: 2, Weight: 1.5, UpdatedAt: t0},
+		{ID: "b", Matched: 4, Weight: 3, UpdatedAt: t0},
+		{ID: "c", Matched: 3, Weight: 2, UpdatedAt: t0},
+		{ID: "d", Matched: 3, Weight: 2.5, UpdatedAt: t0},
+		{ID: "e", Matched: 3, Weight: 2.5, UpdatedAt: t0.Add(time.Second)},
+		{ID: "f", Matched: 1, Weight: 9, UpdatedAt: t0},
+	}
+	kept, below := memorykit.FullTextRule(cands, 10)
+	ids := func(cs []memorykit.FullTextCandidate) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	// best = 4: keep matched*2 > 4, i.e. matched >= 3.
+	if got, want := ids(kept), []string{"b", "e", "d", "c"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("kept = %v, want %v", got, want)
+	}
+	if got, want := ids(below), []string{"a", "f"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("below = %v, want %v", got, want)
+	}
+	kept, below = memorykit.FullTextRule(cands, 2)
+	if len(kept) != 2 || len(below) != 2 {
+		t.Fatalf("limit not applied: %d kept, %d below", len(kept), len(below))
+	}
+	if k, b := memorykit.FullTextRule(nil, 5); k != nil || b != nil {
+		t.Fatal("empty input must give empty output")
+	}
+	if memorykit.IDF(10, 1) <= memorykit.IDF(10, 10) {
+		t.Fatal("a rare term must weigh more than a common one")
+	}
+	if memorykit.RoundWeight(1.23456749) != 1.234567 || memorykit.RoundWeight(2.0000005) != 2.000001 {
+		t.Fatal("RoundWeight must round half away from zero at 6 decimals")
+	}
+}
+
+func TestFuseRRF(t *testing.T) {
+	t.Parallel()
+	fused := memorykit.FuseRRF(60,
+		memorykit.Ranking{Channel: memorykit.ChannelExact, Weight: 1, IDs: []string{"k"}},
+		memorykit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"a", "b", "k"}},
+		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"b", "a", "a"}},
+	)
+	var got []string
+	for _, f := range fused {
+		got = append(got, f.ID)
+	}
+	// a and b tie on score (1/61 + 1/62) and best rank, so ID decides; k
+	// (1/61 + 1/63) comes last. The duplicate "a" in the vector list counts once.
+	if want := []string{"a", "b", "k"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("order = %v, want %v", got, want)
+	}
+	k := fused[2]
+	if k.Ranks[memorykit.ChannelExact] != 1 || k.Ranks[memorykit.ChannelFullText] != 3 || len(k.Ranks) != 2 {
+		t.Fatalf("ranks = %v", k.Ranks)
+	}
+	if want := 1.0/61 + 1.0/63; math.Abs(k.Score-want) > 1e-12 {
+		t.Fatalf("score = %v, want %v", k.Score, want)
+	}
+	if want := 1.0/61 + 1.0/62; math.Abs(fused[0].Score-want) > 1e-12 {
+		t.Fatalf("score = %v, want %v", fused[0].Score, want)
+	}
+	// Weights shift the order.
+	fused = memorykit.FuseRRF(60,
+		memorykit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"x", "y"}},
+		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 3, IDs: []string{"y", "x"}},
+	)
+	if fused[0].ID != "y" {
+		t.Fatalf("weighted fusion should prefer the vector channel's top: %v", fused)
+	}
+}
+
+func TestTokensAndTruncation(t *testing.T) {
+	t.Parallel()
+	if got := memorykit.EstimateTokens(""); got != 0 {
+		t.Fatalf("empty = %d", got)
+	}
+	if got := memorykit.EstimateTokens("abcdef"); got != 2 {
+		t.Fatalf("ascii = %d", got)
+	}
+	if got := memorykit.EstimateTokens("数据库"); got != 3 {
+		t.Fatalf("cjk = %d", got)
+	}
+	if s, cut := memorykit.TruncateRunes("数据库abc", 4); s != "数据库a" || !cut {
+		t.Fatalf("TruncateRunes = %q %v", s, cut)
+	}
+	if s, cut := memorykit.TruncateRunes("abc", 4); s != "abc" || cut {
+		t.Fatalf("TruncateRunes short = %q %v", s, cut)
+	}
+	if got := memorykit.LastRunes("数据库abc", 4); got != "库abc" {
+		t.Fatalf("LastRunes = %q", got)
+	}
+	if q := memorykit.SanitizeQuery("bad\xff\x00tail数据", 6); q != "tail数据" {
+		t.Fatalf("SanitizeQuery = %q", q)
+	}
+	if q := memorykit.SanitizeQuery("a\xff\x00b", 10); q != "a\uFFFD b" {
+		t.Fatalf("SanitizeQuery = %q", q)
+	}
+}
+
+func TestErrorsAreTypedAndContentFree(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("duplicate key value (content)=(canary-123)")
+	err := memorykit.WrapError("pgstore.create", memorykit.ErrUnavailable, "sqlstate_08006", cause)
+	if !errors.Is(err, memorykit.ErrUnavailable) || !errors.Is(err, cause) {
+		t.Fatal("kind and cause must both be reachable")
+	}
+	if strings.Contains(err.Error(), "canary") {
+		t.Fatalf("Error() prints the cause: %q", err.Error())
+	}
+	if memorykit.IsRecoverable(err) {
+		t.Fatal("not marked recoverable")
+	}
+	err.Retry = true
+	if !memorykit.IsRecoverable(err) {
+		t.Fatal("Retry must make it recoverable")
+	}
+	wrapped := memorykit.Recoverable(errors.New("provider 429"))
+	if !memorykit.IsRecoverable(wrapped) || !memorykit.IsRecoverable(errors.Join(errors.New("x"), wrapped)) {
+		t.Fatal("Recoverable marker must survive wrapping and joins")
+	}
+	if memorykit.Recoverable(nil) != nil || memorykit.IsRecoverable(nil) {
+		t.Fatal("nil stays nil")
+	}
+}
+
+type fixedAuthorizer struct{ err error }
+
+func (f fixedAuthorizer) Authorize(context.Context, memorykit.Principal, memorykit.Permission, memorykit.Scope) error {
+	return f.err
+}
+
+func TestAuthorizeFailsClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	scope, _ := memorykit.ProjectScope("t1", "p1")
+	p := memorykit.Principal{TenantID: "t1", Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}}
+	if err := memorykit.Authorize(ctx, fixedAuthorizer{}, p, memorykit.PermRead, scope); err != nil {
+		t.Fatalf("allowed request: %v", err)
+	}
+	cases := map[string]error{
+		"nil authorizer": memorykit.Authorize(ctx, nil, p, memorykit.PermRead, scope),
+		"denied":         memorykit.Authorize(ctx, fixedAuthorizer{errors.New("no")}, p, memorykit.PermRead, scope),
+		"tenant mismatch": memorykit.Authorize(ctx, fixedAuthorizer{}, memorykit.Principal{TenantID: "t2", Actor: p.Actor},
+			memorykit.PermRead, scope),
+		"bad principal":  memorykit.Authorize(ctx, fixedAuthorizer{}, memorykit.Principal{TenantID: "t1"}, memorykit.PermRead, scope),
+		"bad permission": memorykit.Authorize(ctx, fixedAuthorizer{}, p, "admin", scope),
+	}
+	for name, err := range cases {
+		if !errors.Is(err, memorykit.ErrForbidden) {
+			t.Errorf("%s: %v, want ErrForbidden", name, err)
+		}
+	}
+	userScope := memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectUser, SubjectID: "u"}
+	if err := memorykit.Authorize(ctx, fixedAuthorizer{}, p, memorykit.PermRead, userScope); !errors.Is(err, memorykit.ErrInvalidScope) {
+		t.Fatalf("user scope: %v", err)
+	}
+}
+
+func TestDeterministicIDs(t *testing.T) {
+	t.Parallel()
+	s1, _ := memorykit.ProjectScope("t1", "p1")
+	s2, _ := memorykit.ProjectScope("t1", "p2")
+	if memorykit.ExtractionJobID(s1, "run-1") != memorykit.ExtractionJobID(s1, "run-1") {
+		t.Fatal("job id not deterministic")
+	}
+	if memorykit.ExtractionJobID(s1, "run-1") == memorykit.ExtractionJobID(s2, "run-1") {
+		t.Fatal("job id must depend on scope")
+	}
+	a := memorykit.CandidateID(s1, "job", memorykit.KindFact, "k")
+	if a != memorykit.CandidateID(s1, "job", memorykit.KindFact, "k") || a == memorykit.CandidateID(s1, "job", memorykit.KindNote, "k") {
+		t.Fatal("candidate id must be deterministic and depend on kind")
+	}
+	for _, id := range []string{a, memorykit.ExtractionJobID(s1, "x"), memorykit.NewRecordID(time.Now()), memorykit.NewJobID(time.Now())} {
+		if err := memorykit.ValidateID("t", "id", id); err != nil {
+			t.Errorf("generated id %q invalid: %v", id, err)
+		}
+	}
+	if memorykit.NewRecordID(time.Unix(1, 0)) >= memorykit.NewRecordID(time.Unix(2, 0)) {
+		t.Fatal("random ids should sort by creation time")
+	}
+	if h := memorykit.ContentHash("x"); !strings.HasPrefix(h, "sha256:") || len(h) != 7+64 {
+		t.Fatalf("ContentHash = %q", h)
+	}
+}
+
+func TestRecordRecallable(t *testing.T) {
+	t.Parallel()
+	s1, _ := memorykit.ProjectScope("t1", "p1")
+	s2, _ := memorykit.ProjectScope("t1", "p2")
+	now := time.Unix(1000, 0)
+	r := memorykit.Record{Scope: s1, Status: memorykit.StatusActive, EffectiveFrom: now.Add(-time.Hour)}
+	if !r.Recallable(s1, now) {
+		t.Fatal("active effective record must be recallable")
+	}
+	if r.Recallable(s2, now) {
+		t.Fatal("other scope must not be recallable")
+	}
+	for _, st := range memorykit.Statuses() {
+		r2 := r
+		r2.Status = st
+		if r2.Recallable(s1, now) != (st == memorykit.StatusActive) {
+			t.Errorf("status %s recallable = %v", st, r2.Recallable(s1, now))
+		}
+	}
+	future := r
+	future.EffectiveFrom = now.Add(time.Second)
+	expired := r
+	expired.EffectiveUntil = now
+	if future.Recallable(s1, now) || expired.Recallable(s1, now) {
+		t.Fatal("records outside their effective window must not be recallable")
+	}
+}
+
+func FuzzSearchTerms(f *testing.F) {
+	for _, s := range []string{"hello world", "数据库迁移", "東京の天気", "\xff\x00abc", "ＡＰＩ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		terms := memorykit.SearchTerms(s, 16)
+		if len(terms) > 16 {
+			t.Fatalf("%d terms", len(terms))
+		}
+		seen := map[string]bool{}
+		for _, term := range terms {
+			if term == "" || !utf8.ValidString(term) || seen[term] {
+				t.Fatalf("bad term %q in %q", term, terms)
+			}
+			seen[term] = true
+		}
+		idx := map[string]bool{}
+		for _, term := range memorykit.IndexTerms("", s) {
+			idx[term] = true
+		}
+		for _, term := range memorykit.SearchTerms(s, 1<<20) {
+			if !idx[term] {
+				t.Fatalf("query term %q of a text is not in that text's index terms", term)
+			}
+		}
+	})
+}
