@@ -549,3 +549,23 @@ func FuzzSearchTerms(f *testing.F) {
 		}
 	})
 }
+
+func TestReasonCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{memorykit.FieldError("op", "content", "too_long"), "too_long"},
+		{&memorykit.Error{Kind: memorykit.ErrNotFound, Reason: "Not A Code"}, "not_found"},
+		{memorykit.NewError("op", memorykit.ErrForbidden, ""), "forbidden"},
+		{context.DeadlineExceeded, "deadline"},
+		{errors.New("secret text"), "error"},
+	}
+	for _, tc := range tests {
+		if got := memorykit.ReasonCode(tc.err); got != tc.want {
+			t.Errorf("ReasonCode(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

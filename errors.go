@@ -1,6 +1,7 @@
 package memorykit
 
 import (
+	"context"
 	"errors"
 	"strings"
 )
@@ -172,4 +173,52 @@ func chain(err error) []error {
 		}
 	}
 	return out
+}
+
+// ReasonCode returns a content-free reason code for err, safe for logs and
+// events: the *Error's Reason when it is a valid code, else a code for its
+// sentinel kind, "canceled" / "deadline" for context errors, or "error".
+func ReasonCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" && CheckReasonCode("", e.Reason) == nil {
+		return e.Reason
+	}
+	return KindCode(err)
+}
+
+// KindCode returns a code naming err's sentinel kind ("forbidden",
+// "not_found", ...), or "error" when it has none.
+func KindCode(err error) string {
+	kinds := []struct {
+		err  error
+		code string
+	}{
+		{ErrForbidden, "forbidden"},
+		{ErrInvalidScope, "invalid_scope"},
+		{ErrInvalidInput, "invalid_input"},
+		{ErrInvalidPolicy, "invalid_policy"},
+		{ErrInvalidConfig, "invalid_config"},
+		{ErrNotFound, "not_found"},
+		{ErrAlreadyExists, "already_exists"},
+		{ErrVersionConflict, "version_conflict"},
+		{ErrInvalidTransition, "invalid_transition"},
+		{ErrLeaseLost, "lease_lost"},
+		{ErrStale, "stale"},
+		{ErrDraining, "draining"},
+		{ErrStopped, "stopped"},
+		{ErrIntegrity, "integrity"},
+		{ErrUnavailable, "unavailable"},
+		{ErrDeadline, "deadline"},
+		{context.DeadlineExceeded, "deadline"},
+		{context.Canceled, "canceled"},
+	}
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return k.code
+		}
+	}
+	return "error"
 }
