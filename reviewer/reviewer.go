@@ -1,0 +1,179 @@
+// Package reviewer implements governed review of memory: listing candidates,
+// activating (which supersedes the active record with the same Scope, kind
+// and key), rejecting, correcting, forgetting, erasing, and reading the
+// audit history.
+//
+// Every call is authorized for the principal on the Scope before the store
+// is touched: PermReview for everything except Erase, which needs PermErase.
+package reviewer
+
+import (
+	"context"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/goagents/memorykit"
+)
+
+// Config holds a Reviewer's parts. Every field is required.
+type Config struct {
+	Store      memorykit.LifecycleStore
+	Authorizer memorykit.Authorizer
+	Events     memorykit.EventSink
+	Clock      clock.Clock
+}
+
+// Reviewer runs review actions.
+type Reviewer struct {
+	store  memorykit.LifecycleStore
+	az     memorykit.Authorizer
+	events memorykit.EventSink
+	clock  clock.Clock
+}
+
+// New validates cfg and returns a Reviewer.
+func New(cfg Config) (*Reviewer, error) {
+	missing := func(field string) error {
+		return &memorykit.Error{Op: "reviewer.new", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+	}
+	switch {
+	case cfg.Store == nil:
+		return nil, missing("store")
+	case cfg.Authorizer == nil:
+		return nil, missing("authorizer")
+	case cfg.Events == nil:
+		return nil, missing("events")
+	case cfg.Clock == nil:
+		return nil, missing("clock")
+	}
+	return &Reviewer{store: cfg.Store, az: cfg.Authorizer, events: cfg.Events, clock: cfg.Clock}, nil
+}
+
+// Page selects a page of a listing.
+type Page struct {
+	// Limit must be 1..Limits.MaxListSize.
+	Limit int
+	// AfterID continues after this record ID.
+	AfterID string
+}
+
+// Decision is the common input of a review action on one record.
+type Decision struct {
+	ID string
+	// ExpectVersion, when non-zero, must equal the record's current version.
+	ExpectVersion int64
+	// Reason is an audit note; stored, never logged.
+	Reason string
+}
+
+// CorrectionInput replaces a record's content and sources.
+type CorrectionInput struct {
+	Decision
+	Content string
+	Sources []memorykit.Source
+	// Metadata replaces the metadata when non-nil.
+	Metadata map[string]string
+}
+
+// ListCandidates lists candidate records waiting for review, by ID.
+func (r *Reviewer) ListCandidates(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, page Page) ([]memorykit.Record, error) {
+	return r.List(ctx, p, scope, []memorykit.Status{memorykit.StatusCandidate}, page)
+}
+
+// List lists records of the given statuses (all when empty), by ID.
+func (r *Reviewer) List(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, statuses []memorykit.Status, page Page) ([]memorykit.Record, error) {
+	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
+		return nil, err
+	}
+	return r.store.List(ctx, memorykit.ListFilter{Scope: scope, Statuses: statuses, Limit: page.Limit, AfterID: page.AfterID})
+}
+
+// Get returns one record of any status, for review.
+func (r *Reviewer) Get(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, id string) (memorykit.Record, error) {
+	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
+		return memorykit.Record{}, err
+	}
+	return r.store.Get(ctx, scope, id)
+}
+
+// History returns a record's audit trail, oldest first.
+func (r *Reviewer) History(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
+		return nil, err
+	}
+	return r.store.Revisions(ctx, scope, id)
+}
+
+// Activate turns a candidate active, superseding the active record with the
+// same Scope, kind and key.
+func (r *Reviewer) Activate(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision) (memorykit.Record, error) {
+	return r.transition(ctx, p, scope, d, memorykit.PermReview, memorykit.ActionActivate, r.store.Activate)
+}
+
+// Reject turns a candidate down.
+func (r *Reviewer) Reject(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision) (memorykit.Record, error) {
+	return r.transition(ctx, p, scope, d, memorykit.PermReview, memorykit.ActionReject, r.store.Reject)
+}
+
+// Forget turns an active record inactive: it leaves every recall path at
+// once while its content and audit are kept.
+func (r *Reviewer) Forget(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision) (memorykit.Record, error) {
+	return r.transition(ctx, p, scope, d, memorykit.PermReview, memorykit.ActionForget, r.store.Forget)
+}
+
+// Erase scrubs an inactive, rejected or superseded record to a tombstone.
+// It needs PermErase.
+func (r *Reviewer) Erase(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision) (memorykit.Record, error) {
+	return r.transition(ctx, p, scope, d, memorykit.PermErase, memorykit.ActionErase, r.store.Erase)
+}
+
+// Correct replaces an active or candidate record's content and sources with
+// a new revision; the old embedding stops being used.
+func (r *Reviewer) Correct(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, c CorrectionInput) (memorykit.Record, error) {
+	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
+		return memorykit.Record{}, err
+	}
+	rec, err := r.store.Correct(ctx, memorykit.Correction{
+		Transition: r.toTransition(p, scope, c.Decision),
+		Content:    c.Content,
+		Sources:    c.Sources,
+		Metadata:   c.Metadata,
+	})
+	r.emit(scope, p, memorykit.ActionCorrect, c.ID, err)
+	return rec, err
+}
+
+func (r *Reviewer) transition(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision,
+	perm memorykit.Permission, action memorykit.Action,
+	do func(context.Context, memorykit.Transition) (memorykit.Record, error),
+) (memorykit.Record, error) {
+	if err := memorykit.Authorize(ctx, r.az, p, perm, scope); err != nil {
+		return memorykit.Record{}, err
+	}
+	rec, err := do(ctx, r.toTransition(p, scope, d))
+	r.emit(scope, p, action, d.ID, err)
+	return rec, err
+}
+
+func (r *Reviewer) toTransition(p memorykit.Principal, scope memorykit.Scope, d Decision) memorykit.Transition {
+	return memorykit.Transition{Scope: scope, ID: d.ID, Actor: p.Actor, Reason: d.Reason, ExpectVersion: d.ExpectVersion}
+}
+
+func (r *Reviewer) emit(scope memorykit.Scope, p memorykit.Principal, action memorykit.Action, id string, err error) {
+	e := memorykit.Event{
+		Kind:   memorykit.EventLifecycle,
+		At:     r.clock.Now(),
+		Action: action,
+		Actor:  string(p.Actor.Kind) + ":" + p.Actor.ID,
+		Count:  1,
+		Reason: "ok",
+	}.WithScope(scope)
+	if memorykit.ValidateID("", "", id) == nil {
+		e.RecordIDs = []string{id}
+	}
+	if err != nil {
+		e.Count = 0
+		e.Reason = memorykit.ReasonCode(err)
+	}
+	r.events.Emit(e)
+}
