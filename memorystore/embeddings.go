@@ -1,0 +1,266 @@
+package memorystore
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/goagents/memorykit"
+)
+
+// currentState returns the lease/retry/park state of e's embedding for
+// profile at e's current content hash, or nil when there is none.
+func (s *Store) currentState(e *entry, profile string) *embState {
+	st := s.embStates[embKey{recordID: e.rec.ID, profile: profile}]
+	if st == nil || st.hash != e.rec.ContentHash {
+		return nil
+	}
+	return st
+}
+
+// pending reports whether e is active and lacks an embedding of profile at
+// its current content hash.
+func (s *Store) pending(e *entry, profile string) bool {
+	if e.rec.Status != memorykit.StatusActive {
+		return false
+	}
+	emb := s.embeddings[embKey{recordID: e.rec.ID, profile: profile}]
+	return emb == nil || emb.hash != e.rec.ContentHash
+}
+
+// LeaseEmbeddings implements memorykit.EmbeddingStore. Records are leased
+// in ID order across every Scope.
+func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+	const op = "memorystore.lease_embeddings"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateProfile(op, p.Profile); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
+		return nil, err
+	}
+	if err := checkTTL(op, p.TTL); err != nil {
+		return nil, err
+	}
+	if err := s.checkBatch(op, p.Max); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var picked []*entry
+	for _, e := range s.records {
+		if !s.pending(e, p.Profile) {
+			continue
+		}
+		if st := s.currentState(e, p.Profile); st != nil {
+			if st.leasedBy != "" || st.parked || st.retryAt.After(now) {
+				continue
+			}
+		}
+		picked = append(picked, e)
+	}
+	sort.Slice(picked, func(i, j int) bool { return picked[i].rec.ID < picked[j].rec.ID })
+	if len(picked) > p.Max {
+		picked = picked[:p.Max]
+	}
+	expiry := stamp(now.Add(p.TTL))
+	tasks := make([]memorykit.EmbeddingTask, 0, len(picked))
+	for _, e := range picked {
+		k := embKey{recordID: e.rec.ID, profile: p.Profile}
+		st := s.currentState(e, p.Profile)
+		if st == nil {
+			st = &embState{hash: e.rec.ContentHash}
+			s.embStates[k] = st
+		}
+		st.attempt++
+		st.leasedBy = p.WorkerID
+		st.leaseExpiry = expiry
+		st.retryAt = time.Time{}
+		tasks = append(tasks, memorykit.EmbeddingTask{
+			RecordID:    e.rec.ID,
+			Scope:       e.rec.Scope,
+			Profile:     p.Profile,
+			ContentHash: e.rec.ContentHash,
+			Text:        e.rec.EmbeddingText(),
+			Attempt:     st.attempt,
+		})
+	}
+	return tasks, nil
+}
+
+// PutEmbedding implements memorykit.EmbeddingStore.
+func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+	const op = "memorystore.put_embedding"
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	if err := checkEmbeddingRef(op, p.Scope, p.RecordID, p.Profile, p.ContentHash, p.WorkerID); err != nil {
+		return err
+	}
+	if err := checkVector(op, "vector", p.Vector); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	e := s.lookup(p.Scope, p.RecordID)
+	if e == nil {
+		return notFound(op)
+	}
+	if e.rec.Status != memorykit.StatusActive || e.rec.ContentHash != p.ContentHash {
+		return memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+	}
+	k := embKey{recordID: p.RecordID, profile: p.Profile}
+	delete(s.embStates, k)
+	if old := s.embeddings[k]; old != nil && old.hash == p.ContentHash && slices.Equal(old.vector, p.Vector) {
+		return nil
+	}
+	s.embeddings[k] = &embedding{hash: p.ContentHash, vector: cloneVector(p.Vector), at: s.now()}
+	return nil
+}
+
+// ReleaseEmbedding implements memorykit.EmbeddingStore. A release for a
+// record that is no longer active at r.ContentHash is ErrStale.
+func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelease) error {
+	const op = "memorystore.release_embedding"
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	if err := checkEmbeddingRef(op, r.Scope, r.RecordID, r.Profile, r.ContentHash, r.WorkerID); err != nil {
+		return err
+	}
+	if err := memorykit.CheckReasonCode(op, r.Reason); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	e := s.lookup(r.Scope, r.RecordID)
+	if e == nil {
+		return notFound(op)
+	}
+	if e.rec.Status != memorykit.StatusActive || e.rec.ContentHash != r.ContentHash {
+		return memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+	}
+	st := s.currentState(e, r.Profile)
+	if st == nil || st.leasedBy != r.WorkerID {
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+	}
+	st.leasedBy = ""
+	st.leaseExpiry = time.Time{}
+	st.reason = r.Reason
+	if r.Park {
+		st.parked = true
+	} else {
+		st.retryAt = stamp(r.RetryAt)
+	}
+	return nil
+}
+
+func checkEmbeddingRef(op string, scope memorykit.Scope, recordID, profile, hash, worker string) error {
+	if err := scope.Validate(); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateID(op, "record_id", recordID); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return err
+	}
+	if err := checkHash(op, hash); err != nil {
+		return err
+	}
+	return memorykit.ValidateID(op, "worker_id", worker)
+}
+
+// PendingEmbeddings implements memorykit.EmbeddingStore.
+func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, error) {
+	const op = "memorystore.pending_embeddings"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, e := range s.records {
+		if s.pending(e, profile) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// DeleteEmbeddings implements memorykit.EmbeddingStore.
+func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *memorykit.Scope) (int, error) {
+	const op = "memorystore.delete_embeddings"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	if scope != nil {
+		if err := scope.Validate(); err != nil {
+			return 0, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	in := func(k embKey) bool {
+		return k.profile == profile && (scope == nil || s.records[k.recordID].rec.Scope == *scope)
+	}
+	n := 0
+	for k := range s.embeddings {
+		if in(k) {
+			delete(s.embeddings, k)
+			n++
+		}
+	}
+	for k := range s.embStates {
+		if in(k) {
+			delete(s.embStates, k)
+		}
+	}
+	return n, nil
+}
+
+// ReapEmbeddingLeases implements memorykit.EmbeddingStore. A lease is
+// expired once the clock reaches its expiry.
+func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
+	const op = "memorystore.reap_embedding_leases"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	now := s.now()
+	n := 0
+	for _, st := range s.embStates {
+		if st.leasedBy != "" && !now.Before(st.leaseExpiry) {
+			st.leasedBy = ""
+			st.leaseExpiry = time.Time{}
+			n++
+		}
+	}
+	return n, nil
+}

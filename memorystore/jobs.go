@@ -1,0 +1,371 @@
+package memorystore
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/goagents/memorykit"
+)
+
+// ReasonLeaseExpired is the LastError of a job whose lease was reaped.
+const ReasonLeaseExpired = "lease_expired"
+
+// EnqueueJob implements memorykit.JobStore.
+func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+	const op = "memorystore.enqueue_job"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := j.Scope.Validate(); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "id", j.ID); err != nil {
+		return memorykit.Job{}, err
+	}
+	if j.MaxAttempts <= 0 {
+		return memorykit.Job{}, memorykit.FieldError(op, "max_attempts", "must_be_positive")
+	}
+	if err := s.guard.CheckPayload(op, j.Payload); err != nil {
+		return memorykit.Job{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	if old := s.jobs[j.ID]; old != nil {
+		err := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
+		if old.Scope == j.Scope {
+			return *old, err
+		}
+		return memorykit.Job{}, err
+	}
+	now := s.now()
+	job := &memorykit.Job{
+		ID:          j.ID,
+		Scope:       j.Scope,
+		Payload:     j.Payload,
+		State:       memorykit.JobQueued,
+		MaxAttempts: j.MaxAttempts,
+		AvailableAt: now,
+		CreatedAt:   now,
+		UpdatedAt:   now,
+	}
+	s.jobs[j.ID] = job
+	return *job, nil
+}
+
+// holds reports whether worker holds an unexpired lease on job at now.
+// CompleteJob, FailJob and ReleaseJob all require it.
+func holds(job *memorykit.Job, worker string, now time.Time) bool {
+	return job.State == memorykit.JobLeased && job.LeasedBy == worker && now.Before(job.LeaseExpiresAt)
+}
+
+func leaseLost(op string) error {
+	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+}
+
+func clearLease(job *memorykit.Job) {
+	job.LeasedBy = ""
+	job.LeaseExpiresAt = time.Time{}
+}
+
+// tombstone ends a job for good, keeping only content-free fields.
+func tombstone(job *memorykit.Job, state memorykit.JobState) {
+	job.State = state
+	job.Payload = ""
+	clearLease(job)
+}
+
+// LeaseJobs implements memorykit.JobStore.
+func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
+	const op = "memorystore.lease_jobs"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
+		return nil, err
+	}
+	if err := checkTTL(op, p.TTL); err != nil {
+		return nil, err
+	}
+	if err := s.checkBatch(op, p.Max); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var ready []*memorykit.Job
+	for _, j := range s.jobs {
+		if j.State == memorykit.JobQueued && !j.AvailableAt.After(now) {
+			ready = append(ready, j)
+		}
+	}
+	sort.Slice(ready, func(i, k int) bool {
+		a, b := ready[i], ready[k]
+		if !a.AvailableAt.Equal(b.AvailableAt) {
+			return a.AvailableAt.Before(b.AvailableAt)
+		}
+		return a.ID < b.ID
+	})
+	if len(ready) > p.Max {
+		ready = ready[:p.Max]
+	}
+	expiry := stamp(now.Add(p.TTL))
+	out := make([]memorykit.Job, 0, len(ready))
+	for _, j := range ready {
+		j.State = memorykit.JobLeased
+		j.Attempt++
+		j.LeasedBy = p.WorkerID
+		j.LeaseExpiresAt = expiry
+		j.UpdatedAt = now
+		out = append(out, *j)
+	}
+	return out, nil
+}
+
+// CompleteJob implements memorykit.JobStore. Every candidate is checked
+// (shape, Scope, Limits and the Host's validator) before anything is
+// stored; one bad candidate fails the whole completion and the job stays
+// leased.
+func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
+	const op = "memorystore.complete_job"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateID(op, "job_id", c.JobID); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", c.WorkerID); err != nil {
+		return 0, err
+	}
+	if len(c.Candidates) > s.guard.Limits().MaxListSize {
+		return 0, memorykit.FieldError(op, "candidates", "above_max_list_size")
+	}
+	s.mu.RLock()
+	job := s.jobs[c.JobID]
+	var scope memorykit.Scope
+	var err error
+	switch {
+	case job == nil:
+		err = notFound(op)
+	case !holds(job, c.WorkerID, s.now()):
+		err = leaseLost(op)
+	default:
+		scope = job.Scope
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return 0, err
+	}
+	checked := make([]memorykit.NewRecord, len(c.Candidates))
+	for i, in := range c.Candidates {
+		field := "candidates[" + strconv.Itoa(i) + "]"
+		if in.Status != memorykit.StatusCandidate {
+			return 0, memorykit.FieldError(op, field+".status", "must_be_candidate")
+		}
+		if in.Scope != scope {
+			return 0, memorykit.FieldError(op, field+".scope", "not_job_scope")
+		}
+		in.Metadata = cloneMap(in.Metadata)
+		in.Sources = append([]memorykit.Source(nil), in.Sources...)
+		nc, err := s.guard.CheckNew(ctx, op, in)
+		if err != nil {
+			return 0, err
+		}
+		checked[i] = nc
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	now := s.now()
+	job = s.jobs[c.JobID]
+	if !holds(job, c.WorkerID, now) {
+		return 0, leaseLost(op)
+	}
+	for i, in := range checked {
+		from, until := stamp(in.EffectiveFrom), stamp(in.EffectiveUntil)
+		if from.IsZero() {
+			from = now
+		}
+		if !until.IsZero() && !until.After(from) {
+			return 0, memorykit.FieldError(op, "candidates["+strconv.Itoa(i)+"].effective_until", "not_after_effective_from")
+		}
+	}
+	created := 0
+	for _, in := range checked {
+		if in.ID != "" && s.records[in.ID] != nil {
+			continue
+		}
+		if _, err := s.createLocked(op, in, now); err != nil {
+			// Unreachable: every failure createLocked can report for a
+			// candidate was ruled out above, under the same lock.
+			return created, memorykit.WrapError(op, memorykit.ErrIntegrity, "partial_completion", err)
+		}
+		created++
+	}
+	tombstone(job, memorykit.JobDone)
+	job.Candidates = created
+	job.UpdatedAt = now
+	return created, nil
+}
+
+// FailJob implements memorykit.JobStore. A zero RetryAt means now.
+func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.Job, error) {
+	const op = "memorystore.fail_job"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "job_id", f.JobID); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", f.WorkerID); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.CheckReasonCode(op, f.Reason); err != nil {
+		return memorykit.Job{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	job := s.jobs[f.JobID]
+	if job == nil {
+		return memorykit.Job{}, notFound(op)
+	}
+	now := s.now()
+	if !holds(job, f.WorkerID, now) {
+		return memorykit.Job{}, leaseLost(op)
+	}
+	job.LastError = f.Reason
+	job.UpdatedAt = now
+	if !f.Final && job.Attempt < job.MaxAttempts {
+		clearLease(job)
+		job.State = memorykit.JobQueued
+		job.AvailableAt = stamp(f.RetryAt)
+		if job.AvailableAt.IsZero() {
+			job.AvailableAt = now
+		}
+	} else {
+		tombstone(job, memorykit.JobFailed)
+	}
+	return *job, nil
+}
+
+// ReleaseJob implements memorykit.JobStore.
+func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
+	const op = "memorystore.release_job"
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateID(op, "job_id", jobID); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", workerID); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	job := s.jobs[jobID]
+	if job == nil {
+		return notFound(op)
+	}
+	now := s.now()
+	if !holds(job, workerID, now) {
+		return leaseLost(op)
+	}
+	clearLease(job)
+	job.State = memorykit.JobQueued
+	job.Attempt--
+	job.AvailableAt = now
+	job.UpdatedAt = now
+	return nil
+}
+
+// ReapJobLeases implements memorykit.JobStore. A lease is expired once
+// the clock reaches LeaseExpiresAt.
+func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
+	const op = "memorystore.reap_job_leases"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	now := s.now()
+	n := 0
+	for _, job := range s.jobs {
+		if job.State != memorykit.JobLeased || now.Before(job.LeaseExpiresAt) {
+			continue
+		}
+		n++
+		job.LastError = ReasonLeaseExpired
+		job.UpdatedAt = now
+		if job.Attempt < job.MaxAttempts {
+			clearLease(job)
+			job.State = memorykit.JobQueued
+			job.AvailableAt = now
+		} else {
+			tombstone(job, memorykit.JobFailed)
+		}
+	}
+	return n, nil
+}
+
+// GetJob implements memorykit.JobStore.
+func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Job, error) {
+	const op = "memorystore.get_job"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := scope.Validate(); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "id", id); err != nil {
+		return memorykit.Job{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	job := s.jobs[id]
+	if job == nil || job.Scope != scope {
+		return memorykit.Job{}, notFound(op)
+	}
+	return *job, nil
+}
+
+// CountJobs implements memorykit.JobStore.
+func (s *Store) CountJobs(ctx context.Context) (memorykit.JobCounts, error) {
+	const op = "memorystore.count_jobs"
+	if err := live(ctx, op); err != nil {
+		return memorykit.JobCounts{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var c memorykit.JobCounts
+	for _, job := range s.jobs {
+		switch job.State {
+		case memorykit.JobQueued:
+			c.Queued++
+		case memorykit.JobLeased:
+			c.Leased++
+		case memorykit.JobDone:
+			c.Done++
+		case memorykit.JobFailed:
+			c.Failed++
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,497 @@
+package memorystore
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/goagents/memorykit"
+)
+
+// Create implements memorykit.LifecycleStore.
+func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
+	const op = "memorystore.create"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	in, err := s.guard.CheckNew(ctx, op, in)
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.createLocked(op, in, s.now())
+}
+
+// createLocked stores a checked NewRecord. The caller holds s.mu.
+func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (memorykit.Record, error) {
+	if in.ID != "" {
+		if e := s.records[in.ID]; e != nil {
+			err := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
+			if e.rec.Scope == in.Scope {
+				return e.rec.Clone(), err
+			}
+			return memorykit.Record{}, err
+		}
+	}
+	from := stamp(in.EffectiveFrom)
+	if from.IsZero() {
+		from = now
+	}
+	until := stamp(in.EffectiveUntil)
+	if !until.IsZero() && !until.After(from) {
+		return memorykit.Record{}, memorykit.FieldError(op, "effective_until", "not_after_effective_from")
+	}
+	ak := activeKey{scope: in.Scope, kind: in.Kind, key: in.Key}
+	current := s.activeEntry(ak)
+	if in.Status == memorykit.StatusActive && in.Expect != nil {
+		if err := checkExpect(op, in.Expect, current); err != nil {
+			return memorykit.Record{}, err
+		}
+	}
+	id := in.ID
+	for id == "" || s.records[id] != nil {
+		id = memorykit.NewRecordID(now)
+	}
+	e := &entry{
+		rec: memorykit.Record{
+			ID:             id,
+			Scope:          in.Scope,
+			Kind:           in.Kind,
+			Key:            in.Key,
+			Content:        in.Content,
+			Metadata:       in.Metadata,
+			Sources:        in.Sources,
+			Status:         in.Status,
+			Version:        1,
+			ContentHash:    memorykit.ContentHash(in.Content),
+			EffectiveFrom:  from,
+			EffectiveUntil: until,
+			CreatedBy:      in.Actor,
+			TouchedBy:      in.Actor,
+			CreatedAt:      now,
+			UpdatedAt:      now,
+		},
+	}
+	e.rec = canonical(e.rec.Clone())
+	e.terms = termSet(e.rec.Key, e.rec.Content)
+	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
+	s.records[id] = e
+	scoped := s.byScope[in.Scope]
+	if scoped == nil {
+		scoped = make(map[string]*entry)
+		s.byScope[in.Scope] = scoped
+	}
+	scoped[id] = e
+	if in.Status == memorykit.StatusActive {
+		if current != nil {
+			current.supersede(in.Actor, in.Reason, now)
+		}
+		s.active[ak] = id
+	}
+	return e.rec.Clone(), nil
+}
+
+// checkExpect tests an active create's optimistic condition against the
+// record currently holding the key (nil when none does).
+func checkExpect(op string, x *memorykit.ActiveExpectation, current *entry) error {
+	conflict := memorykit.NewError(op, memorykit.ErrVersionConflict, "active_record_changed")
+	if x.None {
+		if current != nil {
+			return conflict
+		}
+		return nil
+	}
+	if current == nil || current.rec.ID != x.ID || current.rec.Version != x.Version {
+		return conflict
+	}
+	return nil
+}
+
+// activeEntry returns the active record holding ak, or nil.
+func (s *Store) activeEntry(ak activeKey) *entry {
+	id, ok := s.active[ak]
+	if !ok {
+		return nil
+	}
+	return s.records[id]
+}
+
+// canonical stores empty metadata and sources as nil, so an empty value
+// has one representation.
+func canonical(r memorykit.Record) memorykit.Record {
+	if len(r.Metadata) == 0 {
+		r.Metadata = nil
+	}
+	if len(r.Sources) == 0 {
+		r.Sources = nil
+	}
+	return r
+}
+
+func termSet(key, content string) map[string]struct{} {
+	terms := memorykit.IndexTerms(key, content)
+	set := make(map[string]struct{}, len(terms))
+	for _, t := range terms {
+		set[t] = struct{}{}
+	}
+	return set
+}
+
+// record appends a revision snapshotting the record as it is now.
+func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason string, now time.Time) {
+	snap := e.rec.Clone()
+	e.revisions = append(e.revisions, memorykit.Revision{
+		RecordID:    snap.ID,
+		Version:     snap.Version,
+		Action:      action,
+		Actor:       actor,
+		Reason:      reason,
+		Status:      snap.Status,
+		ContentHash: snap.ContentHash,
+		Content:     snap.Content,
+		Metadata:    snap.Metadata,
+		Sources:     snap.Sources,
+		At:          now,
+	})
+}
+
+// touch moves the record to a new status and version for a lifecycle
+// action, and records the revision.
+func (e *entry) touch(action memorykit.Action, to memorykit.Status, actor memorykit.Actor, reason string, now time.Time) {
+	e.rec.Status = to
+	e.rec.Version++
+	e.rec.TouchedBy = actor
+	e.rec.UpdatedAt = now
+	e.record(action, actor, reason, now)
+}
+
+// supersede retires an active record replaced by another one.
+func (e *entry) supersede(actor memorykit.Actor, reason string, now time.Time) {
+	e.touch(memorykit.ActionSupersede, memorykit.StatusSuperseded, actor, reason, now)
+}
+
+// Get implements memorykit.LifecycleStore.
+func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
+	const op = "memorystore.get"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := scope.Validate(); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := memorykit.ValidateID(op, "id", id); err != nil {
+		return memorykit.Record{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.lookup(scope, id)
+	if e == nil {
+		return memorykit.Record{}, notFound(op)
+	}
+	return e.rec.Clone(), nil
+}
+
+// FindActive implements memorykit.LifecycleStore. The key is canonicalised
+// first, so any spelling of a key finds its record.
+func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
+	const op = "memorystore.find_active"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := scope.Validate(); err != nil {
+		return memorykit.Record{}, err
+	}
+	if !kind.Valid() {
+		return memorykit.Record{}, memorykit.FieldError(op, "kind", "unknown")
+	}
+	key, err := s.guard.CheckKey(op, key)
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.activeEntry(activeKey{scope: scope, kind: kind, key: key})
+	if e == nil {
+		return memorykit.Record{}, notFound(op)
+	}
+	return e.rec.Clone(), nil
+}
+
+// List implements memorykit.LifecycleStore.
+func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+	const op = "memorystore.list"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := f.Scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.guard.CheckListLimit(op, f.Limit); err != nil {
+		return nil, err
+	}
+	statuses := make(map[memorykit.Status]bool, len(f.Statuses))
+	for _, st := range f.Statuses {
+		if !st.Valid() {
+			return nil, memorykit.FieldError(op, "statuses", "unknown")
+		}
+		statuses[st] = true
+	}
+	if f.Kind != "" && !f.Kind.Valid() {
+		return nil, memorykit.FieldError(op, "kind", "unknown")
+	}
+	key := ""
+	if f.Key != "" {
+		k, err := s.guard.CheckKey(op, f.Key)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	if f.AfterID != "" {
+		if err := memorykit.ValidateID(op, "after_id", f.AfterID); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var ids []string
+	for id, e := range s.byScope[f.Scope] {
+		r := &e.rec
+		switch {
+		case f.AfterID != "" && id <= f.AfterID:
+		case len(statuses) > 0 && !statuses[r.Status]:
+		case f.Kind != "" && r.Kind != f.Kind:
+		case key != "" && r.Key != key:
+		default:
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	if len(ids) > f.Limit {
+		ids = ids[:f.Limit]
+	}
+	out := make([]memorykit.Record, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, s.records[id].rec.Clone())
+	}
+	return out, nil
+}
+
+// rule says which statuses a lifecycle action starts from and where it
+// leads.
+type rule struct {
+	action memorykit.Action
+	from   []memorykit.Status
+	to     memorykit.Status
+}
+
+var (
+	activateRule = rule{memorykit.ActionActivate, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusActive}
+	rejectRule   = rule{memorykit.ActionReject, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusRejected}
+	forgetRule   = rule{memorykit.ActionForget, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusInactive}
+	eraseRule    = rule{memorykit.ActionErase, []memorykit.Status{
+		memorykit.StatusInactive, memorykit.StatusRejected, memorykit.StatusSuperseded,
+	}, memorykit.StatusErased}
+	correctFrom = []memorykit.Status{memorykit.StatusActive, memorykit.StatusCandidate}
+)
+
+func allowed(st memorykit.Status, from []memorykit.Status) bool {
+	for _, f := range from {
+		if st == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Activate implements memorykit.LifecycleStore.
+func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "memorystore.activate", t, activateRule)
+}
+
+// Reject implements memorykit.LifecycleStore.
+func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "memorystore.reject", t, rejectRule)
+}
+
+// Forget implements memorykit.LifecycleStore.
+func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "memorystore.forget", t, forgetRule)
+}
+
+// Erase implements memorykit.LifecycleStore.
+func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "memorystore.erase", t, eraseRule)
+}
+
+// begin validates a transition and finds its record under the write lock,
+// checking the expected version and the starting status. On success the
+// caller holds s.mu and must unlock it.
+func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, from []memorykit.Status) (*entry, error) {
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := memorykit.CheckTransition(op, t); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if err := live(ctx, op); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	e, err := s.target(op, t, from)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	return e, nil
+}
+
+// target finds a transition's record and checks its version and status.
+// The caller holds s.mu (read or write).
+func (s *Store) target(op string, t memorykit.Transition, from []memorykit.Status) (*entry, error) {
+	e := s.lookup(t.Scope, t.ID)
+	if e == nil {
+		return nil, notFound(op)
+	}
+	if t.ExpectVersion != 0 && t.ExpectVersion != e.rec.Version {
+		return nil, memorykit.NewError(op, memorykit.ErrVersionConflict, "version_mismatch")
+	}
+	if !allowed(e.rec.Status, from) {
+		return nil, memorykit.NewError(op, memorykit.ErrInvalidTransition, "from_"+string(e.rec.Status))
+	}
+	return e, nil
+}
+
+func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r rule) (memorykit.Record, error) {
+	e, err := s.begin(ctx, op, t, r.from)
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	defer s.mu.Unlock()
+	now := s.now()
+	switch r.action {
+	case memorykit.ActionActivate:
+		ak := activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key}
+		if current := s.activeEntry(ak); current != nil {
+			current.supersede(t.Actor, t.Reason, now)
+		}
+		s.active[ak] = e.rec.ID
+	case memorykit.ActionForget:
+		delete(s.active, activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key})
+	case memorykit.ActionErase:
+		s.scrub(e)
+	}
+	e.touch(r.action, r.to, t.Actor, t.Reason, now)
+	return e.rec.Clone(), nil
+}
+
+// scrub removes every trace of a record's content: its content, hash,
+// metadata and sources, its search terms, its embeddings and embedding
+// state for every profile, and the snapshots of every revision.
+func (s *Store) scrub(e *entry) {
+	e.rec.Content = ""
+	e.rec.ContentHash = ""
+	e.rec.Metadata = nil
+	e.rec.Sources = nil
+	e.terms = nil
+	for i := range e.revisions {
+		v := &e.revisions[i]
+		v.Content, v.ContentHash, v.Metadata, v.Sources = "", "", nil, nil
+	}
+	for k := range s.embeddings {
+		if k.recordID == e.rec.ID {
+			delete(s.embeddings, k)
+		}
+	}
+	for k := range s.embStates {
+		if k.recordID == e.rec.ID {
+			delete(s.embStates, k)
+		}
+	}
+}
+
+// Correct implements memorykit.LifecycleStore. The Host's validator runs
+// without the lock held; kind and key never change, so checking against
+// them before locking is sound, and the version and status are checked
+// again under the lock.
+func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+	const op = "memorystore.correct"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := memorykit.CheckTransition(op, c.Transition); err != nil {
+		return memorykit.Record{}, err
+	}
+	s.mu.RLock()
+	e, err := s.target(op, c.Transition, correctFrom)
+	var kind memorykit.Kind
+	var key string
+	if e != nil {
+		kind, key = e.rec.Kind, e.rec.Key
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	c.Metadata = cloneMap(c.Metadata)
+	c.Sources = append([]memorykit.Source(nil), c.Sources...)
+	if err := s.guard.CheckCorrection(ctx, op, kind, key, c); err != nil {
+		return memorykit.Record{}, err
+	}
+	e, err = s.begin(ctx, op, c.Transition, correctFrom)
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	defer s.mu.Unlock()
+	e.rec.Content = c.Content
+	e.rec.ContentHash = memorykit.ContentHash(c.Content)
+	e.rec.Sources = c.Sources
+	if c.Metadata != nil {
+		e.rec.Metadata = c.Metadata
+	}
+	e.rec = canonical(e.rec)
+	e.terms = termSet(e.rec.Key, e.rec.Content)
+	e.touch(memorykit.ActionCorrect, e.rec.Status, c.Actor, c.Reason, s.now())
+	return e.rec.Clone(), nil
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Revisions implements memorykit.LifecycleStore.
+func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+	const op = "memorystore.revisions"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateID(op, "id", id); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.lookup(scope, id)
+	if e == nil {
+		return nil, notFound(op)
+	}
+	out := make([]memorykit.Revision, len(e.revisions))
+	for i, v := range e.revisions {
+		out[i] = v.Clone()
+	}
+	return out, nil
+}

@@ -1,0 +1,209 @@
+// Package memorystore keeps every memorykit store in process memory.
+//
+// It is the embedded default for a single-process Host and the fast double
+// that tests compose. It follows exactly the contract written on
+// memorykit.Store and checked by the storetest conformance suites; nothing
+// survives a restart.
+//
+// A Store is safe for concurrent use. One read/write mutex serialises
+// writes, so every multi-step change (an activation that supersedes, a job
+// completion that stores candidates) is atomic. Values are deep-copied on
+// the way in and out, so callers never share memory with the store.
+package memorystore
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/goagents/memorykit"
+)
+
+// Config is what New needs. Both fields are required: there is no default
+// clock and no permissive guard.
+type Config struct {
+	// Clock is the only source of "now" for timestamps, leases and retry
+	// times.
+	Clock clock.Clock
+	// Guard validates every write (Limits and the Host's ContentValidator).
+	Guard *memorykit.WriteGuard
+}
+
+// Store implements memorykit.Store in memory.
+type Store struct {
+	clk   clock.Clock
+	guard *memorykit.WriteGuard
+
+	// mu guards everything below. Writers hold it exclusively for the whole
+	// state change; the Host's ContentValidator runs before it is taken.
+	mu         sync.RWMutex
+	records    map[string]*entry
+	byScope    map[memorykit.Scope]map[string]*entry
+	active     map[activeKey]string
+	embeddings map[embKey]*embedding
+	embStates  map[embKey]*embState
+	jobs       map[string]*memorykit.Job
+}
+
+var _ memorykit.Store = (*Store)(nil)
+
+// entry is one record with its audit trail and search terms.
+type entry struct {
+	rec       memorykit.Record
+	revisions []memorykit.Revision
+	// terms is the record's IndexTerms set; nil once erased.
+	terms map[string]struct{}
+}
+
+// activeKey identifies the one active record a Scope may hold per kind and
+// canonical key.
+type activeKey struct {
+	scope memorykit.Scope
+	kind  memorykit.Kind
+	key   string
+}
+
+// embKey identifies a record's embedding for one profile.
+type embKey struct {
+	recordID string
+	profile  string
+}
+
+// embedding is a stored vector, current only while hash equals the
+// record's content hash.
+type embedding struct {
+	hash   string
+	vector []float32
+	at     time.Time
+}
+
+// embState is the lease, retry and park state of a record's embedding for
+// one profile. It belongs to one content hash: once the record's content
+// hash moves on, the state no longer applies and is treated as absent.
+type embState struct {
+	hash        string
+	attempt     int
+	leasedBy    string
+	leaseExpiry time.Time
+	retryAt     time.Time
+	parked      bool
+	reason      string
+}
+
+// New builds an empty Store. A nil Clock or Guard is ErrInvalidConfig.
+func New(cfg Config) (*Store, error) {
+	const op = "memorystore.new"
+	if cfg.Clock == nil {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "clock", Reason: "missing"}
+	}
+	if cfg.Guard == nil {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "guard", Reason: "missing"}
+	}
+	return &Store{
+		clk:        cfg.Clock,
+		guard:      cfg.Guard,
+		records:    make(map[string]*entry),
+		byScope:    make(map[memorykit.Scope]map[string]*entry),
+		active:     make(map[activeKey]string),
+		embeddings: make(map[embKey]*embedding),
+		embStates:  make(map[embKey]*embState),
+		jobs:       make(map[string]*memorykit.Job),
+	}, nil
+}
+
+// now reads the injected clock at the stores' shared precision.
+func (s *Store) now() time.Time { return stamp(s.clk.Now()) }
+
+// stamp converts a time to UTC microseconds; the zero time stays zero.
+func stamp(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// live fails when ctx is done, before any state is read or written.
+func live(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", err)
+	}
+	return nil
+}
+
+func notFound(op string) error {
+	return memorykit.NewError(op, memorykit.ErrNotFound, "not_found")
+}
+
+// lookup returns the record with id in scope, or nil. A record in another
+// Scope is indistinguishable from a missing one.
+func (s *Store) lookup(scope memorykit.Scope, id string) *entry {
+	e := s.records[id]
+	if e == nil || e.rec.Scope != scope {
+		return nil
+	}
+	return e
+}
+
+// checkVector rejects vectors no store can compare: empty, NaN or infinite
+// components, or all zeros (cosine similarity is undefined for them).
+func checkVector(op, field string, v []float32) error {
+	if len(v) == 0 {
+		return memorykit.FieldError(op, field, "empty")
+	}
+	zero := true
+	for _, x := range v {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return memorykit.FieldError(op, field, "not_finite")
+		}
+		if x != 0 {
+			zero = false
+		}
+	}
+	if zero {
+		return memorykit.FieldError(op, field, "zero_vector")
+	}
+	return nil
+}
+
+// checkTTL bounds a lease duration.
+func checkTTL(op string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return memorykit.FieldError(op, "ttl", "must_be_positive")
+	}
+	if ttl < time.Microsecond {
+		return memorykit.FieldError(op, "ttl", "below_precision")
+	}
+	return nil
+}
+
+// checkBatch validates a lease batch size against Limits.MaxListSize.
+func (s *Store) checkBatch(op string, max int) error {
+	if max <= 0 {
+		return memorykit.FieldError(op, "max", "must_be_positive")
+	}
+	if max > s.guard.Limits().MaxListSize {
+		return memorykit.FieldError(op, "max", "above_max_list_size")
+	}
+	return nil
+}
+
+func cloneVector(v []float32) []float32 { return append([]float32(nil), v...) }
+
+// checkHash validates a content hash's shape: "sha256:" and 64 hex digits.
+func checkHash(op, h string) error {
+	const prefix = "sha256:"
+	if len(h) != len(prefix)+64 || h[:len(prefix)] != prefix {
+		return memorykit.FieldError(op, "content_hash", "malformed")
+	}
+	for i := len(prefix); i < len(h); i++ {
+		c := h[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return memorykit.FieldError(op, "content_hash", "malformed")
+		}
+	}
+	return nil
+}
