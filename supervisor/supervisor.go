@@ -241,15 +241,18 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.cancelWork, s.cancelFetch = cancelWork, cancelFetch
 	s.state = StateRunning
 	s.alive = len(s.runners)
+	s.mu.Unlock()
+
+	// The state is already Running, so a concurrent Drain or Stop cancels
+	// these contexts and waits for the goroutines launched below.
+	s.log.Info("supervisor starting", zap.Int("actors", len(s.runners)))
+	s.emit(s.lifecycle("started"))
 	var started sync.WaitGroup
 	started.Add(len(s.runners))
 	for _, r := range s.runners {
 		go s.supervise(r, fetchCtx, workCtx, &started)
 	}
-	s.mu.Unlock()
 	started.Wait()
-	s.log.Info("supervisor started", zap.Int("actors", len(s.runners)))
-	s.emit(s.lifecycle("started"))
 	return nil
 }
 
@@ -284,14 +287,17 @@ func (s *Supervisor) Drain(ctx context.Context) error {
 		return lifecycleError(op, memorykit.ErrStopped, "stopped", nil)
 	case StateRunning:
 		s.state = StateDraining
-		s.cancelFetch(memorykit.ErrDraining)
 		evs = append(evs, s.lifecycle("draining"))
 		evs = append(evs, s.settleLocked()...)
 		s.log.Info("supervisor draining", zap.Int("actors", len(s.runners)))
 	}
-	cancelWork := s.cancelWork
+	cancelFetch, cancelWork := s.cancelFetch, s.cancelWork
 	s.mu.Unlock()
+	// Announce first, then cancel, so the sink sees "draining" before any
+	// actor's stop. Cancelling is idempotent and the first cause wins, so a
+	// Stop racing in between keeps its ErrStopped.
 	s.emit(evs...)
+	cancelFetch(memorykit.ErrDraining)
 
 	pending := s.await(ctx)
 	if len(pending) == 0 {
@@ -326,14 +332,15 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 		return lifecycleError(op, memorykit.ErrInvalidTransition, "not_started", ErrNotStarted)
 	case StateRunning, StateDraining, StateDrained:
 		s.state = StateStopping
-		s.cancelFetch(memorykit.ErrStopped)
-		s.cancelWork(memorykit.ErrStopped)
 		evs = append(evs, s.lifecycle("stopping"))
 		evs = append(evs, s.settleLocked()...)
 		s.log.Info("supervisor stopping", zap.Int("actors", len(s.runners)))
 	}
+	cancelFetch, cancelWork := s.cancelFetch, s.cancelWork
 	s.mu.Unlock()
 	s.emit(evs...)
+	cancelFetch(memorykit.ErrStopped)
+	cancelWork(memorykit.ErrStopped)
 
 	pending := s.await(ctx)
 	if len(pending) == 0 {
