@@ -196,10 +196,14 @@ type call struct {
 // finish makes the call's Run return f().
 func (c *call) finish(f func() error) { c.reply <- f }
 
-func (c *call) fail()      { c.finish(func() error { return fmt.Errorf("claim %s: %w", secret, memorykit.ErrUnavailable) }) }
-func (c *call) exit()      { c.finish(func() error { return nil }) }
-func (c *call) panicNow()  { c.finish(func() error { panic(errors.New(secret)) }) }
-func (c *call) dontRetry() { c.finish(func() error { return fmt.Errorf("bad setup: %w", supervisor.ErrDoNotRestart) }) }
+func (c *call) fail() {
+	c.finish(func() error { return fmt.Errorf("claim %s: %w", secret, memorykit.ErrUnavailable) })
+}
+func (c *call) exit()     { c.finish(func() error { return nil }) }
+func (c *call) panicNow() { c.finish(func() error { panic(errors.New(secret)) }) }
+func (c *call) dontRetry() {
+	c.finish(func() error { return fmt.Errorf("bad setup: %w", supervisor.ErrDoNotRestart) })
+}
 
 // scripted is an actor whose every run is driven by the test. A run that
 // gets no instruction returns nil once its fetch context ends.
