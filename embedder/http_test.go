@@ -715,3 +715,46 @@ func TestHTTPErrorsNeverLeakSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPResponseTooLarge(t *testing.T) {
+	t.Parallel()
+	for _, p := range providers {
+		f := newFake(t, func(w http.ResponseWriter, _ *http.Request, input []string) {
+			// Valid JSON, padded far beyond what one small vector needs.
+			_, _ = io.WriteString(w, strings.Repeat(" ", 1<<20))
+			_, _ = w.Write(p.body(fakeVectors(input), []int{0}))
+		})
+		e := build(t, p, f, clock.NewMock(), 8)
+		_, err := e.Embed(context.Background(), []string{"a"})
+		wantError(t, err, memorykit.ErrIntegrity, false, "response_too_large")
+	}
+}
+
+func TestHTTPConcurrentEmbed(t *testing.T) {
+	t.Parallel()
+	for _, p := range providers {
+		f := newFake(t, succeed(p))
+		e := build(t, p, f, clock.NewMock(), 2)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				texts := []string{fmt.Sprint("t", i), "shared", fmt.Sprint("u", i)}
+				got, err := e.Embed(context.Background(), texts)
+				if err == nil && !cmp.Equal(want32(texts), got) {
+					err = errors.New("wrong vectors")
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+		}
+	}
+}
