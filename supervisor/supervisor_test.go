@@ -3,6 +3,7 @@ package supervisor_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -571,5 +572,30 @@ func TestStopWithoutDrain(t *testing.T) {
 	}
 	if e := b.events.waitFor(t, memorykit.EventActorStopped, "embed"); e.Reason != "stopped" {
 		t.Fatalf("stop event %+v", e)
+	}
+}
+
+// goexiter ends its goroutine with runtime.Goexit instead of returning.
+type goexiter struct{}
+
+func (goexiter) Name() string { return "goexiter" }
+
+func (goexiter) Run(_, _ context.Context) error {
+	runtime.Goexit()
+	return nil
+}
+
+func TestActorCallingGoexitIsAccountedFor(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sup := b.start(t, goexiter{})
+	if e := b.waitExit(t); e != (exited{"goexiter", "goexit"}) {
+		t.Fatalf("exit %+v", e)
+	}
+	if err := sup.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := sup.State(); s != supervisor.StateDrained {
+		t.Fatalf("state %v", s)
 	}
 }
