@@ -1,0 +1,348 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/goagents/memorykit"
+)
+
+// leaseEmbeddingsSQL picks active records lacking a current embedding of
+// the profile and leases them. The candidate rows are share-locked with
+// SKIP LOCKED, so a record in the middle of a lifecycle change is left for
+// the next round; the upsert's WHERE is evaluated against the latest lease
+// row under its row lock, so two workers racing for one record never both
+// win it.
+const leaseEmbeddingsSQL = `
+WITH cand AS (
+	SELECT r.id, r.tenant_id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
+	FROM {schema}.records r
+	LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
+	LEFT JOIN {schema}.embedding_leases l ON l.record_id = r.id AND l.profile = $1
+	WHERE r.status = 'active'
+	  AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)
+	  AND (l.record_id IS NULL OR l.content_hash <> r.content_hash
+	       OR (l.worker_id IS NULL AND NOT l.parked AND (l.retry_at IS NULL OR l.retry_at <= $2)))
+	ORDER BY r.id
+	LIMIT $5
+	FOR SHARE OF r SKIP LOCKED
+), up AS (
+	INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
+		lease_expires_at, attempts, retry_at, parked, reason, updated_at)
+	SELECT id, $1, content_hash, $3, $4, 1, NULL, false, '', $2 FROM cand ORDER BY id
+	ON CONFLICT (record_id, profile) DO UPDATE SET
+		content_hash = excluded.content_hash,
+		worker_id = excluded.worker_id,
+		lease_expires_at = excluded.lease_expires_at,
+		attempts = CASE WHEN l.content_hash = excluded.content_hash THEN l.attempts + 1 ELSE 1 END,
+		retry_at = NULL,
+		parked = false,
+		reason = CASE WHEN l.content_hash = excluded.content_hash THEN l.reason ELSE '' END,
+		updated_at = excluded.updated_at
+	WHERE l.content_hash <> excluded.content_hash
+	   OR (l.worker_id IS NULL AND NOT l.parked AND (l.retry_at IS NULL OR l.retry_at <= $2))
+	RETURNING l.record_id, l.content_hash, l.attempts
+)
+SELECT c.id, c.tenant_id, c.subject_type, c.subject_id, c.key, c.content, up.content_hash, up.attempts
+FROM up JOIN cand c ON c.id = up.record_id
+ORDER BY c.id`
+
+// LeaseEmbeddings implements memorykit.EmbeddingStore. Records are leased
+// in ID order across every Scope. A lease blocks the record until it is
+// released, the vector is stored, or ReapEmbeddingLeases returns it after
+// expiry.
+func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+	const op = "pgstore.lease_embeddings"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateProfile(op, p.Profile); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
+		return nil, err
+	}
+	if err := checkTTL(op, p.TTL); err != nil {
+		return nil, err
+	}
+	if err := s.checkBatch(op, p.Max); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	rows, err := s.pool.Query(ctx, s.q(leaseEmbeddingsSQL), p.Profile, now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
+	if err != nil {
+		return nil, mapErr(op, err)
+	}
+	defer rows.Close()
+	tasks := make([]memorykit.EmbeddingTask, 0)
+	for rows.Next() {
+		var (
+			t                  memorykit.EmbeddingTask
+			subjectType        string
+			key, content, hash string
+		)
+		if err := rows.Scan(&t.RecordID, &t.Scope.TenantID, &subjectType, &t.Scope.SubjectID,
+			&key, &content, &hash, &t.Attempt); err != nil {
+			return nil, mapErr(op, err)
+		}
+		t.Scope.SubjectType = memorykit.SubjectType(subjectType)
+		t.Profile = p.Profile
+		t.ContentHash = hash
+		t.Text = memorykit.EmbeddingText(key, content)
+		tasks = append(tasks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(op, err)
+	}
+	return tasks, nil
+}
+
+// PutEmbedding implements memorykit.EmbeddingStore.
+func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+	const op = "pgstore.put_embedding"
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	if err := checkEmbeddingRef(op, p.Scope, p.RecordID, p.Profile, p.ContentHash, p.WorkerID); err != nil {
+		return err
+	}
+	if err := checkVector(op, "vector", p.Vector); err != nil {
+		return err
+	}
+	now := s.now()
+	vec := pgvector.NewVector(append([]float32(nil), p.Vector...))
+	return s.inTx(ctx, op, func(tx pgx.Tx) error {
+		if err := s.checkCurrent(ctx, tx, op, p.Scope, p.RecordID, p.ContentHash); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_leases WHERE record_id = $1 AND profile = $2`),
+			p.RecordID, p.Profile); err != nil {
+			return err
+		}
+		// Storing the same vector again changes nothing, not even its time.
+		_, err := tx.Exec(ctx, s.q(`
+			INSERT INTO {schema}.embeddings AS e (record_id, profile, tenant_id, subject_type, subject_id,
+				content_hash, dims, embedding, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::{ext}.vector, $9)
+			ON CONFLICT (record_id, profile) DO UPDATE SET
+				content_hash = excluded.content_hash, dims = excluded.dims,
+				embedding = excluded.embedding, created_at = excluded.created_at
+			WHERE e.content_hash <> excluded.content_hash
+			   OR e.embedding::real[] <> excluded.embedding::real[]`),
+			p.RecordID, p.Profile, p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID,
+			p.ContentHash, len(p.Vector), vec, now)
+		return err
+	})
+}
+
+// checkCurrent share-locks a record in scope and checks it is active at
+// hash: a missing record is ErrNotFound, any other state ErrStale.
+func (s *Store) checkCurrent(ctx context.Context, tx pgx.Tx, op string, scope memorykit.Scope, id, hash string) error {
+	var status, current string
+	err := tx.QueryRow(ctx, s.q(`SELECT status, content_hash FROM {schema}.records
+		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
+		FOR SHARE`), id, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&status, &current)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(op)
+	}
+	if err != nil {
+		return err
+	}
+	if status != string(memorykit.StatusActive) || current != hash {
+		return memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+	}
+	return nil
+}
+
+// ReleaseEmbedding implements memorykit.EmbeddingStore. A release for a
+// record that is no longer active at r.ContentHash is ErrStale.
+func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelease) error {
+	const op = "pgstore.release_embedding"
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	if err := checkEmbeddingRef(op, r.Scope, r.RecordID, r.Profile, r.ContentHash, r.WorkerID); err != nil {
+		return err
+	}
+	if err := memorykit.CheckReasonCode(op, r.Reason); err != nil {
+		return err
+	}
+	now := s.now()
+	return s.inTx(ctx, op, func(tx pgx.Tx) error {
+		if err := s.checkCurrent(ctx, tx, op, r.Scope, r.RecordID, r.ContentHash); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, s.q(`UPDATE {schema}.embedding_leases SET
+				worker_id = NULL, lease_expires_at = NULL, reason = $4, updated_at = $5,
+				parked = parked OR $6::boolean,
+				retry_at = CASE WHEN $6::boolean THEN retry_at ELSE $7::timestamptz END
+			WHERE record_id = $1 AND profile = $2 AND content_hash = $3 AND worker_id = $8`),
+			r.RecordID, r.Profile, r.ContentHash, r.Reason, now, r.Park, nullTime(r.RetryAt), r.WorkerID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+		}
+		return nil
+	})
+}
+
+// PendingEmbeddings implements memorykit.EmbeddingStore.
+func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, error) {
+	const op = "pgstore.pending_embeddings"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {schema}.records r
+		LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
+		WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)`),
+		profile).Scan(&n)
+	if err != nil {
+		return 0, mapErr(op, err)
+	}
+	return n, nil
+}
+
+// DeleteEmbeddings implements memorykit.EmbeddingStore.
+func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *memorykit.Scope) (int, error) {
+	const op = "pgstore.delete_embeddings"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	all := scope == nil
+	var sc memorykit.Scope
+	if !all {
+		if err := scope.Validate(); err != nil {
+			return 0, err
+		}
+		sc = *scope
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, s.q(`
+		WITH d AS (
+			DELETE FROM {schema}.embeddings
+			WHERE profile = $1
+			  AND ($2::boolean OR (tenant_id = $3 AND subject_type = $4 AND subject_id = $5))
+			RETURNING 1
+		), l AS (
+			DELETE FROM {schema}.embedding_leases l USING {schema}.records r
+			WHERE l.profile = $1 AND r.id = l.record_id
+			  AND ($2::boolean OR (r.tenant_id = $3 AND r.subject_type = $4 AND r.subject_id = $5))
+		)
+		SELECT count(*) FROM d`),
+		profile, all, sc.TenantID, string(sc.SubjectType), sc.SubjectID).Scan(&n)
+	if err != nil {
+		return 0, mapErr(op, err)
+	}
+	return n, nil
+}
+
+// ReapEmbeddingLeases implements memorykit.EmbeddingStore. A lease is
+// expired once the clock reaches its expiry.
+func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
+	const op = "pgstore.reap_embedding_leases"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.embedding_leases
+		SET worker_id = NULL, lease_expires_at = NULL, updated_at = $1
+		WHERE worker_id IS NOT NULL AND lease_expires_at <= $1`), s.now())
+	if err != nil {
+		return 0, mapErr(op, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func checkEmbeddingRef(op string, scope memorykit.Scope, recordID, profile, hash, worker string) error {
+	if err := scope.Validate(); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateID(op, "record_id", recordID); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return err
+	}
+	if err := checkHash(op, hash); err != nil {
+		return err
+	}
+	return memorykit.ValidateID(op, "worker_id", worker)
+}
+
+// checkHash validates a content hash's shape: "sha256:" and 64 hex digits.
+func checkHash(op, h string) error {
+	const prefix = "sha256:"
+	if len(h) != len(prefix)+64 || h[:len(prefix)] != prefix {
+		return memorykit.FieldError(op, "content_hash", "malformed")
+	}
+	for i := len(prefix); i < len(h); i++ {
+		c := h[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return memorykit.FieldError(op, "content_hash", "malformed")
+		}
+	}
+	return nil
+}
+
+// checkVector rejects vectors no store can compare: empty, NaN or infinite
+// components, or all zeros (cosine similarity is undefined for them).
+func checkVector(op, field string, v []float32) error {
+	if len(v) == 0 {
+		return memorykit.FieldError(op, field, "empty")
+	}
+	if len(v) > maxDims {
+		return memorykit.FieldError(op, field, "too_many_dimensions")
+	}
+	zero := true
+	for _, x := range v {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return memorykit.FieldError(op, field, "not_finite")
+		}
+		if x != 0 {
+			zero = false
+		}
+	}
+	if zero {
+		return memorykit.FieldError(op, field, "zero_vector")
+	}
+	return nil
+}
+
+// maxDims is pgvector's limit on a vector's dimensions.
+const maxDims = 16000
+
+// checkTTL bounds a lease duration.
+func checkTTL(op string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return memorykit.FieldError(op, "ttl", "must_be_positive")
+	}
+	if ttl < time.Microsecond {
+		return memorykit.FieldError(op, "ttl", "below_precision")
+	}
+	return nil
+}
+
+// checkBatch validates a lease batch size against Limits.MaxListSize.
+func (s *Store) checkBatch(op string, max int) error {
+	if max <= 0 {
+		return memorykit.FieldError(op, "max", "must_be_positive")
+	}
+	if max > s.guard.Limits().MaxListSize {
+		return memorykit.FieldError(op, "max", "above_max_list_size")
+	}
+	return nil
+}

@@ -1,0 +1,387 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/goagents/memorykit"
+)
+
+// ReasonLeaseExpired is the LastError of a job whose lease was reaped.
+const ReasonLeaseExpired = "lease_expired"
+
+// EnqueueJob implements memorykit.JobStore.
+func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+	const op = "pgstore.enqueue_job"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := j.Scope.Validate(); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "id", j.ID); err != nil {
+		return memorykit.Job{}, err
+	}
+	if j.MaxAttempts <= 0 {
+		return memorykit.Job{}, memorykit.FieldError(op, "max_attempts", "must_be_positive")
+	}
+	if err := s.guard.CheckPayload(op, j.Payload); err != nil {
+		return memorykit.Job{}, err
+	}
+	now := s.now()
+	job, err := scanJob(s.pool.QueryRow(ctx, s.q(`
+		INSERT INTO {schema}.jobs (id, tenant_id, subject_type, subject_id, payload, state,
+			attempt, max_attempts, available_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7)
+		ON CONFLICT (id) DO NOTHING
+		RETURNING `+jobCols),
+		j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now))
+	if err == nil {
+		return job, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Job{}, mapErr(op, err)
+	}
+	taken := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
+	old, gerr := s.GetJob(ctx, j.Scope, j.ID)
+	if gerr == nil {
+		return old, taken
+	}
+	return memorykit.Job{}, taken
+}
+
+// holds reports whether worker holds an unexpired lease on job at now.
+// CompleteJob, FailJob and ReleaseJob all require it.
+func holds(job memorykit.Job, worker string, now time.Time) bool {
+	return job.State == memorykit.JobLeased && job.LeasedBy == worker && now.Before(job.LeaseExpiresAt)
+}
+
+func leaseLost(op string) error {
+	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+}
+
+// LeaseJobs implements memorykit.JobStore. Queued jobs are claimed with
+// FOR UPDATE SKIP LOCKED, so any number of workers in any number of
+// processes share the queue and each job is held by at most one of them.
+func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
+	const op = "pgstore.lease_jobs"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
+		return nil, err
+	}
+	if err := checkTTL(op, p.TTL); err != nil {
+		return nil, err
+	}
+	if err := s.checkBatch(op, p.Max); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	rows, err := s.pool.Query(ctx, s.q(`
+		WITH picked AS (
+			SELECT id FROM {schema}.jobs
+			WHERE state = 'queued' AND available_at <= $1
+			ORDER BY available_at, id
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE {schema}.jobs j SET state = 'leased', attempt = j.attempt + 1,
+			leased_by = $2, lease_expires_at = $3, updated_at = $1
+		FROM picked WHERE j.id = picked.id
+		RETURNING `+jobColsJ), now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
+	if err != nil {
+		return nil, mapErr(op, err)
+	}
+	defer rows.Close()
+	out := make([]memorykit.Job, 0)
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, mapErr(op, err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(op, err)
+	}
+	sort.Slice(out, func(i, k int) bool {
+		a, b := out[i], out[k]
+		if !a.AvailableAt.Equal(b.AvailableAt) {
+			return a.AvailableAt.Before(b.AvailableAt)
+		}
+		return a.ID < b.ID
+	})
+	return out, nil
+}
+
+// jobColsJ is jobCols qualified with the alias j.
+const jobColsJ = `j.id, j.tenant_id, j.subject_type, j.subject_id, j.payload, j.state, j.attempt, j.max_attempts,
+	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at`
+
+// jobByID reads a job in any Scope, optionally locking it.
+func (s *Store) jobByID(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, id string, lock bool) (memorykit.Job, bool, error) {
+	sql := `SELECT ` + jobCols + ` FROM {schema}.jobs WHERE id = $1`
+	if lock {
+		sql += ` FOR UPDATE`
+	}
+	j, err := scanJob(q.QueryRow(ctx, s.q(sql), id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Job{}, false, nil
+	}
+	return j, err == nil, err
+}
+
+// CompleteJob implements memorykit.JobStore. Every candidate is checked
+// (shape, Scope, Limits and the Host's validator) before the transaction;
+// one bad candidate fails the whole completion and the job stays leased.
+// Candidates whose ID exists are skipped (ON CONFLICT DO NOTHING).
+func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
+	const op = "pgstore.complete_job"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateID(op, "job_id", c.JobID); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", c.WorkerID); err != nil {
+		return 0, err
+	}
+	if len(c.Candidates) > s.guard.Limits().MaxListSize {
+		return 0, memorykit.FieldError(op, "candidates", "above_max_list_size")
+	}
+	job, found, err := s.jobByID(ctx, s.pool, c.JobID, false)
+	switch {
+	case err != nil:
+		return 0, mapErr(op, err)
+	case !found:
+		return 0, notFound(op)
+	case !holds(job, c.WorkerID, s.now()):
+		return 0, leaseLost(op)
+	}
+	type prepared struct {
+		in          memorykit.NewRecord
+		meta, src   any
+		from, until any
+	}
+	now := s.now()
+	checked := make([]prepared, len(c.Candidates))
+	for i, in := range c.Candidates {
+		field := "candidates[" + strconv.Itoa(i) + "]"
+		if in.Status != memorykit.StatusCandidate {
+			return 0, memorykit.FieldError(op, field+".status", "must_be_candidate")
+		}
+		if in.Scope != job.Scope {
+			return 0, memorykit.FieldError(op, field+".scope", "not_job_scope")
+		}
+		nc, err := s.guard.CheckNew(ctx, op, in)
+		if err != nil {
+			return 0, err
+		}
+		p := prepared{in: nc}
+		if p.meta, err = encodeMetadata(nc.Metadata); err != nil {
+			return 0, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err)
+		}
+		if p.src, err = encodeSources(nc.Sources); err != nil {
+			return 0, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err)
+		}
+		from := pgTime(nc.EffectiveFrom)
+		if nc.EffectiveFrom.IsZero() {
+			from = now
+		}
+		p.from = from
+		if !nc.EffectiveUntil.IsZero() {
+			u := pgTime(nc.EffectiveUntil)
+			if !u.After(from) {
+				return 0, memorykit.FieldError(op, field+".effective_until", "not_after_effective_from")
+			}
+			p.until = u
+		}
+		if nc.ID == "" {
+			p.in.ID = memorykit.NewRecordID(now)
+		}
+		checked[i] = p
+	}
+	created := 0
+	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+		job, found, err := s.jobByID(ctx, tx, c.JobID, true)
+		if err != nil {
+			return err
+		}
+		if !found || !holds(job, c.WorkerID, now) {
+			return leaseLost(op)
+		}
+		for _, p := range checked {
+			in := p.in
+			_, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
+				in.ID, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
+				string(in.Kind), in.Key, in.Content, p.meta, p.src, string(in.Status),
+				memorykit.ContentHash(in.Content), p.from, p.until,
+				string(in.Actor.Kind), in.Actor.ID, now,
+				memorykit.IndexTerms(in.Key, in.Content), in.Reason))
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // the ID exists: a retried job's candidate
+			}
+			if err != nil {
+				return err
+			}
+			created++
+		}
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '',
+				leased_by = '', lease_expires_at = NULL, candidates = $2, updated_at = $3
+			WHERE id = $1`), c.JobID, created, now)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return created, nil
+}
+
+// FailJob implements memorykit.JobStore. A zero RetryAt means now.
+func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.Job, error) {
+	const op = "pgstore.fail_job"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "job_id", f.JobID); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", f.WorkerID); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.CheckReasonCode(op, f.Reason); err != nil {
+		return memorykit.Job{}, err
+	}
+	now := s.now()
+	retryAt := pgTime(f.RetryAt)
+	if f.RetryAt.IsZero() {
+		retryAt = now
+	}
+	var out memorykit.Job
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		job, found, err := s.jobByID(ctx, tx, f.JobID, true)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return notFound(op)
+		}
+		if !holds(job, f.WorkerID, now) {
+			return leaseLost(op)
+		}
+		retry := !f.Final && job.Attempt < job.MaxAttempts
+		out, err = scanJob(tx.QueryRow(ctx, s.q(`UPDATE {schema}.jobs SET
+				last_error = $2, updated_at = $3, leased_by = '', lease_expires_at = NULL,
+				state = CASE WHEN $4::boolean THEN 'queued' ELSE 'failed' END,
+				available_at = CASE WHEN $4::boolean THEN $5 ELSE available_at END,
+				payload = CASE WHEN $4::boolean THEN payload ELSE '' END
+			WHERE id = $1
+			RETURNING `+jobCols), f.JobID, f.Reason, now, retry, retryAt))
+		return err
+	})
+	if err != nil {
+		return memorykit.Job{}, err
+	}
+	return out, nil
+}
+
+// ReleaseJob implements memorykit.JobStore.
+func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
+	const op = "pgstore.release_job"
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateID(op, "job_id", jobID); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateID(op, "worker_id", workerID); err != nil {
+		return err
+	}
+	now := s.now()
+	return s.inTx(ctx, op, func(tx pgx.Tx) error {
+		job, found, err := s.jobByID(ctx, tx, jobID, true)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return notFound(op)
+		}
+		if !holds(job, workerID, now) {
+			return leaseLost(op)
+		}
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'queued', attempt = attempt - 1,
+				leased_by = '', lease_expires_at = NULL, available_at = $2, updated_at = $2
+			WHERE id = $1`), jobID, now)
+		return err
+	})
+}
+
+// ReapJobLeases implements memorykit.JobStore. A lease is expired once the
+// clock reaches LeaseExpiresAt.
+func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
+	const op = "pgstore.reap_job_leases"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET
+			last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL,
+			state = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+			available_at = CASE WHEN attempt < max_attempts THEN $1 ELSE available_at END,
+			payload = CASE WHEN attempt < max_attempts THEN payload ELSE '' END
+		WHERE state = 'leased' AND lease_expires_at <= $1`), s.now(), ReasonLeaseExpired)
+	if err != nil {
+		return 0, mapErr(op, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// GetJob implements memorykit.JobStore.
+func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Job, error) {
+	const op = "pgstore.get_job"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := scope.Validate(); err != nil {
+		return memorykit.Job{}, err
+	}
+	if err := memorykit.ValidateID(op, "id", id); err != nil {
+		return memorykit.Job{}, err
+	}
+	j, err := scanJob(s.pool.QueryRow(ctx, s.q(`SELECT `+jobCols+` FROM {schema}.jobs
+		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4`),
+		id, scope.TenantID, string(scope.SubjectType), scope.SubjectID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Job{}, notFound(op)
+	}
+	if err != nil {
+		return memorykit.Job{}, mapErr(op, err)
+	}
+	return j, nil
+}
+
+// CountJobs implements memorykit.JobStore.
+func (s *Store) CountJobs(ctx context.Context) (memorykit.JobCounts, error) {
+	const op = "pgstore.count_jobs"
+	if err := live(ctx, op); err != nil {
+		return memorykit.JobCounts{}, err
+	}
+	var c memorykit.JobCounts
+	err := s.pool.QueryRow(ctx, s.q(`SELECT
+			count(*) FILTER (WHERE state = 'queued'),
+			count(*) FILTER (WHERE state = 'leased'),
+			count(*) FILTER (WHERE state = 'done'),
+			count(*) FILTER (WHERE state = 'failed')
+		FROM {schema}.jobs`)).Scan(&c.Queued, &c.Leased, &c.Done, &c.Failed)
+	if err != nil {
+		return memorykit.JobCounts{}, mapErr(op, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,572 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/goagents/memorykit"
+)
+
+// insertRecordSQL inserts a record and its "create" revision in one
+// statement. It returns no row when the ID is taken.
+const insertRecordSQL = `
+WITH ins AS (
+	INSERT INTO {schema}.records (id, tenant_id, subject_type, subject_id, kind, key, content,
+		metadata, sources, status, version, content_hash, effective_from, effective_until,
+		created_by_kind, created_by_id, touched_by_kind, touched_by_id, created_at, updated_at,
+		search_terms)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, 1, $11, $12, $13,
+		$14, $15, $14, $15, $16, $16, $17::text[])
+	ON CONFLICT (id) DO NOTHING
+	RETURNING *
+), rev AS (
+	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
+		status, content_hash, content, metadata, sources, at)
+	SELECT id, version, 'create', created_by_kind, created_by_id, $18, status, content_hash,
+		content, metadata, sources, created_at
+	FROM ins
+)
+SELECT ` + recordCols + ` FROM ins`
+
+// touchSQL moves a record to a new status and version for a lifecycle
+// action and appends the revision snapshotting the result, in one
+// statement. extraSet adds assignments (numbered from $8).
+func touchSQL(extraSet string) string {
+	return `
+WITH u AS (
+	UPDATE {schema}.records SET status = $2, version = version + 1,
+		touched_by_kind = $3, touched_by_id = $4, updated_at = $5` + extraSet + `
+	WHERE id = $1
+	RETURNING *
+), rev AS (
+	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
+		status, content_hash, content, metadata, sources, at)
+	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5
+	FROM u
+)
+SELECT ` + recordCols + ` FROM u`
+}
+
+var (
+	touchPlain = touchSQL("")
+	touchErase = touchSQL(`,
+		content = '', content_hash = '', metadata = NULL, sources = NULL, search_terms = '{}'`)
+	touchCorrect = touchSQL(`,
+		content = $8, content_hash = $9, sources = $10::jsonb,
+		metadata = CASE WHEN $11::boolean THEN $12::jsonb ELSE metadata END,
+		search_terms = $13::text[]`)
+)
+
+// touch runs a touch statement for one record.
+func (s *Store) touch(ctx context.Context, tx pgx.Tx, tmpl string, id string, to memorykit.Status,
+	action memorykit.Action, actor memorykit.Actor, reason string, now time.Time, extra ...any) (memorykit.Record, error) {
+	args := append([]any{id, string(to), string(actor.Kind), actor.ID, now, string(action), reason}, extra...)
+	return scanRecord(tx.QueryRow(ctx, s.q(tmpl), args...))
+}
+
+// Create implements memorykit.LifecycleStore.
+func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
+	const op = "pgstore.create"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	in, err := s.guard.CheckNew(ctx, op, in)
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	meta, err := encodeMetadata(in.Metadata)
+	if err != nil {
+		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err)
+	}
+	src, err := encodeSources(in.Sources)
+	if err != nil {
+		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err)
+	}
+	now := s.now()
+	var out memorykit.Record
+	idTaken := false
+	taken := func() error {
+		idTaken = true
+		return memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
+	}
+	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+		if in.ID != "" {
+			if _, found, err := s.getAny(ctx, tx, in.ID); err != nil {
+				return err
+			} else if found {
+				return taken()
+			}
+		}
+		from := pgTime(in.EffectiveFrom)
+		if in.EffectiveFrom.IsZero() {
+			from = now
+		}
+		var until any
+		if !in.EffectiveUntil.IsZero() {
+			u := pgTime(in.EffectiveUntil)
+			if !u.After(from) {
+				return memorykit.FieldError(op, "effective_until", "not_after_effective_from")
+			}
+			until = u
+		}
+		var current *memorykit.Record
+		if in.Status == memorykit.StatusActive {
+			if err := s.lockKey(ctx, tx, in.Scope, in.Kind, in.Key); err != nil {
+				return err
+			}
+			cur, found, err := s.activeForUpdate(ctx, tx, in.Scope, in.Kind, in.Key)
+			if err != nil {
+				return err
+			}
+			if found {
+				current = &cur
+			}
+			if in.Expect != nil {
+				if err := checkExpect(op, in.Expect, current); err != nil {
+					return err
+				}
+			}
+			if current != nil {
+				if _, err := s.touch(ctx, tx, touchPlain, current.ID, memorykit.StatusSuperseded,
+					memorykit.ActionSupersede, in.Actor, in.Reason, now); err != nil {
+					return err
+				}
+			}
+		}
+		id := in.ID
+		if id == "" {
+			id = memorykit.NewRecordID(now)
+		}
+		rec, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
+			id, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
+			string(in.Kind), in.Key, in.Content, meta, src, string(in.Status),
+			memorykit.ContentHash(in.Content), from, until,
+			string(in.Actor.Kind), in.Actor.ID, now,
+			memorykit.IndexTerms(in.Key, in.Content), in.Reason))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return taken()
+		}
+		if isUniqueViolation(err, "records_one_active") {
+			return memorykit.WrapError(op, memorykit.ErrVersionConflict, "active_record_changed", err)
+		}
+		if err != nil {
+			return err
+		}
+		out = rec
+		return nil
+	})
+	if idTaken {
+		// Report the holder of the ID when it is in the caller's Scope.
+		existing, gerr := s.Get(ctx, in.Scope, in.ID)
+		if gerr == nil {
+			return existing, err
+		}
+		return memorykit.Record{}, err
+	}
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	return out, nil
+}
+
+// checkExpect tests an active create's optimistic condition against the
+// record currently holding the key (nil when none does).
+func checkExpect(op string, x *memorykit.ActiveExpectation, current *memorykit.Record) error {
+	conflict := memorykit.NewError(op, memorykit.ErrVersionConflict, "active_record_changed")
+	if x.None {
+		if current != nil {
+			return conflict
+		}
+		return nil
+	}
+	if current == nil || current.ID != x.ID || current.Version != x.Version {
+		return conflict
+	}
+	return nil
+}
+
+// getAny reads a record by ID in any Scope.
+func (s *Store) getAny(ctx context.Context, q pgx.Tx, id string) (memorykit.Record, bool, error) {
+	rec, err := scanRecord(q.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records WHERE id = $1`), id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Record{}, false, nil
+	}
+	return rec, err == nil, err
+}
+
+// activeForUpdate locks and returns the active record of a Scope, kind and
+// key, if any.
+func (s *Store) activeForUpdate(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, bool, error) {
+	rec, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
+		  AND status = 'active'
+		FOR UPDATE`), scope.TenantID, string(scope.SubjectType), scope.SubjectID, string(kind), key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Record{}, false, nil
+	}
+	return rec, err == nil, err
+}
+
+// Get implements memorykit.LifecycleStore.
+func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
+	const op = "pgstore.get"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := scope.Validate(); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := memorykit.ValidateID(op, "id", id); err != nil {
+		return memorykit.Record{}, err
+	}
+	rec, err := scanRecord(s.pool.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4`),
+		id, scope.TenantID, string(scope.SubjectType), scope.SubjectID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Record{}, notFound(op)
+	}
+	if err != nil {
+		return memorykit.Record{}, mapErr(op, err)
+	}
+	return rec, nil
+}
+
+// FindActive implements memorykit.LifecycleStore. The key is canonicalised
+// first, so any spelling of a key finds its record.
+func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
+	const op = "pgstore.find_active"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := scope.Validate(); err != nil {
+		return memorykit.Record{}, err
+	}
+	if !kind.Valid() {
+		return memorykit.Record{}, memorykit.FieldError(op, "kind", "unknown")
+	}
+	key, err := s.guard.CheckKey(op, key)
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	rec, err := scanRecord(s.pool.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
+		  AND status = 'active'`),
+		scope.TenantID, string(scope.SubjectType), scope.SubjectID, string(kind), key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Record{}, notFound(op)
+	}
+	if err != nil {
+		return memorykit.Record{}, mapErr(op, err)
+	}
+	return rec, nil
+}
+
+// List implements memorykit.LifecycleStore.
+func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+	const op = "pgstore.list"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := f.Scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.guard.CheckListLimit(op, f.Limit); err != nil {
+		return nil, err
+	}
+	statuses := make([]string, 0, len(f.Statuses))
+	for _, st := range f.Statuses {
+		if !st.Valid() {
+			return nil, memorykit.FieldError(op, "statuses", "unknown")
+		}
+		statuses = append(statuses, string(st))
+	}
+	if f.Kind != "" && !f.Kind.Valid() {
+		return nil, memorykit.FieldError(op, "kind", "unknown")
+	}
+	key := ""
+	if f.Key != "" {
+		k, err := s.guard.CheckKey(op, f.Key)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	if f.AfterID != "" {
+		if err := memorykit.ValidateID(op, "after_id", f.AfterID); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
+		  AND id > $4
+		  AND (cardinality($5::text[]) = 0 OR status = ANY ($5::text[]))
+		  AND ($6 = '' OR kind = $6)
+		  AND ($7 = '' OR key = $7)
+		ORDER BY id
+		LIMIT $8`),
+		f.Scope.TenantID, string(f.Scope.SubjectType), f.Scope.SubjectID, f.AfterID,
+		statuses, string(f.Kind), key, f.Limit)
+	if err != nil {
+		return nil, mapErr(op, err)
+	}
+	defer rows.Close()
+	out := make([]memorykit.Record, 0)
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return nil, mapErr(op, err)
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(op, err)
+	}
+	return out, nil
+}
+
+// rule says which statuses a lifecycle action starts from and where it
+// leads.
+type rule struct {
+	action memorykit.Action
+	from   []memorykit.Status
+	to     memorykit.Status
+}
+
+var (
+	activateRule = rule{memorykit.ActionActivate, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusActive}
+	rejectRule   = rule{memorykit.ActionReject, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusRejected}
+	forgetRule   = rule{memorykit.ActionForget, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusInactive}
+	eraseRule    = rule{memorykit.ActionErase, []memorykit.Status{
+		memorykit.StatusInactive, memorykit.StatusRejected, memorykit.StatusSuperseded,
+	}, memorykit.StatusErased}
+	correctFrom = []memorykit.Status{memorykit.StatusActive, memorykit.StatusCandidate}
+)
+
+func allowed(st memorykit.Status, from []memorykit.Status) bool {
+	for _, f := range from {
+		if st == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Activate implements memorykit.LifecycleStore. Activations and active
+// creates of one Scope, kind and key serialise on a transaction advisory
+// lock, so concurrent activations leave exactly one active record.
+func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "pgstore.activate", t, activateRule)
+}
+
+// Reject implements memorykit.LifecycleStore.
+func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "pgstore.reject", t, rejectRule)
+}
+
+// Forget implements memorykit.LifecycleStore.
+func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "pgstore.forget", t, forgetRule)
+}
+
+// Erase implements memorykit.LifecycleStore. The record, every revision
+// snapshot, its embeddings and its embedding lease rows are scrubbed in one
+// transaction.
+func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return s.transition(ctx, "pgstore.erase", t, eraseRule)
+}
+
+// lockTarget locks a transition's record and checks its version and status.
+func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, from []memorykit.Status) (memorykit.Record, error) {
+	rec, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
+		FOR UPDATE`), t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memorykit.Record{}, notFound(op)
+	}
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	return rec, checkTarget(op, t, rec, from)
+}
+
+func checkTarget(op string, t memorykit.Transition, rec memorykit.Record, from []memorykit.Status) error {
+	if t.ExpectVersion != 0 && t.ExpectVersion != rec.Version {
+		return memorykit.NewError(op, memorykit.ErrVersionConflict, "version_mismatch")
+	}
+	if !allowed(rec.Status, from) {
+		return memorykit.NewError(op, memorykit.ErrInvalidTransition, "from_"+string(rec.Status))
+	}
+	return nil
+}
+
+func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r rule) (memorykit.Record, error) {
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := memorykit.CheckTransition(op, t); err != nil {
+		return memorykit.Record{}, err
+	}
+	now := s.now()
+	var out memorykit.Record
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		if r.action == memorykit.ActionActivate {
+			// Kind and key never change, so they can be read before the
+			// key lock, which must come before any row lock.
+			peek, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
+				WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4`),
+				t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound(op)
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.lockKey(ctx, tx, t.Scope, peek.Kind, peek.Key); err != nil {
+				return err
+			}
+		}
+		rec, err := s.lockTarget(ctx, tx, op, t, r.from)
+		if err != nil {
+			return err
+		}
+		switch r.action {
+		case memorykit.ActionActivate:
+			cur, found, err := s.activeForUpdate(ctx, tx, rec.Scope, rec.Kind, rec.Key)
+			if err != nil {
+				return err
+			}
+			if found && cur.ID != rec.ID {
+				if _, err := s.touch(ctx, tx, touchPlain, cur.ID, memorykit.StatusSuperseded,
+					memorykit.ActionSupersede, t.Actor, t.Reason, now); err != nil {
+					return err
+				}
+			}
+		case memorykit.ActionErase:
+			if err := s.scrub(ctx, tx, rec.ID); err != nil {
+				return err
+			}
+			out, err = s.touch(ctx, tx, touchErase, rec.ID, r.to, r.action, t.Actor, t.Reason, now)
+			return err
+		}
+		out, err = s.touch(ctx, tx, touchPlain, rec.ID, r.to, r.action, t.Actor, t.Reason, now)
+		if isUniqueViolation(err, "records_one_active") {
+			return memorykit.WrapError(op, memorykit.ErrVersionConflict, "active_record_changed", err)
+		}
+		return err
+	})
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	return out, nil
+}
+
+// scrub removes a record's content from its revisions, embeddings and
+// embedding lease rows; touchErase scrubs the record row itself.
+func (s *Store) scrub(ctx context.Context, tx pgx.Tx, id string) error {
+	_, err := tx.Exec(ctx, s.q(`
+		WITH rv AS (
+			UPDATE {schema}.revisions
+			SET content = '', content_hash = '', metadata = NULL, sources = NULL
+			WHERE record_id = $1
+		), emb AS (
+			DELETE FROM {schema}.embeddings WHERE record_id = $1
+		)
+		DELETE FROM {schema}.embedding_leases WHERE record_id = $1`), id)
+	return err
+}
+
+// Correct implements memorykit.LifecycleStore. The Host's validator runs
+// outside the transaction; kind and key never change, and the version and
+// status are checked again under the row lock.
+func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+	const op = "pgstore.correct"
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := memorykit.CheckTransition(op, c.Transition); err != nil {
+		return memorykit.Record{}, err
+	}
+	peek, err := s.Get(ctx, c.Scope, c.ID)
+	if err != nil {
+		if errors.Is(err, memorykit.ErrNotFound) {
+			return memorykit.Record{}, notFound(op)
+		}
+		return memorykit.Record{}, err
+	}
+	if err := checkTarget(op, c.Transition, peek, correctFrom); err != nil {
+		return memorykit.Record{}, err
+	}
+	if err := s.guard.CheckCorrection(ctx, op, peek.Kind, peek.Key, c); err != nil {
+		return memorykit.Record{}, err
+	}
+	src, err := encodeSources(c.Sources)
+	if err != nil {
+		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err)
+	}
+	meta, err := encodeMetadata(c.Metadata)
+	if err != nil {
+		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err)
+	}
+	now := s.now()
+	var out memorykit.Record
+	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+		rec, err := s.lockTarget(ctx, tx, op, c.Transition, correctFrom)
+		if err != nil {
+			return err
+		}
+		out, err = s.touch(ctx, tx, touchCorrect, rec.ID, rec.Status, memorykit.ActionCorrect, c.Actor, c.Reason, now,
+			c.Content, memorykit.ContentHash(c.Content), src, c.Metadata != nil, meta,
+			memorykit.IndexTerms(rec.Key, c.Content))
+		return err
+	})
+	if err != nil {
+		return memorykit.Record{}, err
+	}
+	return out, nil
+}
+
+// Revisions implements memorykit.LifecycleStore.
+func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+	const op = "pgstore.revisions"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateID(op, "id", id); err != nil {
+		return nil, err
+	}
+	// Every record has at least its "create" revision, so no row means no
+	// record in this Scope.
+	rows, err := s.pool.Query(ctx, s.q(`
+		SELECT v.record_id, v.version, v.action, v.actor_kind, v.actor_id, v.reason,
+			v.status, v.content_hash, v.content, v.metadata, v.sources, v.at
+		FROM {schema}.revisions v
+		JOIN {schema}.records r ON r.id = v.record_id
+		WHERE r.id = $1 AND r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4
+		ORDER BY v.version`), id, scope.TenantID, string(scope.SubjectType), scope.SubjectID)
+	if err != nil {
+		return nil, mapErr(op, err)
+	}
+	defer rows.Close()
+	var out []memorykit.Revision
+	for rows.Next() {
+		rev, err := scanRevision(rows)
+		if err != nil {
+			return nil, mapErr(op, err)
+		}
+		out = append(out, rev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(op, err)
+	}
+	found := len(out) > 0
+	if !found {
+		return nil, notFound(op)
+	}
+	return out, nil
+}

@@ -1,0 +1,180 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/goagents/memorykit"
+)
+
+// SchemaVersion is the schema version this package writes and accepts: the
+// number of the newest embedded migration. Open refuses a schema that
+// records a newer or unknown version.
+const SchemaVersion = 1
+
+// Reason codes of Open and New failures that callers may want to branch on.
+const (
+	// ReasonPgvectorUnavailable: the vector extension is not installed and
+	// could not be created (missing package or insufficient privilege).
+	ReasonPgvectorUnavailable = "pgvector_unavailable"
+	// ReasonSchemaVersionNewer: the schema was migrated by a newer version
+	// of pgstore.
+	ReasonSchemaVersionNewer = "schema_version_newer"
+	// ReasonSchemaVersionUnknown: the schema records a version this package
+	// has no migration for.
+	ReasonSchemaVersionUnknown = "schema_version_unknown"
+)
+
+//go:embed migrations/*.up.sql
+var migrationFS embed.FS
+
+// migration is one numbered SQL file.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrationLockKey is the session advisory lock every pgstore migration
+// takes, whatever its schema: installing the extension is database-wide,
+// and migrations are short.
+const migrationLockKey int64 = 0x6d656d6b69740001 // "memkit" + 1
+
+// loadMigrations parses the embedded files, ordered by version.
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.Glob(migrationFS, "migrations/*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, path := range entries {
+		base := strings.TrimPrefix(path, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		if !ok {
+			return nil, fmt.Errorf("migration %s: no version prefix", base)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: bad version prefix", base)
+		}
+		body, err := migrationFS.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".up.sql"), sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration versions must be 1..n without gaps")
+		}
+	}
+	return out, nil
+}
+
+// renderSQL fills in the schema placeholders of a SQL template.
+func renderSQL(tmpl, schema, ext string) string {
+	return strings.NewReplacer("{schema}", quoteIdent(schema), "{ext}", quoteIdent(ext)).Replace(tmpl)
+}
+
+// migrate brings schema up to SchemaVersion on conn under the migration
+// advisory lock and returns the schema that holds the vector extension.
+// When the lock cannot be released, conn is closed (which releases it).
+func migrate(ctx context.Context, conn *pgx.Conn, schema string, clk clock.Clock) (ext string, err error) {
+	const op = "pgstore.migrate"
+	migs, err := loadMigrations()
+	if err != nil || len(migs) == 0 || migs[len(migs)-1].version != SchemaVersion {
+		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "embedded_migrations_invalid", Err: err}
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLockKey); err != nil {
+		return "", mapErr(op, err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, uerr := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", migrationLockKey); uerr != nil {
+			_ = conn.Close(uctx)
+		}
+	}()
+
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector"); err != nil {
+		return "", extensionErr(op, err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT n.nspname FROM pg_extension e
+		JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'`).Scan(&ext); err != nil {
+		if err == pgx.ErrNoRows {
+			return "", &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: ReasonPgvectorUnavailable}
+		}
+		return "", mapErr(op, err)
+	}
+
+	if _, err := conn.Exec(ctx, renderSQL(`CREATE SCHEMA IF NOT EXISTS {schema};
+		CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+			version     integer PRIMARY KEY,
+			name        text NOT NULL,
+			applied_at  timestamptz NOT NULL
+		)`, schema, ext)); err != nil {
+		return "", mapErr(op, err)
+	}
+
+	applied, err := appliedVersions(ctx, conn, schema, ext)
+	if err != nil {
+		return "", mapErr(op, err)
+	}
+	current := 0
+	for _, v := range applied {
+		switch {
+		case v > SchemaVersion:
+			return "", &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
+		case v != current+1:
+			return "", &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
+		}
+		current = v
+	}
+
+	for _, m := range migs[current:] {
+		if err := applyMigration(ctx, conn, schema, ext, m, pgTime(clk.Now())); err != nil {
+			return "", err
+		}
+	}
+	return ext, nil
+}
+
+func appliedVersions(ctx context.Context, conn *pgx.Conn, schema, ext string) ([]int, error) {
+	rows, err := conn.Query(ctx, renderSQL(`SELECT version FROM {schema}.schema_migrations ORDER BY version`, schema, ext))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int])
+}
+
+func applyMigration(ctx context.Context, conn *pgx.Conn, schema, ext string, m migration, now time.Time) error {
+	const op = "pgstore.migrate"
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return mapErr(op, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, renderSQL(m.sql, schema, ext)); err != nil {
+		e := mapErr(op, err).(*memorykit.Error)
+		e.Field = "migration_" + strconv.Itoa(m.version)
+		return e
+	}
+	if _, err := tx.Exec(ctx, renderSQL(`INSERT INTO {schema}.schema_migrations (version, name, applied_at)
+		VALUES ($1, $2, $3)`, schema, ext), m.version, m.name, now); err != nil {
+		return mapErr(op, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return mapErr(op, err)
+	}
+	return nil
+}

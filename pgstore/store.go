@@ -1,0 +1,273 @@
+// Package pgstore implements memorykit.Store on PostgreSQL with pgvector,
+// using pgx/v5.
+//
+// Open creates and owns a connection pool; New wraps a pool the caller owns.
+// Both apply the embedded, versioned migrations under an advisory lock,
+// install the pgvector extension when it is missing (CREATE EXTENSION IF NOT
+// EXISTS vector, which needs a role allowed to do so on first setup), refuse
+// a schema version this package does not know, and check that a vector value
+// survives a round trip.
+//
+// Every table lives in one PostgreSQL schema (Config.Schema, "memorykit" by
+// default), so several independent stores can share a database. Time always
+// comes from the injected clock and is passed into SQL as a parameter; the
+// database's now() is never used.
+//
+// Errors are *memorykit.Error values. Driver messages are never printed,
+// because they may quote stored values: only SQLSTATE codes appear as reason
+// codes. Connection failures, serialization failures, deadlocks and server
+// shutdowns are recoverable (Retry is set and the Kind is ErrUnavailable).
+package pgstore
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/goagents/memorykit"
+)
+
+// DefaultSchema is the PostgreSQL schema used when Config.Schema is empty.
+const DefaultSchema = "memorykit"
+
+// Config configures a Store. Clock and Guard are required; there are no
+// permissive defaults for them.
+type Config struct {
+	// Clock is the source of every timestamp, lease expiry and "now" the
+	// store uses, including the time passed into SQL.
+	Clock clock.Clock
+	// Guard validates every write before it touches the database.
+	Guard *memorykit.WriteGuard
+	// Schema is the PostgreSQL schema holding the tables; it is created if
+	// missing. Empty means DefaultSchema. It must match [a-z_][a-z0-9_]*
+	// and be at most 63 bytes.
+	Schema string
+	// MaxConns, when positive, bounds the pool Open creates. Zero keeps
+	// pgxpool's default. It is ignored by New.
+	MaxConns int32
+}
+
+var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func (c Config) check(op string) (string, error) {
+	if c.Clock == nil {
+		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "clock", Reason: "missing"}
+	}
+	if c.Guard == nil {
+		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "guard", Reason: "missing"}
+	}
+	if c.MaxConns < 0 {
+		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "max_conns", Reason: "negative"}
+	}
+	schema := c.Schema
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if !schemaPattern.MatchString(schema) || strings.HasPrefix(schema, "pg_") {
+		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "schema", Reason: "bad_name"}
+	}
+	return schema, nil
+}
+
+// Store is a memorykit.Store on PostgreSQL. It is safe for concurrent use,
+// also by several processes sharing one database and schema.
+type Store struct {
+	pool     *pgxpool.Pool
+	ownsPool bool
+	clk      clock.Clock
+	guard    *memorykit.WriteGuard
+	schema   string
+	// rep fills the {schema} and {ext} placeholders of SQL templates.
+	rep *strings.Replacer
+	// recallSQL is the rendered recall statement.
+	recallSQL string
+	closeOnce sync.Once
+}
+
+var _ memorykit.Store = (*Store)(nil)
+
+// Open connects to dsn with a pool the Store creates and owns, migrates the
+// schema and checks pgvector. Close closes that pool. The pool registers
+// the pgvector types on every connection (pgxvec.RegisterTypes in
+// AfterConnect).
+//
+// A DSN that does not parse is ErrInvalidConfig (the DSN itself is never
+// reported, since it may hold a password); a database that cannot be
+// reached is a recoverable ErrUnavailable; a missing or uninstallable
+// pgvector is ErrUnavailable with reason "pgvector_unavailable"; a schema
+// written by a newer or unknown version of this package is ErrIntegrity
+// with reason "schema_version_newer" or "schema_version_unknown".
+func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	const op = "pgstore.open"
+	schema, err := cfg.check(op)
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The parse error can quote the DSN, password included: keep it out.
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "dsn", Reason: "unparsable"}
+	}
+	if cfg.MaxConns > 0 {
+		pcfg.MaxConns = cfg.MaxConns
+	}
+
+	// Migrate on a connection of its own first: the pool's AfterConnect
+	// needs the extension to exist before it can register the vector type.
+	conn, err := pgx.ConnectConfig(ctx, pcfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, connectErr(op, err)
+	}
+	ext, err := migrate(ctx, conn, schema, cfg.Clock)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	_ = conn.Close(closeCtx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		return pgxvec.RegisterTypes(ctx, c)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "dsn", Reason: "pool_config"}
+	}
+	s := newStore(pool, true, cfg, schema, ext)
+	if err := s.checkVector(ctx, op); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds a Store on a pool the caller owns; Close leaves that pool
+// open. It migrates the schema and checks pgvector like Open.
+//
+// The pool must register the pgvector types on every connection, for
+// example with
+//
+//	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+//		return pgxvec.RegisterTypes(ctx, c) // github.com/pgvector/pgvector-go/pgx
+//	}
+//
+// which in turn needs the vector extension to exist before the pool opens
+// its first connection (run CREATE EXTENSION vector during setup, or Open
+// once). New reports ErrInvalidConfig with reason
+// "pgvector_types_not_registered" when a connection of the pool lacks them.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	const op = "pgstore.new"
+	schema, err := cfg.check(op)
+	if err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "pool", Reason: "missing"}
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, connectErr(op, err)
+	}
+	ext, err := migrate(ctx, conn.Conn(), schema, cfg.Clock)
+	if err == nil {
+		err = checkRegistered(ctx, op, conn.Conn(), ext)
+	}
+	// A connection that failed to drop the migration lock was closed by
+	// migrate; the pool discards closed connections on release.
+	conn.Release()
+	if err != nil {
+		return nil, err
+	}
+	s := newStore(pool, false, cfg, schema, ext)
+	if err := s.checkVector(ctx, op); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *Store {
+	s := &Store{
+		pool:     pool,
+		ownsPool: owns,
+		clk:      cfg.Clock,
+		guard:    cfg.Guard,
+		schema:   schema,
+		rep:      strings.NewReplacer("{schema}", quoteIdent(schema), "{ext}", quoteIdent(ext)),
+	}
+	s.recallSQL = s.q(recallTemplate)
+	return s
+}
+
+// q renders a SQL template for this store's schema.
+func (s *Store) q(tmpl string) string { return s.rep.Replace(tmpl) }
+
+// checkRegistered verifies that conn can encode the vector type with the
+// pgvector-go codec.
+func checkRegistered(ctx context.Context, op string, conn *pgx.Conn, ext string) error {
+	var oid uint32
+	if err := conn.QueryRow(ctx, "SELECT to_regtype($1)::oid", quoteIdent(ext)+".vector").Scan(&oid); err != nil {
+		return mapErr(op, err)
+	}
+	t, ok := conn.TypeMap().TypeForOID(oid)
+	if !ok {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "pool", Reason: "pgvector_types_not_registered"}
+	}
+	if _, isVec := t.Codec.(*pgxvec.VectorCodec); !isVec {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "pool", Reason: "pgvector_types_not_registered"}
+	}
+	return nil
+}
+
+// checkVector sends a vector through the database and back.
+func (s *Store) checkVector(ctx context.Context, op string) error {
+	want := []float32{1, -2.5, 0.125, 3e-5}
+	var got pgvector.Vector
+	if err := s.pool.QueryRow(ctx, s.q(`SELECT $1::{ext}.vector`), pgvector.NewVector(want)).Scan(&got); err != nil {
+		me := mapErr(op, err).(*memorykit.Error)
+		if !me.Retry {
+			me.Reason = "vector_round_trip_failed"
+		}
+		return me
+	}
+	g := got.Slice()
+	if len(g) != len(want) {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "vector_round_trip_mismatch"}
+	}
+	for i := range want {
+		if g[i] != want[i] {
+			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "vector_round_trip_mismatch"}
+		}
+	}
+	return nil
+}
+
+// Close closes the pool when the Store created it (Open); a caller-owned
+// pool (New) stays open. Calling Close twice is harmless. Stop every worker
+// that uses the Store before closing it.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		if s.ownsPool {
+			s.pool.Close()
+		}
+	})
+}
+
+// Schema returns the PostgreSQL schema holding the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// now is the store's clock time as PostgreSQL stores it: UTC, microseconds.
+func (s *Store) now() time.Time { return pgTime(s.clk.Now()) }
+
+// pgTime truncates t to PostgreSQL's microsecond precision, in UTC.
+func pgTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// quoteIdent quotes a PostgreSQL identifier.
+func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
