@@ -1,0 +1,193 @@
+// Package testkit holds test doubles shared by memorykit's own tests: an
+// authorizer that grants explicit permissions, a recording EventSink, a
+// content validator, in-memory stores, and a canary check for content
+// leaks. It is internal: nothing here ships to Hosts.
+package testkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorystore"
+)
+
+// Epoch is the mock clocks' starting instant in tests.
+var Epoch = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// NewClock returns a mock clock set to Epoch.
+func NewClock() *clock.Mock {
+	c := clock.NewMock()
+	c.Set(Epoch)
+	return c
+}
+
+// Limits returns generous, valid limits for tests.
+func Limits() memorykit.Limits {
+	return memorykit.Limits{
+		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
+		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
+		MaxJobPayloadBytes: 16384,
+	}
+}
+
+// Policy returns a valid recall policy for the local hash-v1 embedder.
+func Policy() memorykit.RecallPolicy {
+	return memorykit.RecallPolicy{
+		Version: 1, ExactLimit: 5, FullTextLimit: 20, VectorLimit: 20, RRFK: 60,
+		ExactWeight: 1, FullTextWeight: 1, VectorWeight: 1, MaxItems: 8, MaxTokens: 1200,
+		MaxEntryRunes: 600, MaxQueryRunes: 2000, MaxQueryTerms: 64, Deadline: 2 * time.Second,
+		EmbeddingProfile: "memorykit/hash-v1", EmbeddingDimension: 384,
+	}
+}
+
+// Validator rejects content containing Marker; an empty Marker accepts all.
+// It is a test double, not a content policy.
+type Validator struct{ Marker string }
+
+// ValidateContent implements memorykit.ContentValidator.
+func (v Validator) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
+	if v.Marker != "" && strings.Contains(c.Content, v.Marker) {
+		return errors.New("content rejected by test validator")
+	}
+	return nil
+}
+
+// RejectMarker is the marker NewGuard's validator rejects.
+const RejectMarker = "REJECT-ME"
+
+// NewGuard returns a WriteGuard with Limits() and a validator rejecting
+// RejectMarker.
+func NewGuard(t testing.TB) *memorykit.WriteGuard {
+	t.Helper()
+	g, err := memorykit.NewWriteGuard(Limits(), Validator{Marker: RejectMarker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// MemStore returns an empty memorystore on clk.
+func MemStore(t testing.TB, clk clock.Clock) *memorystore.Store {
+	t.Helper()
+	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: NewGuard(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Scope returns a valid project scope or fails the test.
+func Scope(t testing.TB, tenant, project string) memorykit.Scope {
+	t.Helper()
+	s, err := memorykit.ProjectScope(tenant, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Principal returns a principal of tenant acting as kind:id.
+func Principal(tenant string, kind memorykit.ActorKind, id string) memorykit.Principal {
+	return memorykit.Principal{TenantID: tenant, Actor: memorykit.Actor{Kind: kind, ID: id}}
+}
+
+// Authorizer grants exactly the listed permissions per actor ID and scope.
+// Anything not granted is denied. It is a test double.
+type Authorizer struct {
+	mu     sync.Mutex
+	grants map[string]bool
+	calls  int
+}
+
+// NewAuthorizer returns an Authorizer with no grants.
+func NewAuthorizer() *Authorizer { return &Authorizer{grants: make(map[string]bool)} }
+
+// Grant allows actorID the permissions on scope.
+func (a *Authorizer) Grant(actorID string, scope memorykit.Scope, perms ...memorykit.Permission) *Authorizer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range perms {
+		a.grants[grantKey(actorID, scope, p)] = true
+	}
+	return a
+}
+
+// Revoke removes every grant.
+func (a *Authorizer) Revoke() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.grants = make(map[string]bool)
+}
+
+// Calls reports how many times Authorize ran.
+func (a *Authorizer) Calls() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls
+}
+
+// Authorize implements memorykit.Authorizer.
+func (a *Authorizer) Authorize(_ context.Context, p memorykit.Principal, perm memorykit.Permission, scope memorykit.Scope) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls++
+	if a.grants[grantKey(p.Actor.ID, scope, perm)] {
+		return nil
+	}
+	return errors.New("not granted")
+}
+
+func grantKey(actor string, s memorykit.Scope, p memorykit.Permission) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%s", actor, s.TenantID, s.SubjectType, s.SubjectID, p)
+}
+
+// Sink records events. It is safe for concurrent use.
+type Sink struct {
+	mu     sync.Mutex
+	events []memorykit.Event
+}
+
+// Emit implements memorykit.EventSink.
+func (s *Sink) Emit(e memorykit.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.RecordIDs = append([]string(nil), e.RecordIDs...)
+	s.events = append(s.events, e)
+}
+
+// Events returns a copy of every event so far.
+func (s *Sink) Events() []memorykit.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]memorykit.Event(nil), s.events...)
+}
+
+// OfKind returns the events of one kind.
+func (s *Sink) OfKind(k memorykit.EventKind) []memorykit.Event {
+	var out []memorykit.Event
+	for _, e := range s.Events() {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// AssertNoCanary fails the test if any recorded event, rendered with %+v,
+// contains canary.
+func (s *Sink) AssertNoCanary(t testing.TB, canary string) {
+	t.Helper()
+	for _, e := range s.Events() {
+		if strings.Contains(fmt.Sprintf("%+v", e), canary) {
+			t.Errorf("event %s carries content: %+v", e.Kind, e)
+		}
+	}
+}
