@@ -31,10 +31,10 @@ func mapErr(op string, err error) error {
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: reason, Err: err, Retry: retry}
 	}
 	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return unavailable("context_deadline_exceeded", true)
-	case errors.Is(err, context.Canceled):
-		return unavailable("context_canceled", false)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// The caller's context ended; whoever set its deadline decides
+		// whether to degrade (errors.Is still finds the context error).
+		return unavailable("context_done", false)
 	case errors.Is(err, puddle.ErrClosedPool):
 		return unavailable("pool_closed", false)
 	}

@@ -138,16 +138,15 @@ func decodeSources(b []byte) ([]memorykit.Source, error) {
 	return out, nil
 }
 
-// revisionCols lists the revisions columns scanRevision reads.
-const revisionCols = `record_id, version, action, actor_kind, actor_id, reason, status,
-	content_hash, content, metadata, sources, at`
-
+// scanRevision reads one revisions row: record_id, version, action,
+// actor_kind, actor_id, reason, status, content_hash, content, metadata,
+// sources, at.
 func scanRevision(row scanner) (memorykit.Revision, error) {
 	var (
-		v                           memorykit.Revision
-		action, actorKind, status   string
-		meta, src                   []byte
-		at                          time.Time
+		v                         memorykit.Revision
+		action, actorKind, status string
+		meta, src                 []byte
+		at                        time.Time
 	)
 	if err := row.Scan(&v.RecordID, &v.Version, &action, &actorKind, &v.Actor.ID, &v.Reason, &status,
 		&v.ContentHash, &v.Content, &meta, &src, &at); err != nil {

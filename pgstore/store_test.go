@@ -1,0 +1,599 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/goagents/memorykit"
+)
+
+var reviewer = memorykit.Actor{Kind: memorykit.ActorReviewer, ID: "reviewer-1"}
+
+func TestPostgresTimestampsComeFromTheClock(t *testing.T) {
+	b := setup(t)
+	r := b.create(t, memorykit.KindFact, "Region", "eu-west-1", memorykit.StatusActive)
+	want := epoch.Truncate(time.Microsecond)
+	for name, got := range map[string]time.Time{"created": r.CreatedAt, "updated": r.UpdatedAt, "effective_from": r.EffectiveFrom} {
+		if !got.Equal(want) || got.Location() != time.UTC {
+			t.Fatalf("%s = %v, want %v UTC", name, got, want)
+		}
+	}
+	b.clk.Add(90 * time.Minute)
+	f, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.UpdatedAt.Equal(want.Add(90*time.Minute)) || !f.CreatedAt.Equal(want) {
+		t.Fatalf("after forget: created %v updated %v", f.CreatedAt, f.UpdatedAt)
+	}
+	revs, err := b.s.Revisions(b.ctx, b.scope, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(revs) != 2 || !revs[1].At.Equal(f.UpdatedAt) || revs[1].Action != memorykit.ActionForget {
+		t.Fatalf("revisions: %+v", revs)
+	}
+}
+
+func TestPostgresConcurrentActivationLeavesOneActive(t *testing.T) {
+	b := setup(t)
+	const n = 12
+	cands := make([]memorykit.Record, n)
+	for i := range cands {
+		cands[i] = b.create(t, memorykit.KindDecision, "db engine", fmt.Sprintf("option %d", i), memorykit.StatusCandidate)
+	}
+	held := b.create(t, memorykit.KindDecision, "db engine", "the incumbent", memorykit.StatusActive)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.s.Activate(b.ctx, memorykit.Transition{Scope: b.scope, ID: cands[i].ID, Actor: reviewer})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("activation %d: %v", i, err)
+		}
+	}
+	active, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) != 1 {
+		t.Fatalf("%d active records, want 1", len(active))
+	}
+	sup, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusSuperseded}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sup) != n {
+		t.Fatalf("%d superseded records, want %d", len(sup), n)
+	}
+	found, err := b.s.FindActive(b.ctx, b.scope, memorykit.KindDecision, "DB   Engine")
+	if err != nil || found.ID != active[0].ID {
+		t.Fatalf("FindActive: %v %v", found.ID, err)
+	}
+	if h, _ := b.s.Get(b.ctx, b.scope, held.ID); h.Status != memorykit.StatusSuperseded {
+		t.Fatalf("the incumbent is %s", h.Status)
+	}
+}
+
+func TestPostgresConcurrentActiveCreates(t *testing.T) {
+	b := setup(t)
+	const n = 16
+	var wg sync.WaitGroup
+	var ok, conflicts atomic.Int32
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := b.s.Create(b.ctx, memorykit.NewRecord{
+				Scope: b.scope, Kind: memorykit.KindFact, Key: "owner", Content: fmt.Sprintf("team %d", i),
+				Status: memorykit.StatusActive, Actor: author, Expect: &memorykit.ActiveExpectation{None: true},
+			})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, memorykit.ErrVersionConflict):
+				conflicts.Add(1)
+			default:
+				t.Errorf("create %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || conflicts.Load() != n-1 {
+		t.Fatalf("%d creates won with Expect None, %d conflicted; want 1 and %d", ok.Load(), conflicts.Load(), n-1)
+	}
+	// Without an expectation every create wins, each superseding the last.
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.s.Create(b.ctx, memorykit.NewRecord{
+				Scope: b.scope, Kind: memorykit.KindFact, Key: "owner", Content: fmt.Sprintf("again %d", i),
+				Status: memorykit.StatusActive, Actor: author,
+			}); err != nil {
+				t.Errorf("create %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	active, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 100})
+	if err != nil || len(active) != 1 {
+		t.Fatalf("%d active records (%v), want 1", len(active), err)
+	}
+}
+
+func TestPostgresEraseScrubsEveryTable(t *testing.T) {
+	b := setup(t)
+	const canary = "canary-7f3a-cobalt"
+	const profile = "test/p1"
+	in := memorykit.NewRecord{
+		Scope: b.scope, Kind: memorykit.KindNote, Key: "wifi", Content: "password is " + canary,
+		Metadata: map[string]string{"note": canary}, Sources: []memorykit.Source{{Kind: "chat", Ref: canary}},
+		Status: memorykit.StatusActive, Actor: author,
+	}
+	r, err := b.s.Create(b.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: 10})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("lease: %v %v", tasks, err)
+	}
+	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: profile,
+		ContentHash: r.ContentHash, Vector: []float32{1, 2, 3}, WorkerID: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer},
+		Content: "new password is " + canary + "-2", Sources: []memorykit.Source{{Kind: "chat", Ref: canary}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second profile leaves a lease row at the corrected hash.
+	if _, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: "test/p2", WorkerID: "w2", TTL: time.Minute, Max: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := b.s.Dump(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{canary, r.ContentHash, c.ContentHash, "embedding_leases: ", "embeddings: "} {
+		if !strings.Contains(before, s) {
+			t.Fatalf("the dump before erase lacks %q; the test would prove nothing", s)
+		}
+	}
+	e, err := b.s.Erase(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer, Reason: "gdpr request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Status != memorykit.StatusErased || e.Content != "" || e.ContentHash != "" || e.Metadata != nil || e.Sources != nil {
+		t.Fatalf("erased record: %+v", e)
+	}
+	after, err := b.s.Dump(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{canary, r.ContentHash, c.ContentHash, "password", "embedding_leases: ", "embeddings: "} {
+		if strings.Contains(after, s) {
+			t.Fatalf("the dump after erase still holds %q:\n%s", s, after)
+		}
+	}
+	revs, err := b.s.Revisions(b.ctx, b.scope, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []memorykit.Action{memorykit.ActionCreate, memorykit.ActionCorrect, memorykit.ActionForget, memorykit.ActionErase}
+	if len(revs) != len(want) {
+		t.Fatalf("%d revisions", len(revs))
+	}
+	for i, v := range revs {
+		if v.Action != want[i] || v.Content != "" || v.ContentHash != "" || v.Metadata != nil || v.Sources != nil {
+			t.Fatalf("revision %d: %+v", i, v)
+		}
+	}
+	if revs[3].Reason != "gdpr request" {
+		t.Fatalf("erase reason %q", revs[3].Reason)
+	}
+}
+
+func TestPostgresGuardRejectsBeforeWriting(t *testing.T) {
+	b := setup(t)
+	before, _ := b.s.Dump(b.ctx)
+	_, err := b.s.Create(b.ctx, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "k",
+		Content: "FORBIDDEN words", Status: memorykit.StatusActive, Actor: author})
+	if me := wantKind(t, err, memorykit.ErrInvalidInput); me.Reason != "content_rejected" {
+		t.Fatalf("reason %q", me.Reason)
+	}
+	if strings.Contains(err.Error(), "FORBIDDEN") || strings.Contains(err.Error(), "policy said") {
+		t.Fatalf("content or validator text leaked: %v", err)
+	}
+	_, err = b.s.Create(b.ctx, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "k",
+		Content: "nul \x00 byte", Status: memorykit.StatusActive, Actor: author})
+	wantKind(t, err, memorykit.ErrInvalidInput)
+	after, _ := b.s.Dump(b.ctx)
+	if before != after {
+		t.Fatal("a rejected write changed the database")
+	}
+}
+
+// countingTracer counts the queries a pool sends.
+type countingTracer struct{ n atomic.Int64 }
+
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
+	schema := uniqueSchema(t)
+	ctx := context.Background()
+	pcfg, err := pgxpool.ParseConfig(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &countingTracer{}
+	pcfg.ConnConfig.Tracer = tracer
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	clk := newClock()
+	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Schema: schema})
+	if err != nil {
+		unusable(t, "new", err)
+	}
+	defer s.Close()
+	b := &bundle{s: s, clk: clk, schema: schema, ctx: ctx}
+	b.scope, _ = memorykit.ProjectScope("t1", "p1")
+	r := b.create(t, memorykit.KindFact, "deploy region", "The API runs in eu-west-1", memorykit.StatusActive)
+	if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: "p",
+		ContentHash: r.ContentHash, Vector: []float32{1, 0}, WorkerID: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	before := tracer.n.Load()
+	res, err := s.Recall(ctx, memorykit.RecallQuery{
+		Scope: b.scope, ExactKeys: []string{"deploy region"}, Terms: memorykit.SearchTerms("where does the api run", 16),
+		Vector: []float32{1, 1}, Profile: "p", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tracer.n.Load() - before; got != 1 {
+		t.Fatalf("recall sent %d queries, want 1", got)
+	}
+	if len(res.Exact) != 1 || len(res.FullText) != 1 || len(res.Vector) != 1 {
+		t.Fatalf("channels: exact %v full-text %v vector %v", res.Exact, res.FullText, res.Vector)
+	}
+	if got := res.Vector[0].Score; got < 0.7071067 || got > 0.7071068 {
+		t.Fatalf("cosine similarity %v, want 1/sqrt(2)", got)
+	}
+}
+
+func TestPostgresFullTextWeights(t *testing.T) {
+	b := setup(t)
+	contents := []string{
+		"caroline likes the blue door",  // caroline, the, blue
+		"the blue sky over the harbour", // the, blue
+		"the door is red",               // the
+		"nothing in common",             // -
+		"caroline 项目记忆 sketch",          // caroline, 项目
+	}
+	recs := make([]memorykit.Record, len(contents))
+	for i, c := range contents {
+		recs[i] = b.create(t, memorykit.KindNote, fmt.Sprintf("note %d", i), c, memorykit.StatusActive)
+		b.clk.Add(time.Second)
+	}
+	terms := memorykit.SearchTerms("Caroline, the blue 项目", 16)
+	res, err := b.s.Recall(b.ctx, memorykit.RecallQuery{Scope: b.scope, Terms: terms, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reference computation over the recallable pool, in Go.
+	n := len(contents)
+	df := map[string]int{}
+	idx := make([]map[string]bool, n)
+	for i, r := range recs {
+		idx[i] = map[string]bool{}
+		for _, term := range memorykit.IndexTerms(r.Key, r.Content) {
+			idx[i][term] = true
+		}
+	}
+	for _, term := range terms {
+		for i := range recs {
+			if idx[i][term] {
+				df[term]++
+			}
+		}
+	}
+	var cands []memorykit.FullTextCandidate
+	for i, r := range recs {
+		m, w := 0, 0.0
+		for _, term := range terms {
+			if idx[i][term] {
+				m++
+				w += memorykit.IDF(n, df[term])
+			}
+		}
+		if m > 0 {
+			cands = append(cands, memorykit.FullTextCandidate{ID: r.ID, Matched: m, Weight: memorykit.RoundWeight(w), UpdatedAt: r.UpdatedAt})
+		}
+	}
+	kept, below := memorykit.FullTextRule(cands, 5)
+	check := func(what string, got []memorykit.Hit, want []memorykit.FullTextCandidate) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d hits, want %d (%v)", what, len(got), len(want), got)
+		}
+		for i := range got {
+			if got[i].ID != want[i].ID || got[i].Rank != i+1 || got[i].Score != float64(want[i].Matched) || got[i].Weight != want[i].Weight {
+				t.Fatalf("%s[%d] = %+v, want %+v", what, i, got[i], want[i])
+			}
+		}
+	}
+	check("kept", res.FullText, kept)
+	check("below", res.FullTextBelow, below)
+	if len(kept) < 2 || len(below) < 1 {
+		t.Fatalf("the scenario should keep several and drop some: kept %d below %d", len(kept), len(below))
+	}
+	for _, h := range res.FullTextBelow {
+		if _, ok := res.Records[h.ID]; ok {
+			t.Fatal("Records holds a below-threshold record")
+		}
+	}
+}
+
+func TestPostgresEmbeddingLeasesAreExclusive(t *testing.T) {
+	b := setup(t)
+	const n = 60
+	for i := range n {
+		b.create(t, memorykit.KindNote, fmt.Sprintf("k%03d", i), "c", memorykit.StatusActive)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worker := fmt.Sprintf("w%d", w)
+			for {
+				tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: "p", WorkerID: worker, TTL: time.Minute, Max: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(tasks) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tk := range tasks {
+					if prev, dup := seen[tk.RecordID]; dup {
+						t.Errorf("record leased by %s and %s", prev, worker)
+					}
+					seen[tk.RecordID] = worker
+					if tk.Attempt != 1 {
+						t.Errorf("attempt %d", tk.Attempt)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d records leased, want %d", len(seen), n)
+	}
+	pending, err := b.s.PendingEmbeddings(b.ctx, "p")
+	if err != nil || pending != n {
+		t.Fatalf("pending %d %v", pending, err)
+	}
+	b.clk.Add(time.Minute)
+	reaped, err := b.s.ReapEmbeddingLeases(b.ctx)
+	if err != nil || reaped != n {
+		t.Fatalf("reaped %d %v", reaped, err)
+	}
+	tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: "p", WorkerID: "late", TTL: time.Minute, Max: 3})
+	if err != nil || len(tasks) != 3 || tasks[0].Attempt != 2 {
+		t.Fatalf("after reap: %+v %v", tasks, err)
+	}
+}
+
+func TestPostgresSharedJobQueue(t *testing.T) {
+	schema := uniqueSchema(t)
+	clk := newClock()
+	s1 := openStore(t, schema, clk)
+	s2 := openStore(t, schema, clk)
+	ctx := context.Background()
+	scope, _ := memorykit.ProjectScope("tenant-a", "project-1")
+	const n = 240
+	for i := range n {
+		if _, err := s1.EnqueueJob(ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%04d", i), Scope: scope,
+			Payload: "turn text", MaxAttempts: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	leased := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		s := s1
+		if w%2 == 1 {
+			s = s2
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worker := fmt.Sprintf("worker-%d", w)
+			for {
+				jobs, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Minute, Max: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(jobs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					if prev, dup := leased[j.ID]; dup {
+						t.Errorf("job %s leased by %s and %s", j.ID, prev, worker)
+					}
+					leased[j.ID] = worker
+					if j.LeasedBy != worker || j.Attempt != 1 || j.State != memorykit.JobLeased ||
+						!j.LeaseExpiresAt.Equal(clk.Now().Add(time.Minute).Truncate(time.Microsecond)) {
+						t.Errorf("leased job: %+v", j)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(leased) != n {
+		t.Fatalf("%d jobs leased, want %d", len(leased), n)
+	}
+	counts, err := s2.CountJobs(ctx)
+	if err != nil || counts != (memorykit.JobCounts{Leased: n}) {
+		t.Fatalf("counts %+v %v", counts, err)
+	}
+	// Each worker completes its own jobs through the other store.
+	ids := make([]string, 0, n)
+	for id := range leased {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for i, id := range ids {
+		s := s2
+		if i%2 == 0 {
+			s = s1
+		}
+		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "intruder"}); !errors.Is(err, memorykit.ErrLeaseLost) {
+			t.Fatalf("a stranger completed %s: %v", id, err)
+		}
+		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: leased[id]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts, err = s1.CountJobs(ctx)
+	if err != nil || counts != (memorykit.JobCounts{Done: n}) {
+		t.Fatalf("counts %+v %v", counts, err)
+	}
+	j, err := s1.GetJob(ctx, scope, ids[0])
+	if err != nil || j.Payload != "" || j.LeasedBy != "" || !j.LeaseExpiresAt.IsZero() {
+		t.Fatalf("done job is not a tombstone: %+v %v", j, err)
+	}
+}
+
+func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
+	b := setup(t)
+	jobID := memorykit.ExtractionJobID(b.scope, "run-1/turn-1")
+	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "the user said X", MaxAttempts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	lease := func(worker string) memorykit.Job {
+		t.Helper()
+		jobs, err := b.s.LeaseJobs(b.ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Minute, Max: 5})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("lease: %v %v", jobs, err)
+		}
+		return jobs[0]
+	}
+	cand := func(key string) memorykit.NewRecord {
+		return memorykit.NewRecord{
+			ID:    memorykit.CandidateID(b.scope, jobID, memorykit.KindFact, key),
+			Scope: b.scope, Kind: memorykit.KindFact, Key: key, Content: "proposed " + key,
+			Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "x1"},
+		}
+	}
+	// Attempt 1 stores one candidate, then its lease expires and is reaped
+	// before it can finish (simulated by creating the candidate directly).
+	lease("w1")
+	if _, err := b.s.Create(b.ctx, cand("alpha")); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Add(2 * time.Minute)
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w1", Candidates: []memorykit.NewRecord{cand("alpha")}}); !errors.Is(err, memorykit.ErrLeaseLost) {
+		t.Fatalf("completion after expiry: %v", err)
+	}
+	if n, err := b.s.ReapJobLeases(b.ctx); err != nil || n != 1 {
+		t.Fatalf("reap %d %v", n, err)
+	}
+	j := lease("w2")
+	if j.Attempt != 2 || j.LastError != ReasonLeaseExpired {
+		t.Fatalf("second lease: %+v", j)
+	}
+	// A bad candidate fails the whole completion and changes nothing.
+	before, _ := b.s.Dump(b.ctx)
+	bad := cand("gamma")
+	bad.Content = "FORBIDDEN"
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+		Candidates: []memorykit.NewRecord{cand("beta"), bad}}); !errors.Is(err, memorykit.ErrInvalidInput) {
+		t.Fatalf("bad candidate: %v", err)
+	}
+	wrongScope := cand("delta")
+	wrongScope.Scope.SubjectID = "project-2"
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+		Candidates: []memorykit.NewRecord{wrongScope}}); !errors.Is(err, memorykit.ErrInvalidInput) {
+		t.Fatalf("foreign-scope candidate: %v", err)
+	}
+	if after, _ := b.s.Dump(b.ctx); after != before {
+		t.Fatal("a refused completion changed the database")
+	}
+	created, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+		Candidates: []memorykit.NewRecord{cand("alpha"), cand("beta")}})
+	if err != nil || created != 1 {
+		t.Fatalf("complete: %d %v", created, err)
+	}
+	j, err = b.s.GetJob(b.ctx, b.scope, jobID)
+	if err != nil || j.State != memorykit.JobDone || j.Candidates != 1 || j.Payload != "" {
+		t.Fatalf("job %+v %v", j, err)
+	}
+	cands, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 10})
+	if err != nil || len(cands) != 2 {
+		t.Fatalf("candidates %d %v", len(cands), err)
+	}
+	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "again", MaxAttempts: 2}); !errors.Is(err, memorykit.ErrAlreadyExists) {
+		t.Fatalf("re-enqueue: %v", err)
+	}
+}
+
+func TestPostgresContextIsHonoured(t *testing.T) {
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := b.s.Create(ctx, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "k", Content: "c",
+		Status: memorykit.StatusActive, Actor: author})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, memorykit.ErrUnavailable) {
+		t.Fatalf("create with a done context: %v", err)
+	}
+	// A deadline that passes while the statement runs.
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = b.s.pool.Exec(ctx, "SELECT pg_sleep(5)")
+	err = mapErr("test", err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline: %v", err)
+	}
+}
