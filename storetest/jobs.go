@@ -1,0 +1,587 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/goagents/memorykit"
+)
+
+// jobTTL is the lease the job suite asks for.
+const jobTTL = time.Minute
+
+// RunJobConformance checks the durable extraction queue: deterministic
+// enqueue, leasing order and exclusivity, atomic and idempotent
+// completion, lease loss, retries, final failure tombstones, release,
+// reaping and counting.
+func RunJobConformance(t *testing.T, h Harness) {
+	runCases(t, h, []tcase{
+		{"Enqueue", testJobEnqueue},
+		{"LeaseOrder", testJobLeaseOrder},
+		{"LeasedJobNotLeasedAgain", testJobLeasedOnce},
+		{"CompleteWithCandidates", testJobComplete},
+		{"CompleteSkipsExistingCandidates", testJobCompleteSkips},
+		{"CompleteWithoutCandidates", testJobCompleteEmpty},
+		{"CompleteByOtherWorker", testJobCompleteOther},
+		{"CompleteAfterExpiry", testJobCompleteExpired},
+		{"CompleteInvalidCandidate", testJobCompleteInvalid},
+		{"FailRetriesThenFails", testJobFailRetry},
+		{"FailFinal", testJobFailFinal},
+		{"FailByOtherWorker", testJobFailOther},
+		{"ReleaseJob", testJobRelease},
+		{"ReapJobLeases", testJobReap},
+		{"WorkerCrashRecovery", testJobCrash},
+		{"CountJobs", testJobCount},
+		{"GetJob", testJobGet},
+	})
+}
+
+func payload(ref string) string { return "finished turn text for " + ref }
+
+// enqueue stores a job with the deterministic ID for ref in scope.
+func (e *env) enqueueIn(scope memorykit.Scope, ref string, maxAttempts int) memorykit.Job {
+	e.t.Helper()
+	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
+		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, Payload: payload(ref), MaxAttempts: maxAttempts,
+	})
+	if err != nil {
+		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
+	}
+	return j
+}
+
+func (e *env) enqueue(ref string, maxAttempts int) memorykit.Job {
+	e.t.Helper()
+	return e.enqueueIn(e.scope, ref, maxAttempts)
+}
+
+// enqueueID stores a job with an explicit ID.
+func (e *env) enqueueID(id string, maxAttempts int) memorykit.Job {
+	e.t.Helper()
+	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: payload(id), MaxAttempts: maxAttempts})
+	if err != nil {
+		e.t.Fatalf("EnqueueJob(%s): %v", id, err)
+	}
+	return j
+}
+
+func (e *env) leaseJobs(worker string, max int) []memorykit.Job {
+	e.t.Helper()
+	js, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: worker, TTL: jobTTL, Max: max})
+	if err != nil {
+		e.t.Fatalf("LeaseJobs(%s): %v", worker, err)
+	}
+	return js
+}
+
+// leaseOne leases exactly one job for worker.
+func (e *env) leaseOne(worker string) memorykit.Job {
+	e.t.Helper()
+	js := e.leaseJobs(worker, 1)
+	if len(js) != 1 {
+		e.t.Fatalf("LeaseJobs(%s) leased %d jobs, want 1", worker, len(js))
+	}
+	return js[0]
+}
+
+func (e *env) getJob(scope memorykit.Scope, id string) memorykit.Job {
+	e.t.Helper()
+	j, err := e.s.GetJob(e.ctx, scope, id)
+	if err != nil {
+		e.t.Fatalf("GetJob(%s): %v", id, err)
+	}
+	return j
+}
+
+func (e *env) counts() memorykit.JobCounts {
+	e.t.Helper()
+	c, err := e.s.CountJobs(e.ctx)
+	if err != nil {
+		e.t.Fatalf("CountJobs: %v", err)
+	}
+	return c
+}
+
+func (e *env) wantCounts(t testing.TB, want memorykit.JobCounts) {
+	t.Helper()
+	if got := e.counts(); got != want {
+		t.Fatalf("CountJobs = %+v, want %+v", got, want)
+	}
+}
+
+// proposal builds a candidate with the deterministic CandidateID.
+func (e *env) proposal(jobID string, kind memorykit.Kind, key, content string) memorykit.NewRecord {
+	in := newRec(e.scope, kind, key, content, memorykit.StatusCandidate)
+	in.Actor, in.Reason = workerAc, "extracted"
+	in.ID = memorykit.CandidateID(e.scope, jobID, kind, memorykit.NormalizeKey(key))
+	return in
+}
+
+func (e *env) complete(c memorykit.JobCompletion) int {
+	e.t.Helper()
+	n, err := e.s.CompleteJob(e.ctx, c)
+	if err != nil {
+		e.t.Fatalf("CompleteJob(%s): %v", c.JobID, err)
+	}
+	return n
+}
+
+func diffJob(t testing.TB, what string, got, want memorykit.Job) {
+	t.Helper()
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, d)
+	}
+}
+
+// wantTombstone checks a finished job keeps nothing but content-free
+// fields.
+func wantTombstone(t testing.TB, j memorykit.Job, state memorykit.JobState) {
+	t.Helper()
+	if j.State != state || j.Payload != "" || j.LeasedBy != "" || !j.LeaseExpiresAt.IsZero() {
+		t.Fatalf("job %s: state %s payload %d bytes leased by %q until %v; want a %s tombstone",
+			j.ID, j.State, len(j.Payload), j.LeasedBy, j.LeaseExpiresAt, state)
+	}
+	if err := memorykit.CheckReasonCode("test", j.LastError); j.LastError != "" && err != nil {
+		t.Fatalf("job %s LastError is not a reason code", j.ID)
+	}
+}
+
+func testJobEnqueue(t *testing.T, e *env) {
+	id := memorykit.ExtractionJobID(e.scope, "run-1/turn-1")
+	j := e.enqueue("run-1/turn-1", 3)
+	now := e.now()
+	want := memorykit.Job{ID: id, Scope: e.scope, Payload: payload("run-1/turn-1"), State: memorykit.JobQueued,
+		MaxAttempts: 3, AvailableAt: now, CreatedAt: now, UpdatedAt: now}
+	diffJob(t, "enqueued job", j, want)
+	diffJob(t, "GetJob", e.getJob(e.scope, id), want)
+	if j.CreatedAt.Location() != time.UTC {
+		t.Fatal("job timestamps are not UTC")
+	}
+	e.advance(time.Minute)
+	before := e.dump()
+	got, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: "a different payload", MaxAttempts: 5})
+	wantErr(t, err, memorykit.ErrAlreadyExists)
+	diffJob(t, "re-enqueue result", got, want)
+	e.unchanged(t, before, "a re-enqueue")
+	e.wantCounts(t, memorykit.JobCounts{Queued: 1})
+}
+
+func testJobLeaseOrder(t *testing.T, e *env) {
+	e.enqueueID("job-z", 3)
+	e.enqueueID("job-y", 3)
+	e.advance(time.Second)
+	e.enqueueID("job-a", 3)
+	e.advance(time.Second)
+	js := e.leaseJobs("worker-1", 2)
+	wantIDs(t, "first lease", jobIDs(js), []string{"job-y", "job-z"})
+	now := e.now()
+	for _, j := range js {
+		if j.State != memorykit.JobLeased || j.Attempt != 1 || j.LeasedBy != "worker-1" || j.Payload != payload(j.ID) {
+			t.Fatalf("leased job: %+v", j)
+		}
+		wantTime(t, "LeaseExpiresAt", j.LeaseExpiresAt, now.Add(jobTTL))
+		wantTime(t, "UpdatedAt", j.UpdatedAt, now)
+		diffJob(t, "GetJob of a leased job", e.getJob(e.scope, j.ID), j)
+	}
+	wantIDs(t, "second lease", jobIDs(e.leaseJobs("worker-2", 5)), []string{"job-a"})
+	wantIDs(t, "third lease", jobIDs(e.leaseJobs("worker-3", 5)), nil)
+	e.wantCounts(t, memorykit.JobCounts{Leased: 3})
+}
+
+func testJobLeasedOnce(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	e.leaseOne("worker-1")
+	if got := e.leaseJobs("worker-2", 5); len(got) != 0 {
+		t.Fatalf("a leased job was leased again: %v", jobIDs(got))
+	}
+	e.advance(jobTTL + time.Second)
+	if got := e.leaseJobs("worker-2", 5); len(got) != 0 {
+		t.Fatalf("an expired, unreaped lease was leased again: %v", jobIDs(got))
+	}
+	n, err := e.s.ReapJobLeases(e.ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("ReapJobLeases = %d, %v; want 1", n, err)
+	}
+	got := e.leaseOne("worker-2")
+	if got.ID != j.ID || got.Attempt != 2 || got.LeasedBy != "worker-2" {
+		t.Fatalf("lease after reap: %+v", got)
+	}
+}
+
+func testJobComplete(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	e.leaseOne("worker-1")
+	e.advance(10 * time.Second)
+	c1 := e.proposal(j.ID, memorykit.KindFact, "Deploy Day", "Deploys happen on Tuesday.")
+	c2 := e.proposal(j.ID, memorykit.KindPreference, "review size", "Keep reviews small.")
+	c2.Metadata = map[string]string{"confidence": "high"}
+	c2.Sources = []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-1"}}
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c1, c2}}); n != 2 {
+		t.Fatalf("CompleteJob created %d candidates, want 2", n)
+	}
+	now := e.now()
+	done := e.getJob(e.scope, j.ID)
+	wantTombstone(t, done, memorykit.JobDone)
+	if done.Candidates != 2 || done.Attempt != 1 {
+		t.Fatalf("done job: %+v", done)
+	}
+	wantTime(t, "UpdatedAt", done.UpdatedAt, now)
+	for _, c := range []memorykit.NewRecord{c1, c2} {
+		r := e.get(e.scope, c.ID)
+		if r.Status != memorykit.StatusCandidate || r.Version != 1 || r.Content != c.Content || r.Key != memorykit.NormalizeKey(c.Key) ||
+			r.CreatedBy != workerAc || r.ContentHash != memorykit.ContentHash(c.Content) {
+			t.Fatalf("stored candidate: %+v", r)
+		}
+		wantTime(t, "candidate CreatedAt", r.CreatedAt, now)
+		revs := e.revisions(e.scope, c.ID)
+		if len(revs) != 1 || revs[0].Action != memorykit.ActionCreate || revs[0].Actor != workerAc || revs[0].Reason != "extracted" {
+			t.Fatalf("candidate revisions: %+v", revs)
+		}
+	}
+	if r := e.get(e.scope, c2.ID); r.Metadata["confidence"] != "high" || len(r.Sources) != 1 {
+		t.Fatalf("candidate metadata/sources: %+v", r)
+	}
+	e.wantCounts(t, memorykit.JobCounts{Done: 1})
+	e.refused(t, "a second CompleteJob", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c1}})
+		return err
+	})
+	e.refused(t, "FailJob of a done job", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "late_failure"})
+		return err
+	})
+	if got := e.leaseJobs("worker-2", 5); len(got) != 0 {
+		t.Fatalf("a done job was leased: %v", jobIDs(got))
+	}
+}
+
+func testJobCompleteSkips(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	c1 := e.proposal(j.ID, memorykit.KindFact, "deploy day", "Tuesday, as first proposed.")
+	first := e.create(c1)
+	e.leaseOne("worker-1")
+	again := c1
+	again.Content = "Wednesday, from a retry."
+	c2 := e.proposal(j.ID, memorykit.KindNote, "note", "A new note.")
+	dup := c2
+	dup.Content = "The same candidate twice in one batch."
+	n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{again, c2, dup}})
+	if n != 1 {
+		t.Fatalf("CompleteJob created %d candidates, want 1", n)
+	}
+	diffRecord(t, "existing candidate", e.get(e.scope, c1.ID), first)
+	if r := e.get(e.scope, c2.ID); r.Content != c2.Content {
+		t.Fatalf("the first of two equal IDs was not the one stored: %q", r.Content)
+	}
+	if got := e.getJob(e.scope, j.ID); got.Candidates != 1 || got.State != memorykit.JobDone {
+		t.Fatalf("job after completion: %+v", got)
+	}
+	all, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})
+	if err != nil || len(all) != 2 {
+		t.Fatalf("List = %d records, %v; want 2", len(all), err)
+	}
+}
+
+func testJobCompleteEmpty(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	e.leaseOne("worker-1")
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"}); n != 0 {
+		t.Fatalf("CompleteJob without candidates created %d", n)
+	}
+	got := e.getJob(e.scope, j.ID)
+	wantTombstone(t, got, memorykit.JobDone)
+	if got.Candidates != 0 {
+		t.Fatalf("Candidates = %d", got.Candidates)
+	}
+}
+
+func testJobCompleteOther(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	leased := e.leaseOne("worker-1")
+	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
+	e.refused(t, "CompleteJob by a worker without the lease", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", Candidates: []memorykit.NewRecord{c}})
+		return err
+	})
+	diffJob(t, "job after a foreign completion", e.getJob(e.scope, j.ID), leased)
+	e.refused(t, "CompleteJob of an unknown job", memorykit.ErrNotFound, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job-unknown", WorkerID: "worker-1"})
+		return err
+	})
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c}}); n != 1 {
+		t.Fatalf("holder's completion created %d", n)
+	}
+}
+
+func testJobCompleteExpired(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	e.leaseOne("worker-1")
+	e.advance(jobTTL + time.Second)
+	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
+	e.refused(t, "CompleteJob after the lease expired", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c}})
+		return err
+	})
+	e.refused(t, "FailJob after the lease expired", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "too_slow"})
+		return err
+	})
+	e.refused(t, "ReleaseJob after the lease expired", memorykit.ErrLeaseLost, func() error {
+		return e.s.ReleaseJob(e.ctx, j.ID, "worker-1")
+	})
+}
+
+func testJobCompleteInvalid(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	leased := e.leaseOne("worker-1")
+	good := e.proposal(j.ID, memorykit.KindFact, "good", "A fine candidate.")
+	marked := e.proposal(j.ID, memorykit.KindFact, "bad", "contains "+RejectMarker)
+	active := e.proposal(j.ID, memorykit.KindFact, "active", "wants to be active")
+	active.Status = memorykit.StatusActive
+	elsewhere := good
+	elsewhere.Scope = Scope(t, "tenant-a", "project-2")
+	elsewhere.ID = memorykit.CandidateID(elsewhere.Scope, j.ID, memorykit.KindFact, "good")
+	unknownKind := e.proposal(j.ID, memorykit.KindFact, "kind", "x")
+	unknownKind.Kind = "rumour"
+	emptyContent := e.proposal(j.ID, memorykit.KindFact, "empty", "")
+	var tooMany []memorykit.NewRecord
+	for i := 0; i <= Limits().MaxListSize; i++ {
+		tooMany = append(tooMany, e.proposal(j.ID, memorykit.KindNote, fmt.Sprintf("n%d", i), "bulk"))
+	}
+	batches := map[string][]memorykit.NewRecord{
+		"validator rejection":   {good, marked},
+		"active status":         {good, active},
+		"another Scope":         {good, elsewhere},
+		"unknown kind":          {good, unknownKind},
+		"empty content":         {good, emptyContent},
+		"more than MaxListSize": tooMany,
+	}
+	for name, batch := range batches {
+		e.refused(t, "CompleteJob with "+name, memorykit.ErrInvalidInput, func() error {
+			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: batch})
+			return err
+		})
+	}
+	diffJob(t, "job after rejected completions", e.getJob(e.scope, j.ID), leased)
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{good}}); n != 1 {
+		t.Fatalf("valid completion created %d", n)
+	}
+}
+
+func testJobFailRetry(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	for attempt := 1; attempt <= 2; attempt++ {
+		got := e.leaseOne("worker-1")
+		if got.Attempt != attempt {
+			t.Fatalf("lease %d has attempt %d", attempt, got.Attempt)
+		}
+		retryAt := e.clk.Now().Add(time.Minute)
+		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "extract_timeout", RetryAt: retryAt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := got
+		want.State, want.LeasedBy, want.LeaseExpiresAt = memorykit.JobQueued, "", time.Time{}
+		want.AvailableAt, want.LastError, want.UpdatedAt = retryAt.UTC().Truncate(time.Microsecond), "extract_timeout", e.now()
+		diffJob(t, fmt.Sprintf("job after failure %d", attempt), f, want)
+		diffJob(t, "GetJob after failure", e.getJob(e.scope, j.ID), want)
+		e.advance(59 * time.Second)
+		if early := e.leaseJobs("worker-1", 5); len(early) != 0 {
+			t.Fatalf("job leased before RetryAt: %v", jobIDs(early))
+		}
+		e.advance(2 * time.Second)
+	}
+	last := e.leaseOne("worker-1")
+	if last.Attempt != 3 {
+		t.Fatalf("third lease has attempt %d", last.Attempt)
+	}
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "extract_timeout", RetryAt: e.clk.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTombstone(t, f, memorykit.JobFailed)
+	if f.Attempt != 3 || f.LastError != "extract_timeout" {
+		t.Fatalf("failed job: %+v", f)
+	}
+	diffJob(t, "GetJob of the failed job", e.getJob(e.scope, j.ID), f)
+	e.advance(time.Hour)
+	if got := e.leaseJobs("worker-1", 5); len(got) != 0 {
+		t.Fatalf("a failed job was leased: %v", jobIDs(got))
+	}
+	e.wantCounts(t, memorykit.JobCounts{Failed: 1})
+}
+
+func testJobFailFinal(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 5)
+	e.leaseOne("worker-1")
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "bad_payload", Final: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTombstone(t, f, memorykit.JobFailed)
+	if f.Attempt != 1 || f.LastError != "bad_payload" {
+		t.Fatalf("final failure: %+v", f)
+	}
+	e.wantCounts(t, memorykit.JobCounts{Failed: 1})
+}
+
+func testJobFailOther(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	e.leaseOne("worker-1")
+	e.refused(t, "FailJob by another worker", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-2", Reason: "nope"})
+		return err
+	})
+	e.refused(t, "FailJob of an unknown job", memorykit.ErrNotFound, func() error {
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: "job-unknown", WorkerID: "worker-1", Reason: "nope"})
+		return err
+	})
+	// A zero RetryAt requeues the job for now.
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "flaky"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.State != memorykit.JobQueued || !f.AvailableAt.Equal(e.now()) {
+		t.Fatalf("failure without RetryAt: %+v", f)
+	}
+	if got := e.leaseOne("worker-2"); got.Attempt != 2 {
+		t.Fatalf("re-lease attempt %d", got.Attempt)
+	}
+}
+
+func testJobRelease(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 2)
+	e.leaseOne("worker-1")
+	e.refused(t, "ReleaseJob by another worker", memorykit.ErrLeaseLost, func() error {
+		return e.s.ReleaseJob(e.ctx, j.ID, "worker-2")
+	})
+	e.refused(t, "ReleaseJob of an unknown job", memorykit.ErrNotFound, func() error {
+		return e.s.ReleaseJob(e.ctx, "job-unknown", "worker-1")
+	})
+	e.advance(5 * time.Second)
+	if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	got := e.getJob(e.scope, j.ID)
+	if got.State != memorykit.JobQueued || got.Attempt != 0 || got.LeasedBy != "" || !got.LeaseExpiresAt.IsZero() || got.Payload != j.Payload {
+		t.Fatalf("released job: %+v", got)
+	}
+	wantTime(t, "AvailableAt", got.AvailableAt, e.now())
+	// Releases never use up attempts.
+	for i := 0; i < 3; i++ {
+		l := e.leaseOne("worker-2")
+		if l.Attempt != 1 {
+			t.Fatalf("lease after %d releases has attempt %d", i+1, l.Attempt)
+		}
+		if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.wantCounts(t, memorykit.JobCounts{Queued: 1})
+}
+
+func testJobReap(t *testing.T, e *env) {
+	j1 := e.enqueue("run-1/turn-1", 2)
+	j2 := e.enqueue("run-1/turn-2", 1)
+	e.leaseJobs("worker-1", 5)
+	e.advance(jobTTL - time.Second)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 0 {
+		t.Fatalf("ReapJobLeases before expiry = %d, %v", n, err)
+	}
+	e.advance(2 * time.Second)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 2 {
+		t.Fatalf("ReapJobLeases after expiry = %d, %v; want 2", n, err)
+	}
+	g1 := e.getJob(e.scope, j1.ID)
+	if g1.State != memorykit.JobQueued || g1.Attempt != 1 || g1.LeasedBy != "" || g1.Payload != j1.Payload {
+		t.Fatalf("reaped job with attempts left: %+v", g1)
+	}
+	wantTime(t, "requeued AvailableAt", g1.AvailableAt, e.now())
+	g2 := e.getJob(e.scope, j2.ID)
+	wantTombstone(t, g2, memorykit.JobFailed)
+	if g2.LastError != "lease_expired" || g2.Attempt != 1 {
+		t.Fatalf("reaped job without attempts left: %+v", g2)
+	}
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 0 {
+		t.Fatalf("second ReapJobLeases = %d, %v", n, err)
+	}
+	e.wantCounts(t, memorykit.JobCounts{Queued: 1, Failed: 1})
+	e.refused(t, "CompleteJob by the reaped worker", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j1.ID, WorkerID: "worker-1"})
+		return err
+	})
+}
+
+func testJobCrash(t *testing.T, e *env) {
+	j := e.enqueue("run-7/turn-3", 3)
+	e.leaseOne("worker-1") // worker-1 dies holding the lease
+	e.advance(jobTTL + time.Second)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 1 {
+		t.Fatalf("ReapJobLeases = %d, %v", n, err)
+	}
+	second := e.leaseOne("worker-2")
+	if second.Attempt != 2 {
+		t.Fatalf("second worker's attempt %d", second.Attempt)
+	}
+	cands := []memorykit.NewRecord{
+		e.proposal(j.ID, memorykit.KindFact, "a", "first"),
+		e.proposal(j.ID, memorykit.KindFact, "b", "second"),
+	}
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", Candidates: cands}); n != 2 {
+		t.Fatalf("second worker created %d", n)
+	}
+	e.refused(t, "the crashed worker's late completion", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: cands})
+		return err
+	})
+	all, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})
+	if err != nil || len(all) != 2 {
+		t.Fatalf("List = %d records, %v; want exactly 2", len(all), err)
+	}
+	e.wantCounts(t, memorykit.JobCounts{Done: 1})
+}
+
+func testJobCount(t *testing.T, e *env) {
+	other := Scope(t, "tenant-b", "project-1")
+	e.enqueue("q1", 3)
+	e.enqueueIn(other, "q2", 3)
+	e.enqueueIn(other, "l1", 3)
+	e.enqueue("d1", 3)
+	e.enqueue("f1", 1)
+	e.wantCounts(t, memorykit.JobCounts{Queued: 5})
+	js := e.leaseJobs("worker-1", 5)
+	if len(js) != 5 {
+		t.Fatalf("leased %d", len(js))
+	}
+	for _, j := range js {
+		switch j.ID {
+		case memorykit.ExtractionJobID(e.scope, "q1"), memorykit.ExtractionJobID(other, "q2"):
+			if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-1"); err != nil {
+				t.Fatal(err)
+			}
+		case memorykit.ExtractionJobID(e.scope, "d1"):
+			e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"})
+		case memorykit.ExtractionJobID(e.scope, "f1"):
+			if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "boom"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.wantCounts(t, memorykit.JobCounts{Queued: 2, Leased: 1, Done: 1, Failed: 1})
+	for _, j := range js {
+		if j.ID == memorykit.ExtractionJobID(other, "l1") && j.Scope != other {
+			t.Fatalf("job of %s leased with scope %s", other, j.Scope)
+		}
+	}
+}
+
+func testJobGet(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	_, err := e.s.GetJob(e.ctx, Scope(t, "tenant-a", "project-2"), j.ID)
+	wantErr(t, err, memorykit.ErrNotFound)
+	_, err = e.s.GetJob(e.ctx, e.scope, "job-unknown")
+	wantErr(t, err, memorykit.ErrNotFound)
+}

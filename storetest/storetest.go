@@ -1,0 +1,198 @@
+// Package storetest holds the conformance suites every memorykit.Store
+// implementation must pass, and small test doubles other packages' tests
+// reuse. It is a test-support package: nothing in it belongs in a
+// production composition.
+//
+// A store package runs everything with
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.RunAll(t, storetest.Harness{New: newStore, Dump: dumpStore})
+//	}
+//
+// Every case builds its own store with h.New and its own mock clock set to a
+// fixed 2026 date, and calls t.Parallel: cases share nothing.
+//
+// # Decisions where the contract is silent
+//
+// The suites check the doc comments of memorykit.Store and the types it
+// uses. Where those are silent, the suites pin down the behaviour below, so
+// that memorystore and pgstore agree:
+//
+//   - Input is validated before any lookup. A malformed Scope is
+//     ErrInvalidScope; any other malformed field (IDs included, also on
+//     reads) is ErrInvalidInput, even when the record or job does not
+//     exist. A done context fails the call with an error matching
+//     context.Canceled (or DeadlineExceeded) and changes nothing.
+//   - Create: with in.ID taken, ErrAlreadyExists is reported before the
+//     Expect condition is checked. A zero EffectiveFrom becomes the clock's
+//     now, and EffectiveUntil must be after the effective start even when
+//     that start was defaulted (otherwise ErrInvalidInput). Caller-given
+//     times are stored in UTC, truncated to microseconds.
+//   - The "supersede" revision of a replaced record carries the actor and
+//     reason of the create or activation that replaced it, and that actor
+//     becomes the record's TouchedBy.
+//   - Every revision's snapshot (content, hash, metadata, sources) is the
+//     record after the action, for every action, until Erase scrubs it.
+//   - Empty metadata and sources may come back as nil or as empty values;
+//     the suites treat both alike.
+//   - FindActive and ListFilter.Key canonicalise the key they are given
+//     with NormalizeKey (an invalid key is ErrInvalidInput). Recall's
+//     ExactKeys are compared byte for byte, as given.
+//   - Transitions report ErrNotFound, ErrVersionConflict and
+//     ErrInvalidTransition; the suites never combine two of these causes in
+//     one call, so their order is left open.
+//   - Leases (jobs and embeddings) expire once the clock reaches their
+//     expiry; the suites only probe clearly before and clearly after.
+//   - LeaseEmbeddings hands out records in ascending record ID order across
+//     every Scope. Attempt counts leases at the record's current content
+//     hash only: a Correct starts the count again at 1.
+//   - PutEmbedding needs no lease (vectors are deterministic). It is
+//     ErrNotFound for a record outside p.Scope and ErrStale when the record
+//     is not active at p.ContentHash. ReleaseEmbedding is ErrStale in the
+//     same case and ErrLeaseLost when the worker holds no lease.
+//     PutEmbedding rejects an empty or non-finite vector and a malformed
+//     content hash with ErrInvalidInput.
+//   - LeaseEmbeddings and LeaseJobs need a valid worker ID, a positive TTL
+//     and 1 <= Max <= Limits.MaxListSize; CompleteJob takes at most
+//     MaxListSize candidates, each a StatusCandidate record in the job's
+//     Scope (otherwise ErrInvalidInput and nothing is stored).
+//   - CompleteJob, FailJob and ReleaseJob all require the worker to hold an
+//     unexpired lease (ErrLeaseLost otherwise). A zero FailJob.RetryAt
+//     means now. Queued, done and failed jobs hold no lease: LeasedBy is
+//     empty and LeaseExpiresAt zero.
+//   - Recall rejects a non-positive channel limit, and a non-nil query
+//     vector that is empty, non-finite or has an invalid profile, with
+//     ErrInvalidInput.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/goagents/memorykit"
+)
+
+// Harness is what a Store implementation hands to the conformance suites.
+type Harness struct {
+	// New returns a fresh, empty store that reads time from clk and validates
+	// writes with guard. It registers its own cleanup with t.Cleanup.
+	New func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store
+	// Dump renders everything the store holds as text (every table / map).
+	Dump func(t *testing.T, s memorykit.Store) string
+}
+
+// RunAll runs every conformance suite as a subtest.
+func RunAll(t *testing.T, h Harness) {
+	t.Helper()
+	checkHarness(t, h)
+	t.Run("Lifecycle", func(t *testing.T) { RunLifecycleConformance(t, h) })
+	t.Run("Recall", func(t *testing.T) { RunRecallConformance(t, h) })
+	t.Run("FullText", func(t *testing.T) { RunFullTextRecallConformance(t, h) })
+	t.Run("Embedding", func(t *testing.T) { RunEmbeddingConformance(t, h) })
+	t.Run("Job", func(t *testing.T) { RunJobConformance(t, h) })
+	t.Run("Isolation", func(t *testing.T) { RunIsolationConformance(t, h) })
+	t.Run("BadInput", func(t *testing.T) { RunBadInputConformance(t, h) })
+}
+
+func checkHarness(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil || h.Dump == nil {
+		t.Fatal("storetest: Harness.New and Harness.Dump are both required")
+	}
+}
+
+// Epoch is the instant every case's mock clock starts at. It has a
+// sub-microsecond part on purpose, so the suites see stores truncate.
+var Epoch = time.Date(2026, time.March, 2, 9, 30, 0, 123456789, time.UTC)
+
+// Limits returns valid, small memorykit.Limits for tests.
+func Limits() memorykit.Limits {
+	return memorykit.Limits{
+		Version:            1,
+		MaxKeyBytes:        96,
+		MaxContentBytes:    2048,
+		MaxMetadataEntries: 4,
+		MaxMetadataBytes:   256,
+		MaxSources:         3,
+		MaxSourceBytes:     160,
+		MaxListSize:        20,
+		MaxJobPayloadBytes: 4096,
+	}
+}
+
+// AllowAllValidator is a TEST DOUBLE ContentValidator that accepts every
+// write. memorykit ships no allow-all validator in production code; use
+// this only in tests that are not about content policy.
+type AllowAllValidator struct{}
+
+// ValidateContent accepts c.
+func (AllowAllValidator) ValidateContent(context.Context, memorykit.ContentCheck) error { return nil }
+
+// RejectMarker is the text MarkerValidator refuses in NewGuard.
+const RejectMarker = "REJECT-THIS-MEMORY"
+
+// errMarker is what MarkerValidator returns; stores must not print it.
+var errMarker = errors.New("storetest: content carries the reject marker")
+
+// MarkerValidator is a TEST DOUBLE ContentValidator that rejects any write
+// whose key, content, metadata (keys or values) or source (kinds or refs)
+// contains Marker, ignoring case (keys reach validators canonicalised, that
+// is lower-cased), and accepts everything else.
+type MarkerValidator struct {
+	Marker string
+}
+
+// ValidateContent rejects c when any of its text contains v.Marker.
+func (v MarkerValidator) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
+	if v.Marker == "" {
+		return errors.New("storetest: MarkerValidator has no marker")
+	}
+	texts := []string{c.Key, c.Content}
+	for k, val := range c.Metadata {
+		texts = append(texts, k, val)
+	}
+	for _, s := range c.Sources {
+		texts = append(texts, s.Kind, s.Ref)
+	}
+	marker := strings.ToLower(v.Marker)
+	for _, s := range texts {
+		if strings.Contains(strings.ToLower(s), marker) {
+			return errMarker
+		}
+	}
+	return nil
+}
+
+// NewGuard returns a WriteGuard with Limits() and a MarkerValidator for
+// RejectMarker.
+func NewGuard(t testing.TB) *memorykit.WriteGuard {
+	t.Helper()
+	g, err := memorykit.NewWriteGuard(Limits(), MarkerValidator{Marker: RejectMarker})
+	if err != nil {
+		t.Fatalf("storetest: NewWriteGuard: %v", err)
+	}
+	return g
+}
+
+// Scope returns the project Scope for tenant and project, failing the test
+// when they are malformed.
+func Scope(t testing.TB, tenant, project string) memorykit.Scope {
+	t.Helper()
+	s, err := memorykit.ProjectScope(tenant, project)
+	if err != nil {
+		t.Fatalf("storetest: ProjectScope(%q, %q): %v", tenant, project, err)
+	}
+	return s
+}
+
+// NewClock returns a mock clock set to Epoch.
+func NewClock() *clock.Mock {
+	c := clock.NewMock()
+	c.Set(Epoch)
+	return c
+}
