@@ -78,7 +78,7 @@ var mutants = map[string]mutant{
 	},
 	"validator-bypassed": {
 		suite: storetest.RunBadInputConformance, failCase: "Create",
-		wrap:  func(s *memorystore.Store) memorykit.Store { return s },
+		wrap: func(s *memorystore.Store) memorykit.Store { return s },
 		guard: func(t *testing.T) *memorykit.WriteGuard {
 			g, err := memorykit.NewWriteGuard(storetest.Limits(), storetest.AllowAllValidator{})
 			if err != nil {
