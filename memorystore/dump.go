@@ -40,9 +40,11 @@ func (s *Store) Dump() string {
 		}
 	}
 	var lines []string
-	for k, emb := range s.embeddings {
-		lines = append(lines, fmt.Sprintf("embedding record=%q profile=%q hash=%q at=%s vector=%v\n",
-			k.recordID, k.profile, emb.hash, ts(emb.at), emb.vector))
+	for id, e := range s.records {
+		for profile, emb := range e.embeddings {
+			lines = append(lines, fmt.Sprintf("embedding record=%q profile=%q hash=%q at=%s vector=%v\n",
+				id, profile, emb.hash, ts(emb.at), emb.vector))
+		}
 	}
 	for k, st := range s.embStates {
 		lines = append(lines, fmt.Sprintf("embedding_state record=%q profile=%q hash=%q attempt=%d leased_by=%q lease_expiry=%s retry_at=%s parked=%t reason=%q\n",

@@ -25,7 +25,7 @@ func (s *Store) pending(e *entry, profile string) bool {
 	if e.rec.Status != memorykit.StatusActive {
 		return false
 	}
-	emb := s.embeddings[embKey{recordID: e.rec.ID, profile: profile}]
+	emb := e.embeddings[profile]
 	return emb == nil || emb.hash != e.rec.ContentHash
 }
 
@@ -121,10 +121,13 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	}
 	k := embKey{recordID: p.RecordID, profile: p.Profile}
 	delete(s.embStates, k)
-	if old := s.embeddings[k]; old != nil && old.hash == p.ContentHash && slices.Equal(old.vector, p.Vector) {
+	if old := e.embeddings[p.Profile]; old != nil && old.hash == p.ContentHash && slices.Equal(old.vector, p.Vector) {
 		return nil
 	}
-	s.embeddings[k] = &embedding{hash: p.ContentHash, vector: cloneVector(p.Vector), at: s.now()}
+	if e.embeddings == nil {
+		e.embeddings = make(map[string]*embedding)
+	}
+	e.embeddings[p.Profile] = &embedding{hash: p.ContentHash, vector: cloneVector(p.Vector), norm: norm(p.Vector), at: s.now()}
 	return nil
 }
 
@@ -227,9 +230,9 @@ func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *mem
 		return k.profile == profile && (scope == nil || s.records[k.recordID].rec.Scope == *scope)
 	}
 	n := 0
-	for k := range s.embeddings {
-		if in(k) {
-			delete(s.embeddings, k)
+	for _, e := range s.records {
+		if _, ok := e.embeddings[profile]; ok && (scope == nil || e.rec.Scope == *scope) {
+			delete(e.embeddings, profile)
 			n++
 		}
 	}

@@ -403,11 +403,7 @@ func (s *Store) scrub(e *entry) {
 		v := &e.revisions[i]
 		v.Content, v.ContentHash, v.Metadata, v.Sources = "", "", nil, nil
 	}
-	for k := range s.embeddings {
-		if k.recordID == e.rec.ID {
-			delete(s.embeddings, k)
-		}
-	}
+	e.embeddings = nil
 	for k := range s.embStates {
 		if k.recordID == e.rec.ID {
 			delete(s.embStates, k)

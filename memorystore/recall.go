@@ -123,33 +123,76 @@ func fullTextHits(pool []*entry, terms []string, limit int) (kept, below []memor
 	if len(uniq) == 0 || len(pool) == 0 {
 		return nil, nil
 	}
-	idf := make([]float64, len(uniq))
-	for i, t := range uniq {
-		df := 0
-		for _, e := range pool {
-			if _, ok := e.terms[t]; ok {
-				df++
-			}
-		}
-		idf[i] = memorykit.IDF(len(pool), df)
+	// One pass finds which terms each record holds and each term's df.
+	// held is one flat buffer of term indices; each match owns a window.
+	df := make([]int, len(uniq))
+	type match struct {
+		e          *entry
+		start, end int
 	}
-	var cands []memorykit.FullTextCandidate
+	var matches []match
+	var held []int
 	for _, e := range pool {
-		matched, weight := 0, 0.0
+		start := len(held)
 		for i, t := range uniq {
 			if _, ok := e.terms[t]; ok {
-				matched++
-				weight += idf[i]
+				held = append(held, i)
+				df[i]++
 			}
 		}
-		if matched > 0 {
-			cands = append(cands, memorykit.FullTextCandidate{
-				ID: e.rec.ID, Matched: matched, Weight: memorykit.RoundWeight(weight), UpdatedAt: e.rec.UpdatedAt,
-			})
+		if len(held) > start {
+			matches = append(matches, match{e: e, start: start, end: len(held)})
 		}
 	}
-	k, b := memorykit.FullTextRule(cands, limit)
+	if len(matches) == 0 {
+		return nil, nil
+	}
+	idf := make([]float64, len(uniq))
+	for i := range uniq {
+		idf[i] = memorykit.IDF(len(pool), df[i])
+	}
+	cands := make([]memorykit.FullTextCandidate, len(matches))
+	best := 0
+	for i, m := range matches {
+		w := 0.0
+		for _, t := range held[m.start:m.end] {
+			w += idf[t]
+		}
+		n := m.end - m.start
+		cands[i] = memorykit.FullTextCandidate{
+			ID: m.e.rec.ID, Matched: n, Weight: memorykit.RoundWeight(w), UpdatedAt: m.e.rec.UpdatedAt,
+		}
+		best = max(best, n)
+	}
+	// FullTextRule only ever returns the first limit candidates above and
+	// below the threshold, so hand it just those (the best candidate among
+	// them): the result is the same and a large Scope is not fully sorted.
+	var above, under []memorykit.FullTextCandidate
+	for _, c := range cands {
+		if 2*c.Matched > best {
+			above = append(above, c)
+		} else {
+			under = append(under, c)
+		}
+	}
+	reduced := append(topK(above, limit, ftBefore), topK(under, limit, ftBefore)...)
+	k, b := memorykit.FullTextRule(reduced, limit)
 	return textHits(k), textHits(b)
+}
+
+// ftBefore is memorykit.SortFullText's order: more matched terms, then
+// more weight, then newer, then smaller ID.
+func ftBefore(a, b memorykit.FullTextCandidate) bool {
+	if a.Matched != b.Matched {
+		return a.Matched > b.Matched
+	}
+	if a.Weight != b.Weight {
+		return a.Weight > b.Weight
+	}
+	if !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return a.UpdatedAt.After(b.UpdatedAt)
+	}
+	return a.ID < b.ID
 }
 
 func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
@@ -173,29 +216,22 @@ func (s *Store) vectorHits(pool []*entry, query []float32, profile string, limit
 	}
 	var hits []memorykit.Hit
 	for _, e := range pool {
-		emb := s.embeddings[embKey{recordID: e.rec.ID, profile: profile}]
-		if emb == nil || emb.hash != e.rec.ContentHash || len(emb.vector) != len(query) {
-			continue
-		}
-		en := norm(emb.vector)
-		if en == 0 {
+		emb := e.embeddings[profile]
+		if emb == nil || emb.hash != e.rec.ContentHash || len(emb.vector) != len(query) || emb.norm == 0 {
 			continue
 		}
 		dot := 0.0
 		for i := range query {
 			dot += float64(query[i]) * float64(emb.vector[i])
 		}
-		hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: dot / (qn * en)})
+		hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: dot / (qn * emb.norm)})
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	hits = topK(hits, limit, func(a, b memorykit.Hit) bool {
+		if a.Score != b.Score {
+			return a.Score > b.Score
 		}
-		return hits[i].ID < hits[j].ID
+		return a.ID < b.ID
 	})
-	if len(hits) > limit {
-		hits = hits[:limit]
-	}
 	for i := range hits {
 		hits[i].Rank = i + 1
 	}
@@ -208,4 +244,46 @@ func norm(v []float32) float64 {
 		sum += float64(x) * float64(x)
 	}
 	return math.Sqrt(sum)
+}
+
+// topK returns the k first items of xs in the total order before, sorted.
+// It keeps a bounded heap, so it costs O(n log k) rather than a full sort.
+// xs is reordered.
+func topK[T any](xs []T, k int, before func(a, b T) bool) []T {
+	if k <= 0 {
+		return nil
+	}
+	if len(xs) <= k {
+		sort.SliceStable(xs, func(i, j int) bool { return before(xs[i], xs[j]) })
+		return xs
+	}
+	// h[0] is the worst of the k best seen so far (a max-heap in before).
+	h := append([]T(nil), xs[:k]...)
+	down := func(i int) {
+		for {
+			worst, l, r := i, 2*i+1, 2*i+2
+			if l < len(h) && before(h[worst], h[l]) {
+				worst = l
+			}
+			if r < len(h) && before(h[worst], h[r]) {
+				worst = r
+			}
+			if worst == i {
+				return
+			}
+			h[i], h[worst] = h[worst], h[i]
+			i = worst
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, x := range xs[k:] {
+		if before(x, h[0]) {
+			h[0] = x
+			down(0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return before(h[i], h[j]) })
+	return h
 }

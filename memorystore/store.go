@@ -43,7 +43,6 @@ type Store struct {
 	records    map[string]*entry
 	byScope    map[memorykit.Scope]map[string]*entry
 	active     map[activeKey]string
-	embeddings map[embKey]*embedding
 	embStates  map[embKey]*embState
 	jobs       map[string]*memorykit.Job
 }
@@ -56,6 +55,8 @@ type entry struct {
 	revisions []memorykit.Revision
 	// terms is the record's IndexTerms set; nil once erased.
 	terms map[string]struct{}
+	// embeddings holds the record's vector per profile.
+	embeddings map[string]*embedding
 }
 
 // activeKey identifies the one active record a Scope may hold per kind and
@@ -73,10 +74,11 @@ type embKey struct {
 }
 
 // embedding is a stored vector, current only while hash equals the
-// record's content hash.
+// record's content hash. norm is the vector's Euclidean norm.
 type embedding struct {
 	hash   string
 	vector []float32
+	norm   float64
 	at     time.Time
 }
 
@@ -108,7 +110,6 @@ func New(cfg Config) (*Store, error) {
 		records:    make(map[string]*entry),
 		byScope:    make(map[memorykit.Scope]map[string]*entry),
 		active:     make(map[activeKey]string),
-		embeddings: make(map[embKey]*embedding),
 		embStates:  make(map[embKey]*embState),
 		jobs:       make(map[string]*memorykit.Job),
 	}, nil

@@ -1,0 +1,62 @@
+package memorystore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storetest"
+)
+
+var benchWords = []string{"deploy", "region", "database", "backup", "rollout", "pager", "latency", "budget", "schema", "index",
+	"数据库", "東京", "カタログ", "监控", "告警"}
+
+// BenchmarkRecall measures one Recall (all three channels) over a Scope of
+// n active records with 64-dimensional embeddings.
+func BenchmarkRecall(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := memorystore.New(memorystore.Config{Clock: storetest.NewClock(), Guard: storetest.NewGuard(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			scope := storetest.Scope(b, "tenant-a", "project-1")
+			rng := rand.New(rand.NewSource(1))
+			vec := func() []float32 {
+				v := make([]float32, 64)
+				for i := range v {
+					v[i] = rng.Float32()*2 - 1
+				}
+				return v
+			}
+			for i := 0; i < n; i++ {
+				content := ""
+				for j := 0; j < 12; j++ {
+					content += benchWords[rng.Intn(len(benchWords))] + " "
+				}
+				r, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: fmt.Sprintf("key %d", i),
+					Content: content, Status: memorykit.StatusActive, Actor: memorykit.Actor{Kind: memorykit.ActorTool, ID: "bench"}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "bench/v1",
+					ContentHash: r.ContentHash, Vector: vec(), WorkerID: "bench"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			q := memorykit.RecallQuery{Scope: scope, ExactKeys: memorykit.ExactKeys("key 42", 8),
+				Terms: memorykit.SearchTerms("database backup in 東京 region", 32), Vector: vec(), Profile: "bench/v1",
+				ExactLimit: 8, FullTextLimit: 8, VectorLimit: 8}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := s.Recall(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
