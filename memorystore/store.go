@@ -39,12 +39,12 @@ type Store struct {
 
 	// mu guards everything below. Writers hold it exclusively for the whole
 	// state change; the Host's ContentValidator runs before it is taken.
-	mu         sync.RWMutex
-	records    map[string]*entry
-	byScope    map[memorykit.Scope]map[string]*entry
-	active     map[activeKey]string
-	embStates  map[embKey]*embState
-	jobs       map[string]*memorykit.Job
+	mu        sync.RWMutex
+	records   map[string]*entry
+	byScope   map[memorykit.Scope]map[string]*entry
+	active    map[activeKey]string
+	embStates map[embKey]*embState
+	jobs      map[string]*memorykit.Job
 }
 
 var _ memorykit.Store = (*Store)(nil)
@@ -105,13 +105,13 @@ func New(cfg Config) (*Store, error) {
 		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "guard", Reason: "missing"}
 	}
 	return &Store{
-		clk:        cfg.Clock,
-		guard:      cfg.Guard,
-		records:    make(map[string]*entry),
-		byScope:    make(map[memorykit.Scope]map[string]*entry),
-		active:     make(map[activeKey]string),
-		embStates:  make(map[embKey]*embState),
-		jobs:       make(map[string]*memorykit.Job),
+		clk:       cfg.Clock,
+		guard:     cfg.Guard,
+		records:   make(map[string]*entry),
+		byScope:   make(map[memorykit.Scope]map[string]*entry),
+		active:    make(map[activeKey]string),
+		embStates: make(map[embKey]*embState),
+		jobs:      make(map[string]*memorykit.Job),
 	}, nil
 }
 
