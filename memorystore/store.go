@@ -67,7 +67,7 @@ type activeKey struct {
 	key   string
 }
 
-// embKey identifies a record's embedding for one profile.
+// embKey identifies a record's embedding state for one profile.
 type embKey struct {
 	recordID string
 	profile  string
