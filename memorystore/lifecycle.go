@@ -14,6 +14,9 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
+	// Copy first, so what is stored is exactly what was validated.
+	in.Metadata = cloneMap(in.Metadata)
+	in.Sources = append([]memorykit.Source(nil), in.Sources...)
 	in, err := s.guard.CheckNew(ctx, op, in)
 	if err != nil {
 		return memorykit.Record{}, err
@@ -76,7 +79,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 			UpdatedAt:      now,
 		},
 	}
-	e.rec = canonical(e.rec.Clone())
+	e.rec = canonical(e.rec)
 	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
 	s.records[id] = e
