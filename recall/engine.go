@@ -1,0 +1,679 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/benbjohnson/clock"
+	"go.uber.org/zap"
+
+	"github.com/goagents/memorykit"
+)
+
+// Config holds an Engine's parts. Every field is required: there is no
+// default store, embedder, authorizer, policy, clock, event sink or logger.
+type Config struct {
+	// Store runs the recall channels.
+	Store memorykit.RecallStore
+	// Embedder embeds the query; its Profile and Dimension must equal the
+	// policy's EmbeddingProfile and EmbeddingDimension.
+	Embedder memorykit.Embedder
+	// Authorizer is the Host's fail-closed project authorizer.
+	Authorizer memorykit.Authorizer
+	// Policy is the versioned RecallPolicy; it must pass Validate.
+	Policy memorykit.RecallPolicy
+	// Clock measures the recall deadline and the effective windows.
+	Clock clock.Clock
+	// Events receives content-free recall events.
+	Events memorykit.EventSink
+	// Logger receives content-free diagnostics. Pass zap.NewNop() to
+	// discard them.
+	Logger *zap.Logger
+}
+
+// Engine runs recall. It is safe for concurrent use.
+type Engine struct {
+	store  memorykit.RecallStore
+	emb    memorykit.Embedder
+	az     memorykit.Authorizer
+	policy memorykit.RecallPolicy
+	clock  clock.Clock
+	events memorykit.EventSink
+	log    *zap.Logger
+}
+
+// New validates cfg and returns an Engine. A missing part, an invalid
+// policy, or an embedder whose profile or dimension differs from the
+// policy's is an error.
+func New(cfg Config) (*Engine, error) {
+	const op = "recall.new"
+	missing := func(field string) error {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+	}
+	switch {
+	case cfg.Store == nil:
+		return nil, missing("store")
+	case cfg.Embedder == nil:
+		return nil, missing("embedder")
+	case cfg.Authorizer == nil:
+		return nil, missing("authorizer")
+	case cfg.Clock == nil:
+		return nil, missing("clock")
+	case cfg.Events == nil:
+		return nil, missing("events")
+	case cfg.Logger == nil:
+		return nil, missing("logger")
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Embedder.Profile() != cfg.Policy.EmbeddingProfile {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "embedder", Reason: "profile_mismatch"}
+	}
+	if cfg.Embedder.Dimension() != cfg.Policy.EmbeddingDimension {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "embedder", Reason: "dimension_mismatch"}
+	}
+	return &Engine{
+		store:  cfg.Store,
+		emb:    cfg.Embedder,
+		az:     cfg.Authorizer,
+		policy: cfg.Policy,
+		clock:  cfg.Clock,
+		events: cfg.Events,
+		log:    cfg.Logger.Named("recall"),
+	}, nil
+}
+
+// Policy returns the engine's RecallPolicy.
+func (e *Engine) Policy() memorykit.RecallPolicy { return e.policy }
+
+// Request is one recall. Principal and Scope come from the Host's trusted
+// metadata, never from a model.
+type Request struct {
+	Principal memorykit.Principal
+	Scope     memorykit.Scope
+	// Query is free text; only its last MaxQueryRunes runes are used.
+	Query string
+	// Keys are optional explicit keys for the exact channel, asked in
+	// addition to those derived from the query. They are canonicalised
+	// with memorykit.NormalizeKey; at most MaxQueryTerms are allowed.
+	Keys []string
+	// MaxItems, MaxTokens and MaxEntryRunes may tighten the policy's
+	// budgets for this request: zero means the policy's value, a positive
+	// value is used when it is smaller than the policy's, and a negative
+	// value is ErrInvalidInput. They can never loosen the policy.
+	MaxItems      int
+	MaxTokens     int
+	MaxEntryRunes int
+	// Reserve is how many of the MaxTokens the caller spends outside the
+	// entries (a header and footer around them). The entries get
+	// MaxTokens - Reserve.
+	Reserve int
+	// Cost measures one entry as the caller will render it, in tokens; the
+	// token budget is enforced with it. Nil means DefaultCost.
+	Cost func(Entry) int
+}
+
+// Entry is one recalled memory, cut to the entry budget.
+type Entry struct {
+	ID   string
+	Kind memorykit.Kind
+	// Key and Content are the record's, cut to MaxEntryRunes runes each.
+	Key     string
+	Content string
+	// Truncated reports that Key or Content was cut.
+	Truncated bool
+	// Score is the fused RRF score; Ranks the rank in each channel used.
+	Score float64
+	Ranks map[memorykit.Channel]int
+	// Version, EffectiveFrom and UpdatedAt are the record's.
+	Version       int64
+	EffectiveFrom time.Time
+	UpdatedAt     time.Time
+	// Tokens is the entry's cost under the request's cost function.
+	Tokens int
+}
+
+// DefaultCost estimates an entry's tokens as its ID, kind, key and content
+// plus a few tokens of framing.
+func DefaultCost(en Entry) int {
+	return memorykit.EstimateTokens(en.ID) + memorykit.EstimateTokens(string(en.Kind)) +
+		memorykit.EstimateTokens(en.Key) + memorykit.EstimateTokens(en.Content) + 4
+}
+
+// Result is what one recall returns.
+type Result struct {
+	// Entries are the kept memories, best first.
+	Entries []Entry
+	// Tokens is the summed cost of Entries.
+	Tokens int
+	// Degraded reports that recall as a whole degraded (whole-store
+	// recoverable failure or the recall deadline): Entries is empty and
+	// the caller should go on without memory.
+	Degraded bool
+	// Trace accounts for every record any channel returned.
+	Trace Trace
+}
+
+// errRecallDeadline is the cancellation cause recall's own deadline sets.
+var errRecallDeadline = errors.New("recall deadline")
+
+// caps are a request's effective budgets.
+type caps struct {
+	items, tokens, entryRunes, budget int
+}
+
+// Recall runs one recall. See the package documentation for the steps,
+// the degradation rules and what fails closed.
+func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
+	const op = "recall"
+	if err := ctx.Err(); err != nil {
+		return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", err)
+	}
+	if err := memorykit.Authorize(ctx, e.az, req.Principal, memorykit.PermRead, req.Scope); err != nil {
+		e.failed(req.Scope, err)
+		return Result{}, err
+	}
+	c, err := e.caps(op, req)
+	if err != nil {
+		e.failed(req.Scope, err)
+		return Result{}, err
+	}
+	explicit, err := e.explicitKeys(op, req.Keys)
+	if err != nil {
+		e.failed(req.Scope, err)
+		return Result{}, err
+	}
+	p := e.policy
+	query := memorykit.SanitizeQuery(req.Query, p.MaxQueryRunes)
+	trace := Trace{
+		PolicyVersion: p.Version,
+		QueryRunes:    utf8.RuneCountInString(query),
+		QueryCut:      utf8.RuneCountInString(strings.ToValidUTF8(req.Query, "\uFFFD")) > p.MaxQueryRunes,
+		TokenBudget:   c.budget,
+		Channels: []ChannelTrace{
+			{Channel: memorykit.ChannelExact}, {Channel: memorykit.ChannelFullText}, {Channel: memorykit.ChannelVector},
+		},
+	}
+	terms := memorykit.SearchTerms(query, p.MaxQueryTerms)
+	keys := mergeKeys(explicit, memorykit.ExactKeys(query, p.MaxQueryTerms), p.MaxQueryTerms)
+	trace.Terms, trace.ExactKeys = len(terms), len(keys)
+	blank := strings.TrimSpace(query) == ""
+	trace.channel(memorykit.ChannelExact).Skipped = len(keys) == 0
+	trace.channel(memorykit.ChannelFullText).Skipped = len(terms) == 0
+	trace.channel(memorykit.ChannelVector).Skipped = blank
+	if len(keys) == 0 && len(terms) == 0 && blank {
+		e.completed(req.Scope, nil, "empty_query")
+		return Result{Trace: trace}, nil
+	}
+
+	// One deadline on the injected clock covers the embedding and the store
+	// call. It is a cancellation with a cause rather than a context
+	// deadline, so no library below sees an instant from a clock it does
+	// not share.
+	dctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := e.clock.AfterFunc(p.Deadline, func() { cancel(errRecallDeadline) })
+	defer timer.Stop()
+	ownDeadline := func() bool { return ctx.Err() == nil && errors.Is(context.Cause(dctx), errRecallDeadline) }
+
+	var vector []float32
+	if !blank {
+		v, err := e.embedQuery(dctx, query)
+		switch {
+		case err == nil:
+			vector = v
+		case ctx.Err() != nil:
+			return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+		case ownDeadline():
+			ch := trace.channel(memorykit.ChannelVector)
+			ch.Degraded, ch.Reason = true, "deadline"
+			return e.degraded(req.Scope, trace, "deadline"), nil
+		case memorykit.IsRecoverable(err):
+			ch := trace.channel(memorykit.ChannelVector)
+			ch.Degraded, ch.Reason = true, memorykit.ReasonCode(err)
+			e.vectorDegraded(req.Scope, nil, ch.Reason)
+		default:
+			e.failed(req.Scope, err)
+			return Result{}, err
+		}
+	}
+
+	q := memorykit.RecallQuery{
+		Scope:         req.Scope,
+		ExactKeys:     keys,
+		Terms:         terms,
+		Vector:        vector,
+		ExactLimit:    p.ExactLimit,
+		FullTextLimit: p.FullTextLimit,
+		VectorLimit:   p.VectorLimit,
+	}
+	if vector != nil {
+		q.Profile = p.EmbeddingProfile
+	}
+	before := e.clock.Now()
+	res, err := e.store.Recall(dctx, q)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+	case ownDeadline():
+		return e.degraded(req.Scope, trace, "deadline"), nil
+	case memorykit.IsRecoverable(err):
+		return e.degraded(req.Scope, trace, "store_unavailable"), nil
+	default:
+		var me *memorykit.Error
+		if !errors.As(err, &me) {
+			err = memorykit.WrapError(op, memorykit.ErrUnavailable, "store_failed", err)
+		}
+		e.failed(req.Scope, err)
+		return Result{}, err
+	}
+	after := e.clock.Now()
+	if err := checkResult(op, q, res, before, after); err != nil {
+		e.failed(req.Scope, err)
+		return Result{}, err
+	}
+	if res.VectorErr != nil {
+		if !memorykit.IsRecoverable(res.VectorErr) {
+			err := res.VectorErr
+			var me *memorykit.Error
+			if !errors.As(err, &me) {
+				err = memorykit.WrapError(op, memorykit.ErrIntegrity, "vector_failed", err)
+			}
+			e.failed(req.Scope, err)
+			return Result{}, err
+		}
+		ch := trace.channel(memorykit.ChannelVector)
+		ch.Degraded, ch.Reason = true, memorykit.ReasonCode(res.VectorErr)
+	}
+	if ownDeadline() {
+		// The store answered, but too late: nothing of it is used.
+		trace.Records = traceAll(res, DroppedDeadline)
+		return e.degraded(req.Scope, trace, "deadline"), nil
+	}
+	return e.choose(req, c, res, after, trace), nil
+}
+
+// choose fuses the channels and applies the budgets.
+func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now time.Time, trace Trace) Result {
+	p := e.policy
+	vecDegraded := trace.channel(memorykit.ChannelVector).Degraded
+	trace.channel(memorykit.ChannelExact).Hits = len(res.Exact)
+	trace.channel(memorykit.ChannelFullText).Hits = len(res.FullText)
+	trace.channel(memorykit.ChannelVector).Hits = len(res.Vector)
+	trace.BelowThreshold = len(res.FullTextBelow)
+
+	rankings := []memorykit.Ranking{
+		{Channel: memorykit.ChannelExact, Weight: p.ExactWeight, IDs: hitIDs(res.Exact)},
+		{Channel: memorykit.ChannelFullText, Weight: p.FullTextWeight, IDs: hitIDs(res.FullText)},
+	}
+	if !vecDegraded {
+		rankings = append(rankings, memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: hitIDs(res.Vector)})
+	}
+	fused := memorykit.FuseRRF(p.RRFK, rankings...)
+
+	allRanks := rankIndex(res)
+	cost := req.Cost
+	if cost == nil {
+		cost = DefaultCost
+	}
+	out := Result{}
+	traced := make(map[string]bool)
+	var degradedIDs []string
+	for _, f := range fused {
+		traced[f.ID] = true
+		tr := TraceRecord{ID: f.ID, Ranks: allRanks[f.ID], Score: f.Score, BelowThresholdRank: belowRank(res, f.ID)}
+		rec := res.Records[f.ID]
+		switch {
+		case !rec.Recallable(req.Scope, now):
+			tr.Outcome = DroppedNotEffective
+		case len(out.Entries) >= c.items:
+			tr.Outcome = DroppedItemBudget
+		default:
+			en := entryOf(rec, f, c.entryRunes)
+			en.Tokens = cost(en)
+			if en.Tokens < 0 {
+				en.Tokens = math.MaxInt32 // a broken cost function never fits
+			}
+			tr.Tokens, tr.Truncated = en.Tokens, en.Truncated
+			if en.Tokens > c.budget-out.Tokens {
+				tr.Outcome = DroppedTokenBudget
+				break
+			}
+			tr.Outcome = Kept
+			out.Entries = append(out.Entries, en)
+			out.Tokens += en.Tokens
+		}
+		trace.Records = append(trace.Records, tr)
+	}
+	// Records only a degraded channel returned.
+	for _, h := range res.Vector {
+		if vecDegraded && !traced[h.ID] {
+			traced[h.ID] = true
+			degradedIDs = append(degradedIDs, h.ID)
+			trace.Records = append(trace.Records, TraceRecord{ID: h.ID, Ranks: allRanks[h.ID], Outcome: DroppedChannelDegraded})
+		}
+	}
+	for _, h := range res.FullTextBelow {
+		if !traced[h.ID] {
+			traced[h.ID] = true
+			trace.Records = append(trace.Records, TraceRecord{ID: h.ID, Ranks: allRanks[h.ID], BelowThresholdRank: h.Rank, Outcome: DroppedBelowThreshold})
+		}
+	}
+	if vecDegraded && res.VectorErr != nil {
+		e.vectorDegraded(req.Scope, degradedIDs, trace.channel(memorykit.ChannelVector).Reason)
+	}
+	trace.Items, trace.Tokens = len(out.Entries), out.Tokens
+	out.Trace = trace
+	ids := make([]string, len(out.Entries))
+	for i, en := range out.Entries {
+		ids[i] = en.ID
+	}
+	e.completed(req.Scope, ids, "ok")
+	return out
+}
+
+// caps resolves the request's budgets against the policy.
+func (e *Engine) caps(op string, req Request) (caps, error) {
+	p := e.policy
+	tighten := func(field string, policy, asked int) (int, error) {
+		switch {
+		case asked < 0:
+			return 0, memorykit.FieldError(op, field, "negative")
+		case asked == 0 || asked > policy:
+			return policy, nil
+		}
+		return asked, nil
+	}
+	var c caps
+	var err error
+	if c.items, err = tighten("max_items", p.MaxItems, req.MaxItems); err != nil {
+		return caps{}, err
+	}
+	if c.tokens, err = tighten("max_tokens", p.MaxTokens, req.MaxTokens); err != nil {
+		return caps{}, err
+	}
+	if c.entryRunes, err = tighten("max_entry_runes", p.MaxEntryRunes, req.MaxEntryRunes); err != nil {
+		return caps{}, err
+	}
+	if req.Reserve < 0 {
+		return caps{}, memorykit.FieldError(op, "reserve", "negative")
+	}
+	c.budget = c.tokens - req.Reserve
+	if c.budget < 0 {
+		c.budget = 0
+	}
+	return c, nil
+}
+
+// explicitKeys canonicalises and bounds the request's explicit keys.
+func (e *Engine) explicitKeys(op string, keys []string) ([]string, error) {
+	if len(keys) > e.policy.MaxQueryTerms {
+		return nil, memorykit.FieldError(op, "keys", "too_many")
+	}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if !utf8.ValidString(k) {
+			return nil, memorykit.FieldError(op, "keys", "invalid_utf8")
+		}
+		if n := memorykit.NormalizeKey(k); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// embedQuery embeds the query and checks the vector's shape. A vector of
+// the wrong length or with non-finite components is an integrity failure.
+func (e *Engine) embedQuery(ctx context.Context, query string) ([]float32, error) {
+	const op = "recall.embed"
+	vs, err := e.emb.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) != 1 || len(vs[0]) != e.policy.EmbeddingDimension {
+		return nil, memorykit.NewError(op, memorykit.ErrIntegrity, "embedding_shape")
+	}
+	nonzero := false
+	for _, x := range vs[0] {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, memorykit.NewError(op, memorykit.ErrIntegrity, "embedding_not_finite")
+		}
+		if x != 0 {
+			nonzero = true
+		}
+	}
+	if !nonzero {
+		return nil, memorykit.NewError(op, memorykit.ErrIntegrity, "embedding_zero")
+	}
+	return vs[0], nil
+}
+
+// checkResult verifies the store kept its contract: every record is
+// recallable in the Scope, every hit names a record, ranks are 1-based and
+// consecutive, no channel repeats a record or exceeds its limit, and no
+// record is returned that no hit names. Any violation fails closed.
+//
+// The effective window is checked leniently across the store call (before
+// and after are the engine's clock readings around it), so a record whose
+// window opens or closes while recall runs is not mistaken for a broken
+// store; choose later drops a record no longer effective.
+func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult, before, after time.Time) error {
+	bad := func(reason string) error { return memorykit.NewError(op, memorykit.ErrIntegrity, reason) }
+	named := make(map[string]bool)
+	channels := []struct {
+		hits  []memorykit.Hit
+		limit int
+	}{
+		{res.Exact, q.ExactLimit},
+		{res.FullText, q.FullTextLimit},
+		{res.Vector, q.VectorLimit},
+	}
+	for i, ch := range channels {
+		if len(ch.hits) > ch.limit {
+			return bad("channel_over_limit")
+		}
+		if i == 2 && q.Vector == nil && len(ch.hits) > 0 {
+			return bad("unasked_vector_hits")
+		}
+		seen := make(map[string]bool, len(ch.hits))
+		for j, h := range ch.hits {
+			if h.Rank != j+1 {
+				return bad("bad_rank")
+			}
+			if seen[h.ID] {
+				return bad("duplicate_hit")
+			}
+			seen[h.ID] = true
+			if _, ok := res.Records[h.ID]; !ok {
+				return bad("hit_without_record")
+			}
+			named[h.ID] = true
+		}
+	}
+	if len(res.FullTextBelow) > q.FullTextLimit {
+		return bad("channel_over_limit")
+	}
+	kept := make(map[string]bool, len(res.FullText))
+	for _, h := range res.FullText {
+		kept[h.ID] = true
+	}
+	for j, h := range res.FullTextBelow {
+		if h.Rank != j+1 {
+			return bad("bad_rank")
+		}
+		if kept[h.ID] {
+			return bad("below_threshold_also_kept")
+		}
+		if memorykit.ValidateID(op, "id", h.ID) != nil {
+			return bad("bad_id")
+		}
+	}
+	for id, rec := range res.Records {
+		switch {
+		case !named[id]:
+			return bad("unnamed_record")
+		case rec.ID != id:
+			return bad("record_id_mismatch")
+		case rec.Scope != q.Scope:
+			return bad("record_out_of_scope")
+		case rec.Status != memorykit.StatusActive:
+			return bad("record_not_active")
+		case rec.EffectiveFrom.After(after):
+			return bad("record_not_yet_effective")
+		case !rec.EffectiveUntil.IsZero() && !rec.EffectiveUntil.After(before):
+			return bad("record_expired")
+		case !rec.Kind.Valid():
+			return bad("record_kind_unknown")
+		}
+	}
+	return nil
+}
+
+// entryOf cuts a record to the entry budget.
+func entryOf(rec memorykit.Record, f memorykit.Fused, runes int) Entry {
+	key, cutKey := memorykit.TruncateRunes(rec.Key, runes)
+	content, cutContent := memorykit.TruncateRunes(rec.Content, runes)
+	ranks := make(map[memorykit.Channel]int, len(f.Ranks))
+	for c, r := range f.Ranks {
+		ranks[c] = r
+	}
+	return Entry{
+		ID: rec.ID, Kind: rec.Kind, Key: key, Content: content, Truncated: cutKey || cutContent,
+		Score: f.Score, Ranks: ranks, Version: rec.Version, EffectiveFrom: rec.EffectiveFrom, UpdatedAt: rec.UpdatedAt,
+	}
+}
+
+// mergeKeys joins explicit and derived keys without duplicates, at most max.
+func mergeKeys(explicit, derived []string, max int) []string {
+	seen := make(map[string]bool)
+	var out []string
+	for _, list := range [][]string{explicit, derived} {
+		for _, k := range list {
+			if k == "" || seen[k] || len(out) >= max {
+				continue
+			}
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func hitIDs(hits []memorykit.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+// rankIndex maps each record ID to its rank in every channel that returned
+// it (the below-threshold list excluded).
+func rankIndex(res memorykit.RecallResult) map[string]map[memorykit.Channel]int {
+	out := make(map[string]map[memorykit.Channel]int)
+	add := func(c memorykit.Channel, hits []memorykit.Hit) {
+		for _, h := range hits {
+			m := out[h.ID]
+			if m == nil {
+				m = make(map[memorykit.Channel]int)
+				out[h.ID] = m
+			}
+			m[c] = h.Rank
+		}
+	}
+	add(memorykit.ChannelExact, res.Exact)
+	add(memorykit.ChannelFullText, res.FullText)
+	add(memorykit.ChannelVector, res.Vector)
+	return out
+}
+
+func belowRank(res memorykit.RecallResult, id string) int {
+	for _, h := range res.FullTextBelow {
+		if h.ID == id {
+			return h.Rank
+		}
+	}
+	return 0
+}
+
+// traceAll lists every record res names with one outcome.
+func traceAll(res memorykit.RecallResult, o Outcome) []TraceRecord {
+	ranks := rankIndex(res)
+	var out []TraceRecord
+	seen := make(map[string]bool)
+	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+		for _, h := range hits {
+			if !seen[h.ID] {
+				seen[h.ID] = true
+				out = append(out, TraceRecord{ID: h.ID, Ranks: ranks[h.ID], BelowThresholdRank: belowRank(res, h.ID), Outcome: o})
+			}
+		}
+	}
+	for _, h := range res.FullTextBelow {
+		if !seen[h.ID] {
+			seen[h.ID] = true
+			out = append(out, TraceRecord{ID: h.ID, BelowThresholdRank: h.Rank, Outcome: o})
+		}
+	}
+	return out
+}
+
+// degraded finishes a recall that yields no memory.
+func (e *Engine) degraded(scope memorykit.Scope, trace Trace, reason string) Result {
+	trace.Degraded, trace.Reason = true, reason
+	e.events.Emit(memorykit.Event{
+		Kind:   memorykit.EventRecallDegraded,
+		At:     e.clock.Now(),
+		Reason: reason,
+	}.WithScope(scope))
+	e.log.Warn("recall degraded: continuing without memory",
+		zap.String("tenant_id", scope.TenantID), zap.String("subject_id", scope.SubjectID),
+		zap.String("reason", reason), zap.Int("records_dropped", len(trace.Records)))
+	return Result{Degraded: true, Trace: trace}
+}
+
+// vectorDegraded reports that only the vector channel was dropped.
+func (e *Engine) vectorDegraded(scope memorykit.Scope, ids []string, reason string) {
+	e.events.Emit(memorykit.Event{
+		Kind:      memorykit.EventRecallDegraded,
+		At:        e.clock.Now(),
+		Channel:   memorykit.ChannelVector,
+		RecordIDs: ids,
+		Count:     len(ids),
+		Reason:    reason,
+	}.WithScope(scope))
+	e.log.Warn("recall vector channel dropped",
+		zap.String("tenant_id", scope.TenantID), zap.String("subject_id", scope.SubjectID),
+		zap.String("reason", reason), zap.Int("records_dropped", len(ids)))
+}
+
+func (e *Engine) completed(scope memorykit.Scope, ids []string, reason string) {
+	e.events.Emit(memorykit.Event{
+		Kind:      memorykit.EventRecallCompleted,
+		At:        e.clock.Now(),
+		RecordIDs: ids,
+		Count:     len(ids),
+		Reason:    reason,
+	}.WithScope(scope))
+	e.log.Debug("recall completed",
+		zap.String("tenant_id", scope.TenantID), zap.String("subject_id", scope.SubjectID),
+		zap.Int("kept", len(ids)))
+}
+
+// failed logs a fail-closed recall.
+func (e *Engine) failed(scope memorykit.Scope, err error) {
+	s := scope
+	if s.Validate() != nil {
+		s = memorykit.Scope{}
+	}
+	e.log.Warn("recall failed closed",
+		zap.String("tenant_id", s.TenantID), zap.String("subject_id", s.SubjectID),
+		zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
+}

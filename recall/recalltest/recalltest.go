@@ -1,0 +1,252 @@
+// Package recalltest is test support for the recall engine and the
+// packages built on it (projector, memorytools): a small matrix that runs a
+// test on every Store implementation (memorystore, and pgstore against the
+// PostgreSQL named by MEMORYKIT_POSTGRES_TEST_DSN), fault-injecting
+// RecallStore and Embedder doubles, and fixtures that plant records recall
+// must never return.
+//
+// Nothing here belongs in a production composition.
+package recalltest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/pgstore"
+)
+
+// Environment variables read by the PostgreSQL backend.
+const (
+	EnvDSN     = "MEMORYKIT_POSTGRES_TEST_DSN"
+	EnvRequire = "MEMORYKIT_REQUIRE_POSTGRES"
+)
+
+// Backend is one Store implementation.
+type Backend struct {
+	Name string
+	// New returns a fresh, empty store on clk; cleanup is registered on t.
+	// The PostgreSQL backend skips the test (or fails it when
+	// MEMORYKIT_REQUIRE_POSTGRES=1) when no database is usable.
+	New func(t *testing.T, clk clock.Clock) memorykit.Store
+}
+
+// Backends returns the memory and PostgreSQL backends.
+func Backends() []Backend {
+	return []Backend{
+		{Name: "memory", New: func(t *testing.T, clk clock.Clock) memorykit.Store { return testkit.MemStore(t, clk) }},
+		{Name: "postgres", New: newPostgres},
+	}
+}
+
+// Each runs fn as a subtest per backend.
+func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+func requirePostgres() bool { return os.Getenv(EnvRequire) == "1" }
+
+func newPostgres(t *testing.T, clk clock.Clock) memorykit.Store {
+	t.Helper()
+	dsn := os.Getenv(EnvDSN)
+	if dsn == "" {
+		if requirePostgres() {
+			t.Fatalf("%s=1 but %s is not set", EnvRequire, EnvDSN)
+		}
+		t.Skipf("%s is not set: skipping the PostgreSQL case (set %s=1 to fail instead)", EnvDSN, EnvRequire)
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := "mk_recall_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() { dropSchema(t, dsn, schema) })
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{
+		Clock: clk, Guard: testkit.NewGuard(t), Schema: schema, MaxConns: 4,
+	})
+	if err != nil {
+		if requirePostgres() || !errors.Is(err, memorykit.ErrUnavailable) {
+			t.Fatalf("open pgstore: %v", err)
+		}
+		t.Skipf("open pgstore: %v (set %s=1 to fail instead)", err, EnvRequire)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func dropSchema(t *testing.T, dsn, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("drop schema %s: connect: %v", schema, err)
+		return
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+	}
+}
+
+// EmbedAll stores emb's vector of each record's EmbeddingText, as the
+// embedding worker would.
+func EmbedAll(t testing.TB, s memorykit.EmbeddingStore, emb memorykit.Embedder, recs ...memorykit.Record) {
+	t.Helper()
+	ctx := context.Background()
+	for _, r := range recs {
+		vs, err := emb.Embed(ctx, []string{r.EmbeddingText()})
+		if err != nil {
+			t.Fatalf("embed %s: %v", r.ID, err)
+		}
+		if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{
+			Scope: r.Scope, RecordID: r.ID, Profile: emb.Profile(), ContentHash: r.ContentHash,
+			Vector: vs[0], WorkerID: "embedder-test",
+		}); err != nil {
+			t.Fatalf("put embedding %s: %v", r.ID, err)
+		}
+	}
+}
+
+// FaultStore wraps a RecallStore and injects failures.
+type FaultStore struct {
+	Inner memorykit.RecallStore
+	// Err, when set, is returned instead of calling Inner.
+	Err error
+	// VectorErr, when set, is put into the result's VectorErr.
+	VectorErr error
+	// Edit, when set, may change the result before it is returned (to
+	// forge integrity violations).
+	Edit func(*memorykit.RecallResult)
+
+	mu    sync.Mutex
+	calls int
+}
+
+// Recall implements memorykit.RecallStore.
+func (f *FaultStore) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	if f.Err != nil {
+		return memorykit.RecallResult{}, f.Err
+	}
+	res, err := f.Inner.Recall(ctx, q)
+	if err != nil {
+		return res, err
+	}
+	if f.VectorErr != nil {
+		res.VectorErr = f.VectorErr
+	}
+	if f.Edit != nil {
+		f.Edit(&res)
+	}
+	return res, nil
+}
+
+// Calls reports how many times Recall ran.
+func (f *FaultStore) Calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// BlockingStore blocks every Recall until its context is done. It closes
+// Blocked (once) when the first call is blocked, so a test advances a mock
+// clock only after the engine's deadline timer exists and the call waits.
+type BlockingStore struct {
+	Inner memorykit.RecallStore
+	// Late, when set, makes Recall answer with Inner's result after the
+	// context ends, like a store that ignores cancellation.
+	Late bool
+
+	once    sync.Once
+	blocked chan struct{}
+}
+
+// NewBlockingStore returns a BlockingStore around inner.
+func NewBlockingStore(inner memorykit.RecallStore, late bool) *BlockingStore {
+	return &BlockingStore{Inner: inner, Late: late, blocked: make(chan struct{})}
+}
+
+// Blocked is closed once a Recall call is waiting.
+func (b *BlockingStore) Blocked() <-chan struct{} { return b.blocked }
+
+// Recall implements memorykit.RecallStore.
+func (b *BlockingStore) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+	b.once.Do(func() { close(b.blocked) })
+	<-ctx.Done()
+	if b.Late {
+		return b.Inner.Recall(context.WithoutCancel(ctx), q)
+	}
+	return memorykit.RecallResult{}, memorykit.WrapError("recalltest.blocking", memorykit.ErrUnavailable, "context_done", ctx.Err())
+}
+
+// FaultEmbedder wraps an Embedder and injects failures or blocks.
+type FaultEmbedder struct {
+	Inner memorykit.Embedder
+	// Err, when set, is returned by Embed.
+	Err error
+	// Vectors, when set, replaces Inner's answer (to forge a bad shape).
+	Vectors [][]float32
+	// Block makes Embed wait for its context to end; Blocked is closed
+	// once it waits.
+	Block bool
+
+	once    sync.Once
+	blocked chan struct{}
+	mu      sync.Mutex
+	texts   []string
+}
+
+// NewFaultEmbedder returns a FaultEmbedder around inner.
+func NewFaultEmbedder(inner memorykit.Embedder) *FaultEmbedder {
+	return &FaultEmbedder{Inner: inner, blocked: make(chan struct{})}
+}
+
+// Profile implements memorykit.Embedder.
+func (f *FaultEmbedder) Profile() string { return f.Inner.Profile() }
+
+// Dimension implements memorykit.Embedder.
+func (f *FaultEmbedder) Dimension() int { return f.Inner.Dimension() }
+
+// Blocked is closed once an Embed call waits (with Block set).
+func (f *FaultEmbedder) Blocked() <-chan struct{} { return f.blocked }
+
+// Texts returns every text Embed was asked for.
+func (f *FaultEmbedder) Texts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.texts...)
+}
+
+// Embed implements memorykit.Embedder.
+func (f *FaultEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	f.mu.Lock()
+	f.texts = append(f.texts, texts...)
+	f.mu.Unlock()
+	if f.Block {
+		f.once.Do(func() { close(f.blocked) })
+		<-ctx.Done()
+		return nil, &memorykit.Error{Op: "recalltest.embed", Kind: memorykit.ErrUnavailable, Reason: "canceled", Err: ctx.Err(), Retry: true}
+	}
+	if f.Err != nil {
+		return nil, f.Err
+	}
+	if f.Vectors != nil {
+		return f.Vectors, nil
+	}
+	return f.Inner.Embed(ctx, texts)
+}
