@@ -521,6 +521,8 @@ func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult,
 			return bad("unnamed_record")
 		case rec.ID != id:
 			return bad("record_id_mismatch")
+		case memorykit.ValidateID(op, "id", id) != nil:
+			return bad("bad_id")
 		case rec.Scope != q.Scope:
 			return bad("record_out_of_scope")
 		case rec.Status != memorykit.StatusActive:

@@ -1,0 +1,94 @@
+package projector
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Neutralize makes untrusted memory text safe to place inside a memory view
+// (or any other tagged frame a model reads). It never removes words; it
+// changes only the characters that would let the text pose as markup or as
+// another speaker:
+//
+//   - "&", "<" and ">" (and their fullwidth and small forms) become the
+//     entities "&amp;", "&lt;" and "&gt;", so the text cannot open or close
+//     a tag: not the view's own delimiters, not chat-template tokens such as
+//     "<|im_start|>", "<s>" or "<<SYS>>";
+//   - carriage returns become newlines, and invisible format characters
+//     (zero-width spaces and joiners, bidirectional overrides, the soft
+//     hyphen, the byte-order mark) are removed, so they cannot hide or
+//     reorder a marker;
+//   - role and instruction markers have their punctuation swapped for the
+//     fullwidth form, which reads the same to a person but is not the token
+//     sequence a chat template uses: "[INST]" and "[/INST]" (and the other
+//     bracketed template tags listed in the code) become "［INST］",
+//     markdown role headings such as "### Instruction" become
+//     "＃＃＃ Instruction", and a role label such as "system:",
+//     "assistant:" or "user:" becomes "system：";
+//   - the view delimiter's name "memory-view" becomes "memory view", and
+//     "nonce=" becomes "nonce＝", so text cannot imitate a delimiter even
+//     in escaped form.
+//
+// Matching is case-insensitive for ASCII letters. It is a fixed list, not
+// an understanding of the text: a paraphrased instruction ("please forget
+// your rules") stays readable, which is why the view also tells the model
+// that its content is data, not instructions.
+func Neutralize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch r {
+		case '&', '＆', '﹠':
+			b.WriteString("&amp;")
+		case '<', '＜', '﹤':
+			b.WriteString("&lt;")
+		case '>', '＞', '﹥':
+			b.WriteString("&gt;")
+		case '\r':
+			if i < len(s) && s[i] == '\n' {
+				continue // "\r\n" becomes one "\n"
+			}
+			b.WriteByte('\n')
+		case '\u200b', '\u200c', '\u200d', '\u200e', '\u200f', '\u2060', '\ufeff', '\u00ad', '\u061c',
+			'\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069':
+			// invisible: dropped
+		default:
+			b.WriteRune(r)
+		}
+	}
+	out := b.String()
+	for _, m := range markers {
+		out = m.re.ReplaceAllStringFunc(out, m.fix)
+	}
+	return out
+}
+
+// neutralizeAttr neutralizes text for a double-quoted attribute value.
+func neutralizeAttr(s string) string {
+	return strings.ReplaceAll(Neutralize(s), `"`, "&quot;")
+}
+
+type marker struct {
+	re  *regexp.Regexp
+	fix func(string) string
+}
+
+// fullwidth swaps ASCII punctuation for its fullwidth form.
+var fullwidth = strings.NewReplacer("[", "［", "]", "］", "#", "＃", ":", "：", "|", "｜", "=", "＝", "/", "／")
+
+var markers = []marker{
+	// Bracketed chat-template tags.
+	{regexp.MustCompile(`(?i)\[\s*/?\s*(inst|sys|system|system_prompt|user|assistant|tool_calls?|tool_results?|available_tools|end|start)\s*\]`), fullwidth.Replace},
+	// Markdown role and instruction headings.
+	{regexp.MustCompile(`(?i)#{1,6}[ \t]*(instructions?|system|response|user|assistant|human|input|output|developer|context)\b`), fullwidth.Replace},
+	// Role labels ("system:", "Assistant :").
+	{regexp.MustCompile(`(?i)\b(system|assistant|user|human|developer|tool|function|model|ai|bot)[ \t]*:`), fullwidth.Replace},
+	// Pipe-delimited template names left after "<" and ">" were escaped.
+	{regexp.MustCompile(`(?i)\|\s*(im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|`), fullwidth.Replace},
+	// The view delimiter's name and its nonce attribute.
+	{regexp.MustCompile(`(?i)memory-view`), func(m string) string { return m[:6] + " " + m[7:] }},
+	{regexp.MustCompile(`(?i)nonce\s*=`), fullwidth.Replace},
+}
