@@ -1,0 +1,176 @@
+package extractworker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/benbjohnson/clock"
+	"go.uber.org/zap"
+
+	"github.com/goagents/memorykit"
+)
+
+// EnqueuerConfig holds everything an Enqueuer needs. Every field is
+// required.
+type EnqueuerConfig struct {
+	// Store is the durable job queue.
+	Store memorykit.JobStore
+	// Authorizer is the Host's fail-closed project authorizer; every
+	// enqueue needs memorykit.PermExtract on the Scope.
+	Authorizer memorykit.Authorizer
+	// Clock stamps events.
+	Clock clock.Clock
+	// Logger receives content-free logs; the enqueuer names it
+	// "extractworker.enqueue".
+	Logger *zap.Logger
+	// Events receives EventExtractionEnqueued and EventEnqueueFailed.
+	Events memorykit.EventSink
+	// MaxAttempts is every new job's attempt limit. It must be positive.
+	MaxAttempts int
+}
+
+// Enqueuer hands an Agent run's finished turn to extraction as a durable
+// job. It is safe for concurrent use.
+//
+// Enqueue never fails the run: the turn already succeeded, and losing its
+// extraction only costs candidate memories. A Host must therefore not fail
+// or roll back the turn on an EnqueueFailed status; the failure is reported
+// as a content-free EventEnqueueFailed for operator follow-up.
+type Enqueuer struct {
+	cfg EnqueuerConfig
+	log *zap.Logger
+}
+
+// NewEnqueuer validates cfg and returns an Enqueuer. A missing part or an
+// invalid value is an ErrInvalidConfig *memorykit.Error naming the field.
+func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
+	const op = "extractworker.new_enqueuer"
+	missing := func(field string) error {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+	}
+	switch {
+	case cfg.Store == nil:
+		return nil, missing("store")
+	case cfg.Authorizer == nil:
+		return nil, missing("authorizer")
+	case cfg.Clock == nil:
+		return nil, missing("clock")
+	case cfg.Logger == nil:
+		return nil, missing("logger")
+	case cfg.Events == nil:
+		return nil, missing("events")
+	case cfg.MaxAttempts <= 0:
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "max_attempts", Reason: "not_positive"}
+	}
+	return &Enqueuer{cfg: cfg, log: cfg.Logger.Named("extractworker.enqueue")}, nil
+}
+
+// Turn is one finished Agent turn to extract from. Principal and Scope come
+// from the Host's trusted request metadata, never from a model.
+type Turn struct {
+	Principal memorykit.Principal
+	Scope     memorykit.Scope
+	// RunRef names the unit of Host work, such as "run-42/turn-3": 1 to
+	// memorykit.MaxIDBytes bytes of ASCII letters, digits and ". _ - : @ /".
+	// The job's identity is memorykit.ExtractionJobID(Scope, RunRef), so
+	// enqueuing the same turn twice stores one job.
+	RunRef string
+	// Payload is the turn's text. It is stored in the job and never logged.
+	Payload string
+}
+
+// EnqueueStatus says what Enqueue did.
+type EnqueueStatus string
+
+const (
+	// EnqueueQueued: a new job was stored.
+	EnqueueQueued EnqueueStatus = "queued"
+	// EnqueueDuplicate: the turn's job already exists; nothing changed.
+	EnqueueDuplicate EnqueueStatus = "duplicate"
+	// EnqueueFailed: nothing was stored. The turn stands; see Reason.
+	EnqueueFailed EnqueueStatus = "failed"
+)
+
+// EnqueueResult is Enqueue's content-free report.
+type EnqueueResult struct {
+	Status EnqueueStatus
+	// JobID is the turn's job identity, empty when the Scope or RunRef was
+	// unusable.
+	JobID string
+	// Reason is a reason code when Status is EnqueueFailed, such as
+	// "forbidden", "too_long" or "connection_lost".
+	Reason string
+	// Err is the typed, content-free error behind a failure, for
+	// errors.Is; nil otherwise. It is informational: it must not fail the
+	// turn.
+	Err error
+}
+
+// Enqueue authorizes the turn with memorykit.PermExtract and stores its
+// extraction job. It never panics on bad input and never returns an error
+// to propagate: every failure (denied, invalid Scope or RunRef, payload
+// over the limit, store unavailable) comes back as EnqueueFailed with a
+// reason code, together with an EventEnqueueFailed. The Host logs or counts
+// it and carries on with the turn.
+func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
+	const op = "extractworker.enqueue"
+	if err := memorykit.Authorize(ctx, e.cfg.Authorizer, t.Principal, memorykit.PermExtract, t.Scope); err != nil {
+		return e.failed(t.Scope, "", err)
+	}
+	if r := runRefProblem(t.RunRef); r != "" {
+		return e.failed(t.Scope, "", memorykit.FieldError(op, "run_ref", r))
+	}
+	id := memorykit.ExtractionJobID(t.Scope, t.RunRef)
+	job, err := e.cfg.Store.EnqueueJob(ctx, memorykit.NewJob{
+		ID: id, Scope: t.Scope, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts,
+	})
+	switch {
+	case err == nil:
+		e.log.Info("extraction enqueued", zap.String("job_id", id), zap.String("tenant_id", t.Scope.TenantID),
+			zap.String("subject_id", t.Scope.SubjectID))
+		e.cfg.Events.Emit(e.event(memorykit.EventExtractionEnqueued, t.Scope, id, job.MaxAttempts, ""))
+		return EnqueueResult{Status: EnqueueQueued, JobID: id}
+	case errors.Is(err, memorykit.ErrAlreadyExists) && job.ID == id:
+		e.log.Debug("extraction already enqueued", zap.String("job_id", id))
+		return EnqueueResult{Status: EnqueueDuplicate, JobID: id}
+	}
+	return e.failed(t.Scope, id, err)
+}
+
+func (e *Enqueuer) failed(scope memorykit.Scope, jobID string, err error) EnqueueResult {
+	reason := memorykit.ReasonCode(err)
+	e.log.Warn("extraction not enqueued; the turn stands", zap.String("job_id", jobID),
+		zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)),
+		zap.Bool("recoverable", memorykit.IsRecoverable(err)))
+	ev := e.event(memorykit.EventEnqueueFailed, memorykit.Scope{}, jobID, 0, reason)
+	if scope.Validate() == nil {
+		ev = ev.WithScope(scope)
+	}
+	e.cfg.Events.Emit(ev)
+	return EnqueueResult{Status: EnqueueFailed, JobID: jobID, Reason: reason, Err: err}
+}
+
+func (e *Enqueuer) event(kind memorykit.EventKind, scope memorykit.Scope, jobID string, count int, reason string) memorykit.Event {
+	return memorykit.Event{Kind: kind, At: e.cfg.Clock.Now(), JobID: jobID, Count: count, Reason: reason}.WithScope(scope)
+}
+
+// runRefProblem returns a reason code when ref is not a usable run
+// reference.
+func runRefProblem(ref string) string {
+	if ref == "" {
+		return "empty"
+	}
+	if len(ref) > memorykit.MaxIDBytes {
+		return "too_long"
+	}
+	for i := 0; i < len(ref); i++ {
+		c := ref[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
+		default:
+			return "bad_character"
+		}
+	}
+	return ""
+}
