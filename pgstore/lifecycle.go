@@ -17,9 +17,9 @@ WITH ins AS (
 	INSERT INTO {schema}.records (id, tenant_id, subject_type, subject_id, kind, key, content,
 		metadata, sources, status, version, content_hash, effective_from, effective_until,
 		created_by_kind, created_by_id, touched_by_kind, touched_by_id, created_at, updated_at,
-		search_terms)
+		search_tsv)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, 1, $11, $12, $13,
-		$14, $15, $14, $15, $16, $16, $17::text[])
+		$14, $15, $14, $15, $16, $16, array_to_tsvector($17::text[]))
 	ON CONFLICT (id) DO NOTHING
 	RETURNING *
 ), rev AS (
@@ -53,11 +53,11 @@ SELECT ` + recordCols + ` FROM u`
 var (
 	touchPlain = touchSQL("")
 	touchErase = touchSQL(`,
-		content = '', content_hash = '', metadata = NULL, sources = NULL, search_terms = '{}'`)
+		content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector`)
 	touchCorrect = touchSQL(`,
 		content = $8, content_hash = $9, sources = $10::jsonb,
 		metadata = CASE WHEN $11::boolean THEN $12::jsonb ELSE metadata END,
-		search_terms = $13::text[]`)
+		search_tsv = array_to_tsvector($13::text[])`)
 )
 
 // touch runs a touch statement for one record.
@@ -145,7 +145,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 			string(in.Kind), in.Key, in.Content, meta, src, string(in.Status),
 			memorykit.ContentHash(in.Content), from, until,
 			string(in.Actor.Kind), in.Actor.ID, now,
-			memorykit.IndexTerms(in.Key, in.Content), in.Reason))
+			ftsTerms(memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return taken()
 		}
@@ -519,7 +519,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		}
 		out, err = s.touch(ctx, tx, touchCorrect, rec.ID, rec.Status, memorykit.ActionCorrect, c.Actor, c.Reason, now,
 			c.Content, memorykit.ContentHash(c.Content), src, c.Metadata != nil, meta,
-			memorykit.IndexTerms(rec.Key, c.Content))
+			ftsTerms(memorykit.IndexTerms(rec.Key, c.Content)))
 		return err
 	})
 	if err != nil {

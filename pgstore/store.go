@@ -87,8 +87,9 @@ type Store struct {
 	schema   string
 	// rep fills the {schema} and {ext} placeholders of SQL templates.
 	rep *strings.Replacer
-	// recallSQL is the rendered recall statement.
-	recallSQL string
+	// recallSQL holds the rendered recall statements by number of query
+	// lexemes (see recallSQLFor).
+	recallSQL []string
 	closeOnce sync.Once
 }
 
@@ -202,7 +203,9 @@ func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *St
 		schema:   schema,
 		rep:      strings.NewReplacer("{schema}", quoteIdent(schema), "{ext}", quoteIdent(ext)),
 	}
-	s.recallSQL = s.q(recallTemplate)
+	for k := 0; k <= maxInlineTerms+1; k++ {
+		s.recallSQL = append(s.recallSQL, s.q(recallStatement(k)))
+	}
 	return s
 }
 

@@ -28,8 +28,12 @@ CREATE TABLE {schema}.records (
     created_at       timestamptz NOT NULL,
     updated_at       timestamptz NOT NULL,
     -- Full-text terms, computed in Go with memorykit.IndexTerms(key, content)
-    -- so both stores match exactly the same terms. Emptied on erase.
-    search_terms     text[] COLLATE "C" NOT NULL,
+    -- so both stores match exactly the same terms, stored verbatim as the
+    -- lexemes of a tsvector (array_to_tsvector: no text search parser, no
+    -- stemming). A tsvector keeps its lexemes sorted, so testing a query
+    -- term is a binary search instead of a scan of an array. Emptied on
+    -- erase.
+    search_tsv       tsvector NOT NULL,
     CONSTRAINT records_status_valid CHECK (status IN
         ('candidate', 'active', 'rejected', 'superseded', 'inactive', 'erased'))
 );
@@ -40,9 +44,15 @@ CREATE UNIQUE INDEX records_one_active
     ON {schema}.records (tenant_id, subject_type, subject_id, kind, key)
     WHERE status = 'active';
 
--- Per-scope listing and every recall channel start from the scope's records.
+-- Per-scope listing and every recall channel start from the scope's
+-- records. The INCLUDE columns are everything the vector channel and the
+-- recallable count need, so those read the index alone; only the full-text
+-- channel visits the heap (for search_tsv). The full-text query is a scan of
+-- one scope's recallable records, without a GIN index, which is what
+-- project-sized memories need.
 CREATE INDEX records_scope_status
-    ON {schema}.records (tenant_id, subject_type, subject_id, status, id);
+    ON {schema}.records (tenant_id, subject_type, subject_id, status, id)
+    INCLUDE (content_hash, effective_from, effective_until, updated_at);
 
 CREATE INDEX records_scope_key
     ON {schema}.records (tenant_id, subject_type, subject_id, key);
