@@ -83,7 +83,9 @@ CREATE TABLE {schema}.revisions (
 -- The scope index leads with (tenant, subject, profile, dims): the vector
 -- channel filters on all of them (pgvector refuses to compare vectors of
 -- different lengths), so one index range yields exactly the candidate rows.
--- The vector itself is not an INCLUDE column: a btree entry is limited to
+-- Whether a vector is current (record active, effective, same content hash)
+-- is checked against records_scope_status, whose INCLUDE columns answer it
+-- without visiting the records heap. The vector itself is not an INCLUDE column: a btree entry is limited to
 -- roughly 2.7 kB, about 670 float32 dimensions, and common embedding models
 -- are larger. Storage MAIN keeps vectors inline in the heap where they fit,
 -- which avoids a TOAST lookup per row during the scan. There is no ANN
