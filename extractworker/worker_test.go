@@ -560,7 +560,7 @@ func TestIdempotentCandidateIdentity(t *testing.T) {
 		ps := proposals(memorykit.ExtractionInput{JobID: job.ID, Payload: job.Payload})
 		// One candidate already exists with the identity the worker derives.
 		_, err := e.store.Create(e.ctx, memorykit.NewRecord{
-			ID: memorykit.CandidateID(e.scope, job.ID, ps[0].Kind, memorykit.NormalizeKey(ps[0].Key)),
+			ID:    memorykit.CandidateID(e.scope, job.ID, ps[0].Kind, memorykit.NormalizeKey(ps[0].Key)),
 			Scope: e.scope, Kind: ps[0].Kind, Key: ps[0].Key, Content: ps[0].Content, Sources: ps[0].Sources,
 			Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "worker-z"},
 		})
