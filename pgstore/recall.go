@@ -203,7 +203,9 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 		return memorykit.RecallResult{}, err
 	}
 	now := s.now()
-	useVector := q.Vector != nil && norm(q.Vector) > 0
+	// A zero query vector has no cosine similarity, and no stored vector
+	// can have more than maxDims dimensions: either way nothing matches.
+	useVector := q.Vector != nil && len(q.Vector) <= maxDims && norm(q.Vector) > 0
 	res, err := s.recall(ctx, q, now, useVector)
 	if err == nil {
 		return res, nil
@@ -385,9 +387,6 @@ func checkRecallQuery(op string, q memorykit.RecallQuery) error {
 	}
 	if len(q.Vector) == 0 {
 		return memorykit.FieldError(op, "vector", "empty")
-	}
-	if len(q.Vector) > maxDims {
-		return memorykit.FieldError(op, "vector", "too_many_dimensions")
 	}
 	for _, x := range q.Vector {
 		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {

@@ -597,3 +597,39 @@ func TestPostgresContextIsHonoured(t *testing.T) {
 		t.Fatalf("deadline: %v", err)
 	}
 }
+
+func TestPostgresRecallDegradesWhenOnlyVectorFails(t *testing.T) {
+	b := setup(t)
+	r := b.create(t, memorykit.KindFact, "deploy region", "the api runs in eu-west-1", memorykit.StatusActive)
+	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: "p",
+		ContentHash: r.ContentHash, Vector: []float32{1, 0}, WorkerID: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	// Make the vector part of every statement fail on the server (division
+	// by zero) whenever the vector channel is on.
+	for k := range b.s.recallSQL {
+		orig := b.s.recallSQL[k]
+		b.s.recallSQL[k] = strings.Replace(orig, "LIMIT $12", "LIMIT $12 / (CASE WHEN $10 > 0 THEN 0 ELSE 1 END)", 1)
+		if b.s.recallSQL[k] == orig {
+			t.Fatal("the vector limit was not found in the statement")
+		}
+	}
+	q := memorykit.RecallQuery{Scope: b.scope, ExactKeys: []string{"deploy region"}, Terms: []string{"api"},
+		Vector: []float32{1, 0}, Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}
+	res, err := b.s.Recall(b.ctx, q)
+	if err != nil {
+		t.Fatalf("recall failed as a whole: %v", err)
+	}
+	if res.VectorErr == nil || len(res.Vector) != 0 {
+		t.Fatalf("VectorErr %v, vector hits %v", res.VectorErr, res.Vector)
+	}
+	wantKind(t, res.VectorErr, memorykit.ErrInvalidInput)
+	if len(res.Exact) != 1 || len(res.FullText) != 1 || res.Records[r.ID].ID != r.ID {
+		t.Fatalf("exact %v full-text %v", res.Exact, res.FullText)
+	}
+	// Without a vector nothing fails and nothing is reported.
+	q.Vector = nil
+	if res, err = b.s.Recall(b.ctx, q); err != nil || res.VectorErr != nil {
+		t.Fatalf("recall without a vector: %v %v", err, res.VectorErr)
+	}
+}
