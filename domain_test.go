@@ -471,14 +471,14 @@ func TestDeterministicIDs(t *testing.T) {
 	t.Parallel()
 	s1, _ := memorykit.ProjectScope("t1", "p1")
 	s2, _ := memorykit.ProjectScope("t1", "p2")
-	if memorykit.ExtractionJobID(s1, "run-1") != memorykit.ExtractionJobID(s1, "run-1") {
+	if first, again := memorykit.ExtractionJobID(s1, "run-1"), memorykit.ExtractionJobID(s1, "run-1"); first != again {
 		t.Fatal("job id not deterministic")
 	}
 	if memorykit.ExtractionJobID(s1, "run-1") == memorykit.ExtractionJobID(s2, "run-1") {
 		t.Fatal("job id must depend on scope")
 	}
-	a := memorykit.CandidateID(s1, "job", memorykit.KindFact, "k")
-	if a != memorykit.CandidateID(s1, "job", memorykit.KindFact, "k") || a == memorykit.CandidateID(s1, "job", memorykit.KindNote, "k") {
+	a, again := memorykit.CandidateID(s1, "job", memorykit.KindFact, "k"), memorykit.CandidateID(s1, "job", memorykit.KindFact, "k")
+	if a != again || a == memorykit.CandidateID(s1, "job", memorykit.KindNote, "k") {
 		t.Fatal("candidate id must be deterministic and depend on kind")
 	}
 	for _, id := range []string{a, memorykit.ExtractionJobID(s1, "x"), memorykit.NewRecordID(time.Now()), memorykit.NewJobID(time.Now())} {
