@@ -135,9 +135,8 @@ func TestRecallNeverReturnsHiddenRecords(t *testing.T) {
 }
 
 func TestRecallFailsClosedOnAuthorizationAndScope(t *testing.T) {
-	b := setup(t, memoryBackend())
 	var fs *recalltest.FaultStore
-	b = setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+	b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
 		fs = &recalltest.FaultStore{Inner: s}
 		return fs
 	}))
