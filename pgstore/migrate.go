@@ -3,7 +3,9 @@ package pgstore
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"sort"
 	"strconv"
@@ -44,10 +46,34 @@ type migration struct {
 	sql     string
 }
 
-// migrationLockKey is the session advisory lock every pgstore migration
-// takes, whatever its schema: installing the extension is database-wide,
-// and migrations are short.
-const migrationLockKey int64 = 0x6d656d6b69740001 // "memkit" + 1
+// extensionLockKey is the session advisory lock around CREATE EXTENSION,
+// which is database-wide: concurrent first installs would otherwise race.
+const extensionLockKey int64 = 0x6d656d6b69740001 // "memkit" + 1
+
+// schemaLockKey is the session advisory lock that serialises migrations of
+// one schema; stores in different schemas migrate in parallel.
+func schemaLockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("memorykit.pgstore.migrate\x00"))
+	h.Write([]byte(schema))
+	return int64(h.Sum64())
+}
+
+// withSessionLock runs fn holding the session advisory lock key on conn.
+// When the lock cannot be released, conn is closed (which releases it).
+func withSessionLock(ctx context.Context, op string, conn *pgx.Conn, key int64, fn func() error) error {
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		return mapErr(op, err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, uerr := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); uerr != nil {
+			_ = conn.Close(uctx)
+		}
+	}()
+	return fn()
+}
 
 // loadMigrations parses the embedded files, ordered by version.
 func loadMigrations() ([]migration, error) {
@@ -95,58 +121,65 @@ func migrate(ctx context.Context, conn *pgx.Conn, schema string, clk clock.Clock
 	if err != nil || len(migs) == 0 || migs[len(migs)-1].version != SchemaVersion {
 		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "embedded_migrations_invalid", Err: err}
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLockKey); err != nil {
-		return "", mapErr(op, err)
-	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, uerr := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", migrationLockKey); uerr != nil {
-			_ = conn.Close(uctx)
+	err = withSessionLock(ctx, op, conn, extensionLockKey, func() error {
+		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector"); err != nil {
+			return extensionErr(op, err)
 		}
-	}()
-
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector"); err != nil {
-		return "", extensionErr(op, err)
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	if err := conn.QueryRow(ctx, `SELECT n.nspname FROM pg_extension e
 		JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'`).Scan(&ext); err != nil {
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return "", &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: ReasonPgvectorUnavailable}
 		}
 		return "", mapErr(op, err)
 	}
+	err = withSessionLock(ctx, op, conn, schemaLockKey(schema), func() error {
+		return migrateSchema(ctx, conn, schema, ext, migs, clk)
+	})
+	if err != nil {
+		return "", err
+	}
+	return ext, nil
+}
 
+// migrateSchema applies the missing migrations of schema; the caller holds
+// the schema's migration lock.
+func migrateSchema(ctx context.Context, conn *pgx.Conn, schema, ext string, migs []migration, clk clock.Clock) error {
+	const op = "pgstore.migrate"
 	if _, err := conn.Exec(ctx, renderSQL(`CREATE SCHEMA IF NOT EXISTS {schema};
 		CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
 			version     integer PRIMARY KEY,
 			name        text NOT NULL,
 			applied_at  timestamptz NOT NULL
 		)`, schema, ext)); err != nil {
-		return "", mapErr(op, err)
+		return mapErr(op, err)
 	}
 
 	applied, err := appliedVersions(ctx, conn, schema, ext)
 	if err != nil {
-		return "", mapErr(op, err)
+		return mapErr(op, err)
 	}
 	current := 0
 	for _, v := range applied {
 		switch {
 		case v > SchemaVersion:
-			return "", &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
+			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
 		case v != current+1:
-			return "", &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
+			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
 		}
 		current = v
 	}
 
 	for _, m := range migs[current:] {
 		if err := applyMigration(ctx, conn, schema, ext, m, pgTime(clk.Now())); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return ext, nil
+	return nil
 }
 
 func appliedVersions(ctx context.Context, conn *pgx.Conn, schema, ext string) ([]int, error) {
