@@ -38,13 +38,13 @@ type Backend struct {
 	// New returns a fresh, empty store on clk; cleanup is registered on t.
 	// The PostgreSQL backend skips the test (or fails it when
 	// MEMORYKIT_REQUIRE_POSTGRES=1) when no database is usable.
-	New func(t *testing.T, clk clock.Clock) memorykit.Store
+	New func(t testing.TB, clk clock.Clock) memorykit.Store
 }
 
 // Backends returns the memory and PostgreSQL backends.
 func Backends() []Backend {
 	return []Backend{
-		{Name: "memory", New: func(t *testing.T, clk clock.Clock) memorykit.Store { return testkit.MemStore(t, clk) }},
+		{Name: "memory", New: func(t testing.TB, clk clock.Clock) memorykit.Store { return testkit.MemStore(t, clk) }},
 		{Name: "postgres", New: newPostgres},
 	}
 }
@@ -59,7 +59,7 @@ func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
 
 func requirePostgres() bool { return os.Getenv(EnvRequire) == "1" }
 
-func newPostgres(t *testing.T, clk clock.Clock) memorykit.Store {
+func newPostgres(t testing.TB, clk clock.Clock) memorykit.Store {
 	t.Helper()
 	dsn := os.Getenv(EnvDSN)
 	if dsn == "" {
@@ -87,7 +87,7 @@ func newPostgres(t *testing.T, clk clock.Clock) memorykit.Store {
 	return s
 }
 
-func dropSchema(t *testing.T, dsn, schema string) {
+func dropSchema(t testing.TB, dsn, schema string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
