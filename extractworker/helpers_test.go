@@ -450,6 +450,11 @@ func (d *driver) loop() {
 		case <-d.kick:
 		}
 		for {
+			select {
+			case <-d.stop:
+				return
+			default:
+			}
 			d.mu.Lock()
 			if len(d.wake) < d.want {
 				d.mu.Unlock()
@@ -594,4 +599,9 @@ func wantKind(t testing.TB, err, kind error) *memorykit.Error {
 		t.Fatalf("error %v, want kind %v", err, kind)
 	}
 	return me
+}
+
+// newFaultStoreOn wraps a fresh memorystore in a faultStore.
+func newFaultStoreOn(t *testing.T, e *env) *faultStore {
+	return newFaultStore(testkit.MemStore(t, e.clk))
 }

@@ -1,0 +1,430 @@
+package extractworker_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/extractworker"
+	"github.com/goagents/memorykit/supervisor"
+)
+
+// TestRunRetryInstantsUnderSupervisor: the same exact-instant contract as
+// TestRetryInstants, with the worker and the reaper running as supervised
+// actors that poll on the mock clock.
+func TestRunRetryInstantsUnderSupervisor(t *testing.T) {
+	eachStore(t, func(t *testing.T, e *env) {
+		const maxAttempts = 4
+		job := e.enqueue(1, maxAttempts, turnPayload)[0]
+		x := newExtractor(e.clk)
+		x.fn = func(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+			return nil, memorykit.Recoverable(errors.New("rate limited"))
+		}
+		d := newDriver(t, e.clk, 2)
+		cfg := e.config("worker-a", x)
+		cfg.OnWait = d.hook("worker")
+		w := e.worker(cfg)
+		failed := e.sink.after(memorykit.EventJobFailed, 1)
+		t0 := e.clk.Now()
+		sup := e.newSupervisor(d, w, e.reaper(d.hook("reaper")))
+		if err := sup.Start(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		await(t, failed, "the job's final failure")
+		d.halt()
+		if err := sup.Drain(e.ctx); err != nil {
+			t.Fatalf("Drain: %v", err)
+		}
+		want := []time.Duration{0, 10 * time.Second, 40 * time.Second, 100 * time.Second}
+		calls := x.callsFor(job.ID)
+		if len(calls) != maxAttempts {
+			t.Fatalf("Extract called %d times, want %d", len(calls), maxAttempts)
+		}
+		for i, at := range calls {
+			if got := at.Sub(t0); got != want[i] {
+				t.Errorf("attempt %d at +%v, want +%v", i+1, got, want[i])
+			}
+		}
+		got := e.job(job.ID)
+		if got.State != memorykit.JobFailed || got.Payload != "" || got.LastError != "error" {
+			t.Fatalf("job = state %s payload %q last error %q", got.State, got.Payload, got.LastError)
+		}
+		if n := len(e.sink.OfKind(memorykit.EventJobFailed)); n != 1 {
+			t.Fatalf("%d job.failed events", n)
+		}
+	})
+}
+
+// gate blocks Extract calls after the first open ones until it is opened
+// or the call's context ends, and reports which workers are blocked.
+type gate struct {
+	open    int // calls let through before the gate closes
+	mu      sync.Mutex
+	calls   int
+	release chan struct{}
+	blocked chan string
+}
+
+func newGate(open int) *gate {
+	return &gate{open: open, release: make(chan struct{}), blocked: make(chan string, 1000)}
+}
+
+// extractor returns an Extractor for worker that passes through g.
+func (g *gate) extractor(x *extractor, worker string) *extractor {
+	x.fn = func(ctx context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+		g.mu.Lock()
+		g.calls++
+		hold := g.calls > g.open
+		g.mu.Unlock()
+		if hold {
+			g.blocked <- worker
+			select {
+			case <-g.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return proposals(in), nil
+	}
+	return x
+}
+
+// waitBlocked waits until every named worker has a call held at the gate.
+func (g *gate) waitBlocked(t *testing.T, workers ...string) {
+	t.Helper()
+	want := make(map[string]bool)
+	for _, w := range workers {
+		want[w] = true
+	}
+	for len(want) > 0 {
+		select {
+		case w := <-g.blocked:
+			delete(want, w)
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("workers never reached the gate: %v", want)
+		}
+	}
+}
+
+// drainSetup starts a supervisor with two workers and the reaper over
+// jobs queued jobs, and returns once both workers hold leased work at the
+// gate.
+func drainSetup(t *testing.T, e *env, jobs int) (*supervisor.Supervisor, *gate, []*extractor, []memorykit.Job) {
+	queued := e.enqueue(jobs, 3, turnPayload)
+	g := newGate(40)
+	xa, xb := g.extractor(newExtractor(e.clk), "a"), g.extractor(newExtractor(e.clk), "b")
+	ca, cb := e.config("worker-a", xa), e.config("worker-b", xb)
+	ca.BatchSize, cb.BatchSize = 10, 10
+	sup := e.newSupervisor(nil, e.worker(ca), e.worker(cb), e.reaper(nil))
+	if err := sup.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.waitBlocked(t, "a", "b")
+	return sup, g, []*extractor{xa, xb}, queued
+}
+
+// checkNothingLost asserts every job is done (with its candidates, once) or
+// queued, no lease is left, and no job was extracted twice. It returns the
+// number of done jobs.
+func checkNothingLost(t *testing.T, e *env, jobs []memorykit.Job, xs []*extractor) int {
+	t.Helper()
+	c := e.counts()
+	if c.Leased != 0 || c.Failed != 0 || c.Done+c.Queued != len(jobs) {
+		t.Fatalf("counts = %+v, want every one of %d jobs done or queued", c, len(jobs))
+	}
+	calls := make(map[string]int)
+	for _, x := range xs {
+		m, _ := x.snapshot()
+		for id, n := range m {
+			calls[id] += n
+		}
+	}
+	done := 0
+	for _, j := range jobs {
+		got := e.job(j.ID)
+		if calls[j.ID] > 1 {
+			t.Errorf("job %s extracted %d times", j.ID, calls[j.ID])
+		}
+		switch got.State {
+		case memorykit.JobDone:
+			done++
+			if calls[j.ID] != 1 || got.Candidates != 2 {
+				t.Errorf("done job %s: %d calls, %d candidates", j.ID, calls[j.ID], got.Candidates)
+			}
+		case memorykit.JobQueued:
+			if got.Attempt != 0 || got.LeasedBy != "" {
+				t.Errorf("queued job %s: attempt %d, leased by %q", j.ID, got.Attempt, got.LeasedBy)
+			}
+		}
+	}
+	if n := len(e.candidates()); n != 2*done {
+		t.Fatalf("%d candidates for %d done jobs", n, done)
+	}
+	return done
+}
+
+// TestDrainFinishesInFlightWork: with hundreds of queued jobs and batches
+// in flight, Drain stops intake, lets the in-flight batches finish, and
+// returns; every job is done or still queued, no lease is held, and Stop
+// leaves no goroutine (goleak in TestMain).
+func TestDrainFinishesInFlightWork(t *testing.T) {
+	eachStore(t, func(t *testing.T, e *env) {
+		sup, g, xs, jobs := drainSetup(t, e, 300)
+		draining := e.sink.after(memorykit.EventLifecycle, 1)
+		drained := make(chan error, 1)
+		go func() { drained <- sup.Drain(e.ctx) }()
+		await(t, draining, "the draining event")
+		select {
+		case err := <-drained:
+			t.Fatalf("Drain returned (%v) while work was in flight", err)
+		default:
+		}
+		close(g.release)
+		if err := <-drained; err != nil {
+			t.Fatalf("Drain = %v", err)
+		}
+		if sup.State() != supervisor.StateDrained {
+			t.Fatalf("state %s", sup.State())
+		}
+		done := checkNothingLost(t, e, jobs, xs)
+		if done <= 40 || done == len(jobs) {
+			t.Fatalf("%d jobs done: want the in-flight batches finished and the rest left queued", done)
+		}
+		if err := sup.Stop(e.ctx); err != nil {
+			t.Fatalf("Stop = %v", err)
+		}
+	})
+}
+
+// TestDrainDeadlineHandsBack: when Drain's context ends before in-flight
+// work finishes, the work context is cancelled and the workers hand their
+// leases back without counting the attempt.
+func TestDrainDeadlineHandsBack(t *testing.T) {
+	eachStore(t, func(t *testing.T, e *env) {
+		sup, _, xs, jobs := drainSetup(t, e, 200)
+		ctx, cancel := context.WithCancel(e.ctx)
+		draining := e.sink.after(memorykit.EventLifecycle, 1)
+		drained := make(chan error, 1)
+		go func() { drained <- sup.Drain(ctx) }()
+		await(t, draining, "the draining event")
+		cancel()
+		err := <-drained
+		wantKind(t, err, memorykit.ErrUnavailable)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Drain = %v, want context.Canceled inside", err)
+		}
+		done := checkNothingLost(t, e, jobs, xs)
+		if done < 40 || done == len(jobs) {
+			t.Fatalf("%d jobs done", done)
+		}
+		if n := e.logs.FilterMessage("lease handed back").Len(); n == 0 {
+			t.Fatal("no lease was handed back")
+		}
+		if err := sup.Stop(e.ctx); err != nil {
+			t.Fatalf("Stop = %v", err)
+		}
+	})
+}
+
+// TestPostgresTwoRuntimesShareOneQueue: two runtimes, each a supervisor
+// with its own worker identity and its own pgstore.Store on the same
+// schema, drain one queue together: every job is extracted and completed
+// exactly once.
+func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
+	t.Parallel()
+	e := pgOnly(t)
+	other := e.pg.open(t, e.clk)
+	const n = 200
+	jobs := e.enqueue(n, 3, turnPayload)
+
+	// Each worker's first call waits until the other worker has called
+	// too, so both runtimes provably take part.
+	var mu sync.Mutex
+	firsts := make(map[string]bool)
+	both := make(chan struct{})
+	meet := func(x *extractor, worker string) *extractor {
+		x.fn = func(ctx context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+			mu.Lock()
+			first := !firsts[worker]
+			firsts[worker] = true
+			if len(firsts) == 2 && first {
+				close(both)
+			}
+			mu.Unlock()
+			if first {
+				select {
+				case <-both:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return proposals(in), nil
+		}
+		return x
+	}
+	xa, xb := meet(newExtractor(e.clk), "a"), meet(newExtractor(e.clk), "b")
+
+	d := newDriver(t, e.clk, 4)
+	ca := e.config("host-1.extract", xa)
+	ca.OnWait = d.hook("a/worker")
+	cb := e.config("host-2.extract", xb)
+	cb.Store, cb.OnWait = other, d.hook("b/worker")
+	ra, err := extractworker.NewReaper(extractworker.ReaperConfig{
+		Store: e.store, Clock: e.clk, Logger: e.log, Events: e.sink, Interval: 30 * time.Second,
+		StoreBackoff: storeBackoff, OnWait: d.hook("a/reaper"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := extractworker.NewReaper(extractworker.ReaperConfig{
+		Store: other, Clock: e.clk, Logger: e.log, Events: e.sink, Interval: 30 * time.Second,
+		StoreBackoff: storeBackoff, OnWait: d.hook("b/reaper"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed := e.sink.after(memorykit.EventJobCompleted, n)
+	supA := e.newSupervisor(nil, e.worker(ca), ra)
+	supB := e.newSupervisor(nil, e.worker(cb), rb)
+	if err := supA.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := supB.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	await(t, completed, "every job's completion")
+	d.halt()
+	for _, s := range []*supervisor.Supervisor{supA, supB} {
+		if err := s.Drain(e.ctx); err != nil {
+			t.Fatalf("Drain: %v", err)
+		}
+	}
+
+	ma, na := xa.snapshot()
+	mb, nb := xb.snapshot()
+	if na == 0 || nb == 0 || na+nb != n {
+		t.Fatalf("Extract calls: runtime A %d, runtime B %d, want both > 0 and %d in all", na, nb, n)
+	}
+	for _, j := range jobs {
+		if c := ma[j.ID] + mb[j.ID]; c != 1 {
+			t.Errorf("job %s extracted %d times", j.ID, c)
+		}
+	}
+	if c := e.counts(); c.Done != n || c.Queued+c.Leased+c.Failed != 0 {
+		t.Fatalf("counts = %+v", c)
+	}
+	if got := len(e.candidates()); got != 2*n {
+		t.Fatalf("%d candidates, want %d", got, 2*n)
+	}
+	t.Logf("runtime A extracted %d jobs, runtime B %d", na, nb)
+}
+
+// TestPostgresOutage: PostgreSQL drops every connection of the runtime
+// several times while the worker runs. The worker and the reaper see
+// recoverable errors, back off on the clock, and finish once connections
+// come back; nothing is lost or duplicated.
+func TestPostgresOutage(t *testing.T) {
+	t.Parallel()
+	e := pgOnly(t)
+	const n = 60
+	jobs := e.enqueue(n, 2, turnPayload)
+
+	var mu sync.Mutex
+	killed, storeWaits := 0, 0
+	x := newExtractor(e.clk)
+	x.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+		_, total := x.snapshot()
+		if total%15 == 5 {
+			k := e.pg.terminate(t)
+			mu.Lock()
+			killed += k
+			mu.Unlock()
+		}
+		return proposals(in), nil
+	}
+	d := newDriver(t, e.clk, 2)
+	count := func(hook func(extractworker.Wait)) func(extractworker.Wait) {
+		return func(w extractworker.Wait) {
+			if w.Reason != extractworker.WaitIdle {
+				mu.Lock()
+				storeWaits++
+				mu.Unlock()
+			}
+			hook(w)
+		}
+	}
+	cfg := e.config("worker-a", x)
+	cfg.BatchSize = 1
+	cfg.OnWait = count(d.hook("worker"))
+	completed := e.sink.after(memorykit.EventJobCompleted, n)
+	sup := e.newSupervisor(d, e.worker(cfg), e.reaper(count(d.hook("reaper"))))
+	if err := sup.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	await(t, completed, "every job's completion")
+	d.halt()
+	if err := sup.Drain(e.ctx); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if killed == 0 {
+		t.Fatal("no backend was terminated")
+	}
+	if storeWaits == 0 {
+		t.Fatal("the workers never saw a recoverable store error")
+	}
+	calls, total := x.snapshot()
+	if total != n {
+		t.Fatalf("%d Extract calls for %d jobs", total, n)
+	}
+	for _, j := range jobs {
+		if calls[j.ID] != 1 {
+			t.Errorf("job %s extracted %d times", j.ID, calls[j.ID])
+		}
+	}
+	if c := e.counts(); c.Done != n {
+		t.Fatalf("counts = %+v", c)
+	}
+	if got := len(e.candidates()); got != 2*n {
+		t.Fatalf("%d candidates, want %d", got, 2*n)
+	}
+	if e.logs.FilterMessage("store unavailable; retrying").Len()+e.logs.FilterMessage("lease failed; backing off").Len() == 0 {
+		t.Fatal("no recoverable store error was logged")
+	}
+	t.Logf("terminated %d backends; %d store backoff waits", killed, storeWaits)
+}
+
+// TestReaperBacksOff: the reaper retries recoverable store errors after
+// StoreBackoff and otherwise reaps every Interval.
+func TestReaperBacksOff(t *testing.T) {
+	e := newEnv(t)
+	e.store = newFaultStoreOn(t, e)
+	fs := e.store.(*faultStore)
+	fs.failCalls("ReapJobLeases", 2, dbDown)
+	waits := make(chan extractworker.Wait, 10)
+	r := e.reaper(func(w extractworker.Wait) { waits <- w })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx, ctx) }()
+	for i, want := range []extractworker.Wait{
+		{Reason: extractworker.WaitStoreBackoff, Delay: 100 * time.Millisecond},
+		{Reason: extractworker.WaitStoreBackoff, Delay: 200 * time.Millisecond},
+		{Reason: extractworker.WaitIdle, Delay: 30 * time.Second},
+		{Reason: extractworker.WaitIdle, Delay: 30 * time.Second},
+	} {
+		got := <-waits
+		if got != want {
+			t.Fatalf("wait %d = %+v, want %+v", i, got, want)
+		}
+		e.clk.Add(got.Delay)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
