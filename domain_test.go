@@ -569,3 +569,31 @@ func TestReasonCode(t *testing.T) {
 		}
 	}
 }
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	b := memorykit.Backoff{Initial: time.Second, Max: 10 * time.Second, Multiplier: 2}
+	if err := b.Validate("t", "retry"); err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{time.Second, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for n, w := range want {
+		if got := b.Delay(n); got != w {
+			t.Errorf("Delay(%d) = %v, want %v", n, got, w)
+		}
+	}
+	if got := b.Delay(1 << 30); got != 10*time.Second {
+		t.Errorf("Delay(huge) = %v", got)
+	}
+	for _, bad := range []memorykit.Backoff{
+		{},
+		{Initial: time.Second, Max: time.Millisecond, Multiplier: 2},
+		{Initial: time.Second, Max: time.Second, Multiplier: 0.5},
+		{Initial: time.Second, Max: time.Second, Multiplier: math.Inf(1)},
+		{Initial: -time.Second, Max: time.Second, Multiplier: 1},
+	} {
+		if err := bad.Validate("t", "retry"); !errors.Is(err, memorykit.ErrInvalidConfig) {
+			t.Errorf("Validate(%+v) = %v", bad, err)
+		}
+	}
+}
