@@ -21,11 +21,11 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/embedworker"
+	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/pgstore"
-	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
