@@ -78,6 +78,10 @@ type Limits struct {
 	MaxArgBytes int
 }
 
+// Validate reports an ErrInvalidPolicy error naming the field when a bound
+// is missing or below its minimum.
+func (l Limits) Validate() error { return l.validate("memorytools.limits") }
+
 func (l Limits) validate(op string) error {
 	for _, c := range []struct {
 		name string

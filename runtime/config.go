@@ -1,0 +1,193 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"go.uber.org/zap"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorytools"
+	"github.com/goagents/memorykit/supervisor"
+)
+
+// Stores are the caller-owned stores a Runtime uses. One memorykit.Store
+// (memorystore or pgstore) fills every field; see StoresOf.
+type Stores struct {
+	Lifecycle  memorykit.LifecycleStore
+	Recall     memorykit.RecallStore
+	Embeddings memorykit.EmbeddingStore
+	Jobs       memorykit.JobStore
+}
+
+// StoresOf uses one Store for every role.
+func StoresOf(s memorykit.Store) Stores {
+	return Stores{Lifecycle: s, Recall: s, Embeddings: s, Jobs: s}
+}
+
+// Config is everything a Runtime needs. Every field is required: there is no
+// permissive default, no allow-all authorizer and no fallback policy.
+type Config struct {
+	// Guard holds the validated Limits and the Host's ContentValidator. Pass
+	// the same guard the stores were built with.
+	Guard *memorykit.WriteGuard
+	// Policy is the versioned RecallPolicy.
+	Policy memorykit.RecallPolicy
+	// Embedder must match Policy.EmbeddingProfile and EmbeddingDimension.
+	Embedder memorykit.Embedder
+	// Authorizer is the Host's fail-closed project authorizer.
+	Authorizer memorykit.Authorizer
+	// Extractor proposes candidates from finished turns.
+	Extractor memorykit.Extractor
+	// Stores are caller-owned; the Runtime never closes them.
+	Stores Stores
+	// Clock drives every deadline, lease, retry and backoff.
+	Clock clock.Clock
+	// WorkerID identifies this Runtime's workers on every lease; it must be
+	// unique among the Runtimes sharing a database.
+	WorkerID string
+	// Logger receives content-free logs, named per component.
+	Logger *zap.Logger
+	// Events receives content-free events.
+	Events memorykit.EventSink
+	// Workers sets leases, retries and the worker schedule.
+	Workers Workers
+	// Tools bounds the memory tools' arguments and results.
+	Tools memorytools.Limits
+}
+
+// Workers sets the background actors' leases, retries and schedule.
+type Workers struct {
+	// LeaseTTL is how long a worker holds a lease. It must exceed both
+	// EmbedDeadline and JobDeadline.
+	LeaseTTL time.Duration
+	// EmbedBatch is how many records one Embed call gets.
+	EmbedBatch int
+	// EmbedPoll is the embedding worker's wait after an empty round.
+	EmbedPoll time.Duration
+	// EmbedDeadline bounds one Embed call.
+	EmbedDeadline time.Duration
+	// EmbedRetry sets when a recoverably failed embedding is tried again.
+	EmbedRetry memorykit.Backoff
+	// ExtractBatch is how many jobs one extraction round leases.
+	ExtractBatch int
+	// ExtractPoll is the extraction worker's wait after an empty round.
+	ExtractPoll time.Duration
+	// JobDeadline bounds one Extractor call.
+	JobDeadline time.Duration
+	// JobRetry sets when a failed job is tried again.
+	JobRetry memorykit.Backoff
+	// JobMaxAttempts bounds the attempts of every enqueued job.
+	JobMaxAttempts int
+	// ReapInterval is how often expired leases are returned.
+	ReapInterval time.Duration
+	// StoreBackoff sets every worker's wait after recoverable store errors.
+	StoreBackoff memorykit.Backoff
+	// HandBackTimeout bounds handing leases back when work is cancelled.
+	HandBackTimeout time.Duration
+	// Restart sets the supervisor's restart backoff and give-up limit.
+	Restart supervisor.BackoffPolicy
+}
+
+func missing(field string) error {
+	return &memorykit.Error{Op: "runtime.new", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+}
+
+func invalid(field, reason string) error {
+	return &memorykit.Error{Op: "runtime.new", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: reason}
+}
+
+// validate checks every part; the worker packages re-check their own parts.
+func (c Config) validate() error {
+	switch {
+	case c.Guard == nil:
+		return missing("guard")
+	case c.Embedder == nil:
+		return missing("embedder")
+	case c.Authorizer == nil:
+		return missing("authorizer")
+	case c.Extractor == nil:
+		return missing("extractor")
+	case c.Stores.Lifecycle == nil:
+		return missing("stores.lifecycle")
+	case c.Stores.Recall == nil:
+		return missing("stores.recall")
+	case c.Stores.Embeddings == nil:
+		return missing("stores.embeddings")
+	case c.Stores.Jobs == nil:
+		return missing("stores.jobs")
+	case c.Clock == nil:
+		return missing("clock")
+	case c.Logger == nil:
+		return missing("logger")
+	case c.Events == nil:
+		return missing("events")
+	}
+	if err := c.Guard.Limits().Validate(); err != nil {
+		return err
+	}
+	if err := c.Policy.Validate(); err != nil {
+		return err
+	}
+	if c.Embedder.Profile() != c.Policy.EmbeddingProfile {
+		return invalid("embedder", "profile_mismatch")
+	}
+	if c.Embedder.Dimension() != c.Policy.EmbeddingDimension {
+		return invalid("embedder", "dimension_mismatch")
+	}
+	if err := c.Tools.Validate(); err != nil {
+		return err
+	}
+	if err := memorykit.ValidateID("runtime.new", "worker_id", c.WorkerID); err != nil {
+		return invalid("worker_id", memorykit.ReasonCode(err))
+	}
+	return c.Workers.validate()
+}
+
+func (w Workers) validate() error {
+	durations := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"workers.lease_ttl", w.LeaseTTL},
+		{"workers.embed_poll", w.EmbedPoll},
+		{"workers.embed_deadline", w.EmbedDeadline},
+		{"workers.extract_poll", w.ExtractPoll},
+		{"workers.job_deadline", w.JobDeadline},
+		{"workers.reap_interval", w.ReapInterval},
+		{"workers.hand_back_timeout", w.HandBackTimeout},
+	}
+	for _, d := range durations {
+		if d.d <= 0 {
+			return invalid(d.name, "must_be_positive")
+		}
+	}
+	if w.LeaseTTL <= w.EmbedDeadline || w.LeaseTTL <= w.JobDeadline {
+		return invalid("workers.lease_ttl", "must_exceed_deadlines")
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"workers.embed_batch", w.EmbedBatch},
+		{"workers.extract_batch", w.ExtractBatch},
+		{"workers.job_max_attempts", w.JobMaxAttempts},
+	} {
+		if n.v <= 0 {
+			return invalid(n.name, "must_be_positive")
+		}
+	}
+	for _, b := range []struct {
+		name string
+		b    memorykit.Backoff
+	}{
+		{"workers.embed_retry", w.EmbedRetry},
+		{"workers.job_retry", w.JobRetry},
+		{"workers.store_backoff", w.StoreBackoff},
+	} {
+		if err := b.b.Validate("runtime.new", b.name); err != nil {
+			return err
+		}
+	}
+	return w.Restart.Validate()
+}

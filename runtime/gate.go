@@ -1,0 +1,135 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/goagents/memorykit"
+)
+
+// Intake states.
+const (
+	intakeClosed   int32 = iota // before Start
+	intakeOpen                  // running
+	intakeDraining              // Drain called
+	intakeStopped               // Stop called
+)
+
+// gate answers every request path: open only between Start and Drain.
+type gate struct{ state atomic.Int32 }
+
+func (g *gate) check(op string) error {
+	switch g.state.Load() {
+	case intakeOpen:
+		return nil
+	case intakeClosed:
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidTransition, Reason: "not_started"}
+	case intakeDraining:
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrDraining, Reason: "draining"}
+	default:
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrStopped, Reason: "stopped"}
+	}
+}
+
+// gatedLifecycle refuses request-path store calls once intake is closed, so
+// every handler (writer, reviewer, tools) answers a typed draining error
+// after Drain without each of them knowing about the runtime.
+type gatedLifecycle struct {
+	memorykit.LifecycleStore
+	g *gate
+}
+
+func (s gatedLifecycle) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
+	if err := s.g.check("runtime.create"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.Create(ctx, in)
+}
+
+func (s gatedLifecycle) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
+	if err := s.g.check("runtime.get"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.Get(ctx, scope, id)
+}
+
+func (s gatedLifecycle) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
+	if err := s.g.check("runtime.find_active"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.FindActive(ctx, scope, kind, key)
+}
+
+func (s gatedLifecycle) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+	if err := s.g.check("runtime.list"); err != nil {
+		return nil, err
+	}
+	return s.LifecycleStore.List(ctx, f)
+}
+
+func (s gatedLifecycle) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	if err := s.g.check("runtime.activate"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.Activate(ctx, t)
+}
+
+func (s gatedLifecycle) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	if err := s.g.check("runtime.reject"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.Reject(ctx, t)
+}
+
+func (s gatedLifecycle) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+	if err := s.g.check("runtime.correct"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.Correct(ctx, c)
+}
+
+func (s gatedLifecycle) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	if err := s.g.check("runtime.forget"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.Forget(ctx, t)
+}
+
+func (s gatedLifecycle) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	if err := s.g.check("runtime.erase"); err != nil {
+		return memorykit.Record{}, err
+	}
+	return s.LifecycleStore.Erase(ctx, t)
+}
+
+func (s gatedLifecycle) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+	if err := s.g.check("runtime.revisions"); err != nil {
+		return nil, err
+	}
+	return s.LifecycleStore.Revisions(ctx, scope, id)
+}
+
+type gatedRecall struct {
+	memorykit.RecallStore
+	g *gate
+}
+
+func (s gatedRecall) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+	if err := s.g.check("runtime.recall"); err != nil {
+		return memorykit.RecallResult{}, err
+	}
+	return s.RecallStore.Recall(ctx, q)
+}
+
+// gatedJobs gates only enqueueing: workers use the ungated store.
+type gatedJobs struct {
+	memorykit.JobStore
+	g *gate
+}
+
+func (s gatedJobs) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+	if err := s.g.check("runtime.enqueue"); err != nil {
+		return memorykit.Job{}, err
+	}
+	return s.JobStore.EnqueueJob(ctx, j)
+}

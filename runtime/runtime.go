@@ -1,0 +1,204 @@
+// Package runtime is memorykit's composition root. runtime.New validates a
+// whole Config (no permissive defaults), builds the request-side components
+// (recall engine, projector, writer, reviewer, extraction enqueuer) and the
+// background actors (embedding worker, extraction worker, lease reaper)
+// under one supervisor, and hands out request-scoped Sessions.
+//
+// Import it under another name, since it shares its name with the standard
+// library's runtime package:
+//
+//	import mkruntime "github.com/goagents/memorykit/runtime"
+//
+// # Lifecycle
+//
+// New, then Start. Requests go through Sessions and the Reviewer while the
+// Runtime runs. Shutdown is, in order:
+//
+//  1. the Host stops its own intake (HTTP server Shutdown, queue consumers);
+//  2. Drain: memorykit's request paths answer a typed ErrDraining, workers
+//     stop leasing, and in-flight work finishes or hands its lease back
+//     when Drain's context ends;
+//  3. Stop: everything still running is cancelled and waited for;
+//  4. the Host closes the stores (for pgstore, Close closes its pool).
+package runtime
+
+import (
+	"context"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedworker"
+	"github.com/goagents/memorykit/extractworker"
+	"github.com/goagents/memorykit/projector"
+	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/reviewer"
+	"github.com/goagents/memorykit/supervisor"
+	"github.com/goagents/memorykit/writer"
+)
+
+// Runtime is a composed memorykit: request handlers plus supervised
+// workers.
+type Runtime struct {
+	cfg      Config
+	gate     *gate
+	records  memorykit.LifecycleStore // gated
+	engine   *recall.Engine
+	proj     *projector.Projector
+	writer   *writer.Writer
+	reviewer *reviewer.Reviewer
+	enqueuer *extractworker.Enqueuer
+	sup      *supervisor.Supervisor
+
+	mu      sync.Mutex // serialises Start / Drain / Stop
+	started bool
+}
+
+// New validates cfg and composes a Runtime. It refuses a missing or partial
+// part with an ErrInvalidConfig (or ErrInvalidPolicy) error naming it.
+func New(cfg Config) (*Runtime, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	g := &gate{}
+	records := gatedLifecycle{LifecycleStore: cfg.Stores.Lifecycle, g: g}
+	log := cfg.Logger
+
+	engine, err := recall.New(recall.Config{
+		Store: gatedRecall{RecallStore: cfg.Stores.Recall, g: g}, Embedder: cfg.Embedder,
+		Authorizer: cfg.Authorizer, Policy: cfg.Policy, Clock: cfg.Clock, Events: cfg.Events,
+		Logger: log.Named("recall"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	proj, err := projector.New(projector.Config{Engine: engine, Logger: log.Named("projector")})
+	if err != nil {
+		return nil, err
+	}
+	wr, err := writer.New(writer.Config{Store: records, Authorizer: cfg.Authorizer, Events: cfg.Events, Clock: cfg.Clock})
+	if err != nil {
+		return nil, err
+	}
+	rv, err := reviewer.New(reviewer.Config{Store: records, Authorizer: cfg.Authorizer, Events: cfg.Events, Clock: cfg.Clock})
+	if err != nil {
+		return nil, err
+	}
+	enq, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
+		Store: gatedJobs{JobStore: cfg.Stores.Jobs, g: g}, Authorizer: cfg.Authorizer, Clock: cfg.Clock,
+		Logger: log.Named("enqueue"), Events: cfg.Events, MaxAttempts: cfg.Workers.JobMaxAttempts,
+	})
+	if err != nil {
+		return nil, err
+	}
+	actors, err := newActors(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sup, err := supervisor.New(supervisor.Config{
+		Clock: cfg.Clock, Logger: log.Named("supervisor"), Events: cfg.Events, Backoff: cfg.Workers.Restart,
+	}, actors...)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{
+		cfg: cfg, gate: g, records: records, engine: engine, proj: proj,
+		writer: wr, reviewer: rv, enqueuer: enq, sup: sup,
+	}, nil
+}
+
+func newActors(cfg Config) ([]supervisor.Actor, error) {
+	w := cfg.Workers
+	embed, err := embedworker.New(embedworker.Config{
+		Store: cfg.Stores.Embeddings, Embedder: cfg.Embedder, Clock: cfg.Clock,
+		Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":embed",
+		LeaseTTL: w.LeaseTTL, BatchSize: w.EmbedBatch, PollInterval: w.EmbedPoll,
+		EmbedDeadline: w.EmbedDeadline, Retry: embedworker.Backoff(w.EmbedRetry),
+		StoreBackoff: embedworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	extract, err := extractworker.New(extractworker.Config{
+		Store: cfg.Stores.Jobs, Extractor: cfg.Extractor, Guard: cfg.Guard, Clock: cfg.Clock,
+		Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":extract",
+		LeaseTTL: w.LeaseTTL, BatchSize: w.ExtractBatch, PollInterval: w.ExtractPoll,
+		JobDeadline: w.JobDeadline, Retry: extractworker.Backoff(w.JobRetry),
+		StoreBackoff: extractworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	reaper, err := extractworker.NewReaper(extractworker.ReaperConfig{
+		Store: reapStores{jobs: cfg.Stores.Jobs, emb: cfg.Stores.Embeddings}, Clock: cfg.Clock,
+		Logger: cfg.Logger, Events: cfg.Events, Interval: w.ReapInterval,
+		StoreBackoff: extractworker.Backoff(w.StoreBackoff),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []supervisor.Actor{embed, extract, reaper}, nil
+}
+
+type reapStores struct {
+	jobs memorykit.JobStore
+	emb  memorykit.EmbeddingStore
+}
+
+func (r reapStores) ReapJobLeases(ctx context.Context) (int, error) { return r.jobs.ReapJobLeases(ctx) }
+func (r reapStores) ReapEmbeddingLeases(ctx context.Context) (int, error) {
+	return r.emb.ReapEmbeddingLeases(ctx)
+}
+
+// Start starts the workers and opens intake. It returns a typed error when
+// called twice or after Stop.
+func (r *Runtime) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.sup.Start(ctx); err != nil {
+		return err
+	}
+	r.started = true
+	r.gate.state.Store(intakeOpen)
+	return nil
+}
+
+// Drain closes intake (every request path answers ErrDraining from now on),
+// stops the workers from leasing, and waits for in-flight work to finish;
+// when ctx ends first, in-flight work hands its leases back and Drain
+// returns ctx's error.
+func (r *Runtime) Drain(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started && r.gate.state.Load() == intakeOpen {
+		r.gate.state.Store(intakeDraining)
+	}
+	return r.sup.Drain(ctx)
+}
+
+// Stop closes intake, cancels and waits for every worker. After Stop
+// nothing of the Runtime runs and the Host may close its stores.
+func (r *Runtime) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		r.gate.state.Store(intakeStopped)
+	}
+	return r.sup.Stop(ctx)
+}
+
+// Reviewer returns the governed review API (list candidates, activate,
+// reject, correct, forget, erase, history). Its calls answer ErrDraining
+// after Drain.
+func (r *Runtime) Reviewer() *reviewer.Reviewer { return r.reviewer }
+
+// Writer returns the write paths (explicit, projection, model). Its calls
+// answer ErrDraining after Drain.
+func (r *Runtime) Writer() *writer.Writer { return r.writer }
+
+// Engine returns the recall engine.
+func (r *Runtime) Engine() *recall.Engine { return r.engine }
+
+// Logger returns the runtime's logger, for Hosts that log beside it.
+func (r *Runtime) Logger() *zap.Logger { return r.cfg.Logger }

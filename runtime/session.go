@@ -1,0 +1,117 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/extractworker"
+	"github.com/goagents/memorykit/memorytools"
+	"github.com/goagents/memorykit/projector"
+	"github.com/goagents/memorykit/writer"
+)
+
+// Request is what the Host knows, from trusted metadata, about one agent
+// request. Nothing in it may come from a model or a request body.
+type Request struct {
+	// Principal is the authenticated caller (a user or trusted tool).
+	Principal memorykit.Principal
+	// Scope is built from the authenticated tenant and the trusted project
+	// route, with memorykit.ProjectScope.
+	Scope memorykit.Scope
+	// ModelID identifies the model/agent acting in this request; the memory
+	// tools act as Actor{Kind: model, ID: ModelID} in the caller's tenant.
+	ModelID string
+	// WriteIntent registers remember_project_memory. Only trusted Host
+	// metadata grants it.
+	WriteIntent bool
+}
+
+// Session is one request's memory: the projector, the request-scoped
+// tools and their failure flag, the explicit write path and the extraction
+// hand-off, all bound to one Scope and principal.
+type Session struct {
+	rt    *Runtime
+	req   Request
+	model memorykit.Principal
+	tools *memorytools.Provider
+}
+
+// Session validates req and binds a request-scoped Session. It answers a
+// typed error before Start, ErrDraining after Drain and ErrStopped after
+// Stop. Authorization happens on every call, not here.
+func (r *Runtime) Session(req Request) (*Session, error) {
+	const op = "runtime.session"
+	if err := r.gate.check(op); err != nil {
+		return nil, err
+	}
+	if err := req.Scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := req.Principal.Validate(); err != nil {
+		return nil, err
+	}
+	if err := memorykit.ValidateID(op, "model_id", req.ModelID); err != nil {
+		return nil, err
+	}
+	model := memorykit.Principal{TenantID: req.Principal.TenantID, Actor: memorykit.Actor{Kind: memorykit.ActorModel, ID: req.ModelID}}
+	tools, err := memorytools.New(memorytools.Config{
+		Engine: r.engine, Records: r.records, Authorizer: r.cfg.Authorizer, Writer: r.writer,
+		Principal: model, Scope: req.Scope, WriteIntent: req.WriteIntent, Limits: r.cfg.Tools,
+		Events: r.cfg.Events, Clock: r.cfg.Clock, Logger: r.cfg.Logger.Named("tools"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Session{rt: r, req: req, model: model, tools: tools}, nil
+}
+
+// Project runs automatic recall for the current user message and returns the
+// messages with a bounded memory view inserted before it. Recall failures
+// that the specification calls recoverable come back as a Projection with
+// Degraded set and the messages unchanged; authorization, Scope, policy and
+// integrity failures are errors.
+func (s *Session) Project(ctx context.Context, messages []projector.Message) (projector.Projection, error) {
+	if err := s.rt.gate.check("runtime.project"); err != nil {
+		return projector.Projection{}, err
+	}
+	return s.rt.proj.Project(ctx, projector.Turn{Principal: s.req.Principal, Scope: s.req.Scope, Messages: messages})
+}
+
+// Tools lists the request-scoped memory tools for the model. Their schemas
+// hold no Scope, tenant, subject or permission field.
+func (s *Session) Tools() []memorytools.Tool { return s.tools.Tools() }
+
+// CallTool runs one tool call from the model. After Drain the stores behind
+// the tools answer ErrDraining, so a search fails closed and a write fails
+// truthfully (项目记忆未保存, failure flag set).
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (memorytools.Result, error) {
+	return s.tools.Call(ctx, name, args)
+}
+
+// WriteFailed reports the request-scoped failure flag: a memory write failed
+// in this Session. No later success clears it.
+func (s *Session) WriteFailed() bool { return s.tools.Failed() }
+
+// ValidateOutput must run on the model's final output before the Host
+// persists it: after a failed write, an output claiming the memory was saved
+// is rejected with the fixed error 项目记忆未保存.
+func (s *Session) ValidateOutput(text string) error { return s.tools.ValidateOutput(text) }
+
+// Remember is the trusted explicit write of the Session's principal (a user
+// or trusted tool): active at once after authorization and validation.
+func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result, error) {
+	return s.rt.writer.WriteExplicit(ctx, s.req.Principal, s.req.Scope, in)
+}
+
+// FinishTurn hands the finished turn to extraction as a durable job. It
+// never fails the turn: a failure comes back as EnqueueFailed with a reason
+// code and a content-free EventEnqueueFailed for operators.
+func (s *Session) FinishTurn(ctx context.Context, runRef, transcript string) extractworker.EnqueueResult {
+	return s.rt.enqueuer.Enqueue(ctx, extractworker.Turn{
+		Principal: s.req.Principal, Scope: s.req.Scope, RunRef: runRef, Payload: transcript,
+	})
+}
+
+// Scope returns the Session's Scope.
+func (s *Session) Scope() memorykit.Scope { return s.req.Scope }
