@@ -1,0 +1,68 @@
+package memorykit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorystore"
+)
+
+// rejectEmpty is a Host content policy: here it only refuses whitespace.
+type rejectEmpty struct{}
+
+func (rejectEmpty) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
+	if len(c.Content) == 0 {
+		return errors.New("empty")
+	}
+	return nil
+}
+
+// Example opens the in-memory store, writes one active record and recalls
+// it through the exact and full-text channels.
+func Example() {
+	ctx := context.Background()
+	limits := memorykit.Limits{
+		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
+		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
+		MaxJobPayloadBytes: 65536,
+	}
+	guard, err := memorykit.NewWriteGuard(limits, rejectEmpty{})
+	if err != nil {
+		panic(err)
+	}
+	store, err := memorystore.New(memorystore.Config{Clock: clock.New(), Guard: guard})
+	if err != nil {
+		panic(err)
+	}
+	scope, _ := memorykit.ProjectScope("acme", "apollo")
+	rec, err := store.Create(ctx, memorykit.NewRecord{
+		Scope: scope, Kind: memorykit.KindFact, Key: "Deploy Region",
+		Content: "The API runs in eu-west-1.", Status: memorykit.StatusActive,
+		Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rec.Key, rec.Status, rec.Version)
+
+	query := "which region does the API run in?"
+	res, err := store.Recall(ctx, memorykit.RecallQuery{
+		Scope:      scope,
+		ExactKeys:  memorykit.ExactKeys(query, 16),
+		Terms:      memorykit.SearchTerms(query, 16),
+		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, hit := range res.FullText {
+		fmt.Printf("full-text rank %d: %s (%v terms)\n", hit.Rank, res.Records[hit.ID].Content, hit.Score)
+	}
+	// Output:
+	// deploy region active 1
+	// full-text rank 1: The API runs in eu-west-1. (4 terms)
+}
