@@ -195,7 +195,9 @@ type waiter struct {
 	kind memorykit.EventKind
 	n    int
 	seen int
-	done chan struct{}
+	// counts makes the waiter sum the events' Count fields.
+	counts bool
+	done   chan struct{}
 }
 
 // Emit implements memorykit.EventSink.
@@ -204,9 +206,13 @@ func (s *sink) Emit(e memorykit.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, w := range s.waiters {
-		if w.kind == e.Kind {
-			w.seen++
-			if w.seen == w.n {
+		if w.kind == e.Kind && w.seen < w.n {
+			if w.counts {
+				w.seen += e.Count
+			} else {
+				w.seen++
+			}
+			if w.seen >= w.n {
 				close(w.done)
 			}
 		}
@@ -218,6 +224,16 @@ func (s *sink) after(kind memorykit.EventKind, n int) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := &waiter{kind: kind, n: n, done: make(chan struct{})}
+	s.waiters = append(s.waiters, w)
+	return w.done
+}
+
+// afterCount returns a channel closed once events of kind with Counts
+// summing to n more have arrived.
+func (s *sink) afterCount(kind memorykit.EventKind, n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &waiter{kind: kind, n: n, counts: true, done: make(chan struct{})}
 	s.waiters = append(s.waiters, w)
 	return w.done
 }

@@ -53,7 +53,7 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration, hook func(Wait
 // mixes the injected clock's instants with wall-clock time; Done still
 // fires on time.
 func handBackContext(parent context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := clk.WithTimeout(context.WithoutCancel(parent), d)
+	ctx, cancel := withClockTimeout(context.WithoutCancel(parent), clk, d)
 	return noDeadline{ctx}, cancel
 }
 
@@ -62,3 +62,40 @@ type noDeadline struct{ context.Context }
 
 // Deadline reports no deadline.
 func (noDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// withClockTimeout is context.WithTimeout measured on clk: the context ends
+// with context.DeadlineExceeded once clk has advanced by d. It is built on
+// the standard library's cancellation, so it is safe for concurrent use
+// with any clock.
+func withClockTimeout(parent context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := clk.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return clockDeadline{Context: ctx, deadline: clk.Now().Add(d)}, func() {
+		timer.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// clockDeadline reports the clock's deadline and says DeadlineExceeded
+// when its own timer ended it.
+type clockDeadline struct {
+	context.Context
+	deadline time.Time
+}
+
+// Deadline returns the instant, on the injected clock, the context ends.
+func (c clockDeadline) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+// Err is context.DeadlineExceeded once the clock deadline has passed.
+func (c clockDeadline) Err() error {
+	err := c.Context.Err()
+	if err != nil && context.Cause(c.Context) == context.DeadlineExceeded {
+		return context.DeadlineExceeded
+	}
+	return err
+}

