@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/benbjohnson/clock"
+	"go.uber.org/zap"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/projector"
+	mkruntime "github.com/goagents/memorykit/runtime"
+)
+
+// Options configure a Host. Directory, Clock, Logger, Model and WorkerID
+// are required; DSN chooses the store.
+type Options struct {
+	// Directory authenticates callers and authorizes every memory action.
+	Directory *Directory
+	// DSN selects PostgreSQL (pgstore). Empty selects the embedded
+	// default: memorystore, in process memory, lost on exit.
+	DSN string
+	// Schema is the PostgreSQL schema (pgstore.DefaultSchema when empty).
+	Schema string
+	// Clock drives every timestamp, deadline, lease and retry.
+	Clock clock.Clock
+	// Logger receives content-free logs.
+	Logger *zap.Logger
+	// Model answers chat turns.
+	Model Model
+	// WorkerID names this process's workers on every lease; it must be
+	// unique among the Hosts sharing a database.
+	WorkerID string
+	// ViewNonce is the source of the memory view's nonces; nil means
+	// crypto/rand. Only the demo sets it, to print reproducible views.
+	ViewNonce io.Reader
+}
+
+// Host is the example HTTP Host: memorykit's runtime behind a small JSON
+// API.
+type Host struct {
+	dir        *Directory
+	rt         *mkruntime.Runtime
+	proj       *projector.Projector
+	store      memorykit.Store
+	closeStore func() // closes the store (for pgstore, its pool)
+	clock      clock.Clock
+	log        *zap.Logger
+	model      Model
+	mux        *http.ServeMux
+	// routes lists every route pattern, for the tests' coverage check.
+	routes []string
+	// closing is set once shutdown begins; new requests get 503.
+	closing atomic.Bool
+}
+
+// NewHost opens the store, composes memorykit's runtime and starts it.
+// Call Close to shut it down.
+func NewHost(ctx context.Context, o Options) (*Host, error) {
+	const op = "host.new"
+	missing := func(field string) error {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+	}
+	switch {
+	case o.Directory == nil:
+		return nil, missing("directory")
+	case o.Clock == nil:
+		return nil, missing("clock")
+	case o.Logger == nil:
+		return nil, missing("logger")
+	case o.Model == nil:
+		return nil, missing("model")
+	}
+	guard, err := memorykit.NewWriteGuard(hostLimits(), secretPolicy{})
+	if err != nil {
+		return nil, err
+	}
+
+	var (
+		store      memorykit.Store
+		closeStore = func() {}
+	)
+	if o.DSN == "" {
+		ms, err := memorystore.New(memorystore.Config{Clock: o.Clock, Guard: guard})
+		if err != nil {
+			return nil, err
+		}
+		store = ms
+	} else {
+		ps, err := pgstore.Open(ctx, o.DSN, pgstore.Config{Clock: o.Clock, Guard: guard, Schema: o.Schema})
+		if err != nil {
+			return nil, err
+		}
+		store, closeStore = ps, ps.Close
+	}
+
+	rt, err := mkruntime.New(mkruntime.Config{
+		Guard:      guard,
+		Policy:     hostPolicy(),
+		Embedder:   embedder.NewLocal(),
+		Authorizer: o.Directory,
+		Extractor:  quietExtractor{},
+		Stores:     mkruntime.StoresOf(store),
+		Clock:      o.Clock,
+		WorkerID:   o.WorkerID,
+		Logger:     o.Logger.Named("memorykit"),
+		Events:     logEvents{log: o.Logger.Named("events")},
+		Workers:    hostWorkers(),
+		Tools:      hostToolLimits(),
+	})
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	// The projector is Session.Project's: the same recall engine, here
+	// built by the Host only so that the demo can fix the view's nonce.
+	proj, err := projector.New(projector.Config{Engine: rt.Engine(), Logger: o.Logger.Named("projector"), Random: o.ViewNonce})
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	if err := rt.Start(ctx); err != nil {
+		closeStore()
+		return nil, err
+	}
+	h := &Host{
+		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
+		clock: o.Clock, log: o.Logger, model: o.Model, mux: http.NewServeMux(),
+	}
+	h.registerRoutes()
+	return h, nil
+}
+
+// Handler returns the Host's HTTP handler, with request logging.
+func (h *Host) Handler() http.Handler { return h.logRequests(h.mux) }
+
+// Close shuts memorykit down in order, after the HTTP server has stopped
+// taking requests: refuse anything that still arrives, Drain (workers stop
+// leasing, in-flight work finishes or hands its lease back when ctx ends),
+// Stop, and finally close the store's pool. It returns the first error.
+func (h *Host) Close(ctx context.Context) error {
+	h.closing.Store(true)
+	drainErr := h.rt.Drain(ctx)
+	// Stop gets its own context: it must run even when Drain ran out of
+	// time, because only after Stop may the pool close.
+	stopErr := h.rt.Stop(context.WithoutCancel(ctx))
+	h.closeStore()
+	return errors.Join(drainErr, stopErr)
+}
+
+// logEvents writes memorykit's content-free events to the log.
+type logEvents struct{ log *zap.Logger }
+
+// Emit implements memorykit.EventSink.
+func (l logEvents) Emit(e memorykit.Event) {
+	l.log.Debug(string(e.Kind),
+		zap.String("tenant_id", e.TenantID), zap.String("subject_id", e.SubjectID),
+		zap.Strings("record_ids", e.RecordIDs), zap.String("job_id", e.JobID),
+		zap.String("action", string(e.Action)), zap.Int("count", e.Count), zap.String("reason", e.Reason))
+}

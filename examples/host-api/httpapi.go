@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorytools"
+)
+
+// call is what every project route knows before its handler runs: the
+// authenticated caller and the Scope built from the caller's tenant and the
+// route's project. Nothing in a body, query or header contributes to it.
+type call struct {
+	caller  *member
+	project string
+	scope   memorykit.Scope
+}
+
+// route registers a project route. Before fn runs, the request passes, in
+// order: authentication, the header check, the query check (only the
+// listed parameters are allowed), and the Scope from the trusted route.
+func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter, *http.Request, call)) {
+	h.routes = append(h.routes, pattern)
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if h.closing.Load() {
+			writeError(w, http.StatusServiceUnavailable, "draining", "shutting_down", "")
+			return
+		}
+		caller, ok := h.dir.Authenticate(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="memorykit-host"`)
+			writeError(w, http.StatusUnauthorized, "unauthenticated", "bearer_token_required", "")
+			return
+		}
+		if name, bad := scopeHeader(r.Header); bad {
+			writeError(w, http.StatusBadRequest, "scope_override_rejected", "header", name)
+			return
+		}
+		if status, code, field := checkQuery(r, query); status != 0 {
+			writeError(w, status, code, "query", field)
+			return
+		}
+		project := r.PathValue("project")
+		scope, err := memorykit.ProjectScope(caller.principal.TenantID, project)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		fn(w, r, call{caller: caller, project: project, scope: scope})
+	})
+}
+
+// Names a caller might use to smuggle a Scope, an identity or a permission
+// into a request. Names are compared after normalizeName, so "tenant_id",
+// "Tenant-ID" and "tenantId" are one name.
+var scopeNames = map[string]string{
+	"tenant": "tenant", "tenantid": "tenant", "tenants": "tenant",
+	"subject": "subject", "subjecttype": "subject_type", "subjectid": "subject_id",
+	"scope": "scope", "scopes": "scope", "userscope": "scope",
+	"project": "project", "projectid": "project", "projects": "project",
+	"user": "user", "userid": "user", "users": "user",
+	"actor": "actor", "actorid": "actor", "actorkind": "actor", "principal": "actor",
+	"writeintent": "write_permission", "writepermission": "write_permission",
+	"permission": "write_permission", "permissions": "write_permission",
+	"canwrite": "write_permission", "allowwrite": "write_permission", "write": "write_permission",
+}
+
+// scopeHeaderWords flag a header whose name merely contains them, such as
+// "X-Memory-Tenant" or "X-Forwarded-Subject-Id".
+var scopeHeaderWords = []string{"tenant", "subject", "scope", "project", "userid", "writeintent", "permission", "principal", "actor"}
+
+// normalizeName lower-cases a name and drops "-", "_" and ".".
+func normalizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '-', '_', '.':
+			return -1
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, s)
+}
+
+// scopeHeader reports a request header that tries to name a tenant,
+// subject, project, user or permission, and the canonical name it tried.
+func scopeHeader(header http.Header) (string, bool) {
+	for name := range header {
+		n := normalizeName(strings.TrimPrefix(strings.ToLower(name), "x-"))
+		if canon, ok := scopeNames[n]; ok {
+			return canon, true
+		}
+		for _, word := range scopeHeaderWords {
+			if strings.Contains(n, word) {
+				return word, true
+			}
+		}
+	}
+	return "", false
+}
+
+// checkQuery allows only the listed query parameters, each at most once.
+// It returns a zero status when the query is acceptable.
+func checkQuery(r *http.Request, allowed []string) (status int, code, field string) {
+	for name, values := range r.URL.Query() {
+		if canon, ok := scopeNames[normalizeName(name)]; ok {
+			return http.StatusBadRequest, "scope_override_rejected", canon
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || name == a
+		}
+		if !ok {
+			return http.StatusBadRequest, "unknown_query_parameter", ""
+		}
+		if len(values) != 1 {
+			return http.StatusBadRequest, "repeated_query_parameter", name
+		}
+	}
+	return 0, "", ""
+}
+
+// decodeBody reads a JSON object into dst: at most maxBodyBytes, exactly
+// one object, no field dst does not declare, and no field at any depth
+// (metadata keys included) that names a Scope, identity or permission. An
+// empty body is accepted when emptyOK, leaving dst as it is. On failure it
+// has written the response and returns false.
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any, emptyOK bool) bool {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "", "")
+		} else {
+			writeError(w, http.StatusBadRequest, "body_unreadable", "", "")
+		}
+		return false
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		if emptyOK {
+			return true
+		}
+		writeError(w, http.StatusBadRequest, "invalid_json", "empty_body", "")
+		return false
+	}
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_json", "malformed", "")
+		return false
+	}
+	if _, isObject := tree.(map[string]any); !isObject {
+		writeError(w, http.StatusBadRequest, "invalid_json", "not_an_object", "")
+		return false
+	}
+	if canon, found := scopeKey(tree); found {
+		writeError(w, http.StatusBadRequest, "scope_override_rejected", "body", canon)
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		// The decoder's message can quote the body: report a code only.
+		reason := "bad_type"
+		if strings.Contains(err.Error(), "unknown field") {
+			reason = "unknown_field"
+		}
+		writeError(w, http.StatusBadRequest, "invalid_json", reason, "")
+		return false
+	}
+	return true
+}
+
+// scopeKey walks a decoded JSON value and reports the first object key
+// that names a Scope, identity or permission.
+func scopeKey(v any) (string, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if canon, ok := scopeNames[normalizeName(k)]; ok {
+				return canon, true
+			}
+			if canon, ok := scopeKey(child); ok {
+				return canon, true
+			}
+		}
+	case []any:
+		for _, child := range t {
+			if canon, ok := scopeKey(child); ok {
+				return canon, true
+			}
+		}
+	}
+	return "", false
+}
+
+// errorBody is every error response. Its fields are codes and field names
+// only: no content, query text or token ever appears in it.
+type errorBody struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason,omitempty"`
+	Field  string `json:"field,omitempty"`
+	// Message is set for a memory write that failed: exactly
+	// memorytools.NotSavedText.
+	Message string `json:"message,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, reason, field string) {
+	writeJSON(w, status, errorBody{Error: code, Reason: reason, Field: field})
+}
+
+// writeErr maps a memorykit error to its HTTP status and a content-free
+// body.
+func writeErr(w http.ResponseWriter, err error) {
+	status, body := errorResponse(err)
+	writeJSON(w, status, body)
+}
+
+// writeNotSaved answers a failed memory write: the mapped status, and the
+// fixed text 项目记忆未保存 as the message.
+func writeNotSaved(w http.ResponseWriter, err error) {
+	status, body := errorResponse(err)
+	body.Message = memorytools.NotSavedText
+	writeJSON(w, status, body)
+}
+
+// errorResponse maps the error's kind to a status. Only the outermost
+// *memorykit.Error's Kind counts: a forbidden error may wrap an invalid
+// input cause, and the caller must see 403.
+func errorResponse(err error) (int, errorBody) {
+	kind := err
+	body := errorBody{Error: memorykit.KindCode(err), Reason: memorykit.ReasonCode(err)}
+	var me *memorykit.Error
+	if errors.As(err, &me) && me.Kind != nil {
+		kind = me.Kind
+		body.Error = memorykit.KindCode(me.Kind)
+		body.Field = me.Field
+	}
+	if body.Reason == body.Error {
+		body.Reason = ""
+	}
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(kind, memorykit.ErrForbidden):
+		status = http.StatusForbidden
+	case errors.Is(kind, memorykit.ErrInvalidScope):
+		status = http.StatusBadRequest
+	case errors.Is(kind, memorykit.ErrInvalidInput):
+		status = http.StatusUnprocessableEntity
+	case errors.Is(kind, memorykit.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(kind, memorykit.ErrVersionConflict), errors.Is(kind, memorykit.ErrInvalidTransition),
+		errors.Is(kind, memorykit.ErrAlreadyExists):
+		status = http.StatusConflict
+	case errors.Is(kind, memorykit.ErrDraining), errors.Is(kind, memorykit.ErrStopped),
+		errors.Is(kind, memorykit.ErrUnavailable), errors.Is(kind, memorykit.ErrDeadline):
+		status = http.StatusServiceUnavailable
+	}
+	return status, body
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// statusWriter remembers the response status for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// logRequests logs one line per request: method, route pattern, status and
+// duration. Never the path (it names the project), the query, headers or
+// bodies.
+func (h *Host) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := h.clock.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route := r.Pattern // set by the ServeMux on this request
+		if route == "" {
+			route = "unmatched"
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		h.log.Info("request",
+			zap.String("method", r.Method), zap.String("route", route),
+			zap.Int("status", sw.status), zap.Duration("duration", h.clock.Since(start)))
+	})
+}

@@ -1,0 +1,142 @@
+// Command host-api is an example Host: a small HTTP service that embeds
+// memorykit the way a production Host should. Callers authenticate with a
+// bearer token that the Host maps to a tenant; the project comes only from
+// the route; memorykit enforces everything else.
+//
+//	go run ./examples/host-api                     # embedded store, 127.0.0.1:8080
+//	go run ./examples/host-api -dsn "$DSN"         # PostgreSQL + pgvector
+//	go run ./examples/host-api -demo               # scripted walk-through
+//
+// See README.md for the API and for plugging in a real model.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"go.uber.org/zap"
+)
+
+// shutdownTimeout bounds each shutdown step: finishing in-flight HTTP
+// requests, then draining memorykit's workers.
+const shutdownTimeout = 15 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses flags and runs the Host (or the demo) until ctx ends. It
+// returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("host-api", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	tokens := fs.String("tokens", "", "members and bearer tokens (JSON, see tokens.dev.json); empty uses the built-in development tokens")
+	dsn := fs.String("dsn", os.Getenv("MEMORYKIT_DSN"), "PostgreSQL DSN (default $MEMORYKIT_DSN); empty uses the embedded in-memory store")
+	schema := fs.String("schema", "", "PostgreSQL schema (default memorykit)")
+	workerID := fs.String("worker-id", "", "worker identity on leases, unique per process sharing a database (default host-api-<random>)")
+	demo := fs.Bool("demo", false, "run the scripted walk-through on the embedded store and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "host-api: unexpected arguments")
+		return 2
+	}
+	if *demo {
+		if err := runDemo(ctx, stdout); err != nil {
+			fmt.Fprintln(stderr, "host-api: demo failed:", err)
+			return 1
+		}
+		return 0
+	}
+
+	logger, err := zap.NewProduction()
+	if err != nil {
+		fmt.Fprintln(stderr, "host-api: logger:", err)
+		return 1
+	}
+	defer func() { _ = logger.Sync() }()
+	if err := serve(ctx, logger, *addr, *tokens, *dsn, *schema, *workerID); err != nil {
+		logger.Error("host stopped with an error", zap.Error(err)) // memorykit errors are content-free
+		return 1
+	}
+	return 0
+}
+
+// serve runs the Host until ctx ends, then shuts down in order: stop
+// taking HTTP requests and finish the ones in flight, drain memorykit, stop
+// it, and close the store's pool.
+func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, workerID string) error {
+	dir, err := LoadDirectory(tokens)
+	if err != nil {
+		return err
+	}
+	if tokens == "" {
+		log.Warn("using the built-in development tokens (tokens.dev.json); never expose this Host")
+	}
+	if workerID == "" {
+		workerID = "host-api-" + randomHex(6)
+	}
+	store := "memorystore"
+	if dsn != "" {
+		store = "pgstore"
+	}
+	host, err := NewHost(ctx, Options{
+		Directory: dir, DSN: dsn, Schema: schema, Clock: clock.New(),
+		Logger: log, Model: ScriptedModel{}, WorkerID: workerID,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = host.Close(ctx)
+		return err
+	}
+	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID))
+
+	var failed error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case failed = <-serveErr:
+		log.Error("server failed", zap.Error(failed))
+	}
+	// 1. Stop intake: no new connections, wait for requests in flight.
+	httpCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	httpErr := srv.Shutdown(httpCtx)
+	cancel()
+	// 2-4. Drain memorykit, stop it, close the pool.
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	closeErr := host.Close(drainCtx)
+	log.Info("stopped")
+	return errors.Join(failed, httpErr, closeErr)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

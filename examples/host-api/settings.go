@@ -1,0 +1,94 @@
+package main
+
+import (
+	"time"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/memorytools"
+	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/supervisor"
+)
+
+// This file holds every bound the Host runs with. memorykit has no
+// defaults: a Host writes its numbers down, and reviewers can see them in
+// one place.
+
+// maxBodyBytes bounds every request body. The largest legitimate body is a
+// write or correction (content up to Limits.MaxContentBytes plus metadata
+// and sources) or a chat turn with a little history.
+const maxBodyBytes = 64 << 10
+
+// maxHistoryMessages bounds the earlier messages a chat request may send.
+const maxHistoryMessages = 20
+
+// maxModelSteps bounds the model calls of one chat turn (tool calls
+// included), so a confused model cannot loop.
+const maxModelSteps = 4
+
+// defaultPageSize is the candidates listing's page size when the caller
+// gives no limit; Limits.MaxListSize is the most it may ask for.
+const defaultPageSize = 50
+
+// hostLimits bounds every write.
+func hostLimits() memorykit.Limits {
+	return memorykit.Limits{
+		Version:            1,
+		MaxKeyBytes:        128,
+		MaxContentBytes:    4096,
+		MaxMetadataEntries: 8,
+		MaxMetadataBytes:   1024,
+		MaxSources:         8,
+		MaxSourceBytes:     512,
+		MaxListSize:        100,
+		MaxJobPayloadBytes: 32 << 10,
+	}
+}
+
+// hostPolicy configures recall for the local embedder.
+func hostPolicy() memorykit.RecallPolicy {
+	return memorykit.RecallPolicy{
+		Version:            1,
+		ExactLimit:         5,
+		FullTextLimit:      20,
+		VectorLimit:        20,
+		RRFK:               60,
+		ExactWeight:        1,
+		FullTextWeight:     1,
+		VectorWeight:       1,
+		MaxItems:           6,
+		MaxTokens:          1000,
+		MaxEntryRunes:      500,
+		MaxQueryRunes:      2000,
+		MaxQueryTerms:      48,
+		Deadline:           300 * time.Millisecond,
+		EmbeddingProfile:   embedder.LocalProfile,
+		EmbeddingDimension: embedder.LocalDimension,
+	}
+}
+
+// hostWorkers sets leases, retries and the background schedule.
+func hostWorkers() mkruntime.Workers {
+	backoff := memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
+	return mkruntime.Workers{
+		LeaseTTL:        time.Minute,
+		EmbedBatch:      32,
+		EmbedPoll:       time.Second,
+		EmbedDeadline:   10 * time.Second,
+		EmbedRetry:      backoff,
+		ExtractBatch:    4,
+		ExtractPoll:     time.Second,
+		JobDeadline:     30 * time.Second,
+		JobRetry:        backoff,
+		JobMaxAttempts:  5,
+		ReapInterval:    10 * time.Second,
+		StoreBackoff:    backoff,
+		HandBackTimeout: 5 * time.Second,
+		Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
+	}
+}
+
+// hostToolLimits bounds the memory tools' arguments and results.
+func hostToolLimits() memorytools.Limits {
+	return memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192}
+}
