@@ -14,7 +14,11 @@ import (
 // LeaseStore is what the Reaper needs: both lease queues' reapers. A
 // memorykit.Store satisfies it.
 type LeaseStore interface {
+	// ReapJobLeases returns expired job leases to the queue (see
+	// memorykit.JobStore).
 	ReapJobLeases(ctx context.Context) (int, error)
+	// ReapEmbeddingLeases returns expired embedding leases to the pool
+	// (see memorykit.EmbeddingStore).
 	ReapEmbeddingLeases(ctx context.Context) (int, error)
 }
 
@@ -90,7 +94,9 @@ func (r *Reaper) Name() string { return ReaperName }
 
 // Reaped counts one round's reaped leases.
 type Reaped struct {
-	Jobs       int
+	// Jobs is how many expired job leases were reaped.
+	Jobs int
+	// Embeddings is how many expired embedding leases were reaped.
 	Embeddings int
 }
 
