@@ -1,62 +1,10 @@
 package extractworker
 
-import (
-	"math"
-	"time"
+import "github.com/goagents/memorykit"
 
-	"github.com/goagents/memorykit"
-)
-
-// Backoff is an exponential wait policy measured on the injected clock. The
-// wait before retry number n (counting from 1) is
-//
-//	Initial * Multiplier^(n-1), capped at Max.
-//
-// Every field is required: Validate rejects a zero or partial policy rather
-// than filling it in.
-type Backoff struct {
-	// Initial is the first wait. It must be positive.
-	Initial time.Duration
-	// Max caps every wait. It must be at least Initial.
-	Max time.Duration
-	// Multiplier grows the wait from one retry to the next. It must be a
-	// finite number of at least 1 (1 keeps the wait constant).
-	Multiplier float64
-}
-
-// Validate reports the first missing or out-of-range field as an
-// ErrInvalidConfig *memorykit.Error whose Field is prefix + "." + the
-// field's name.
-func (b Backoff) Validate(op, prefix string) error {
-	bad := func(field, reason string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: prefix + "." + field, Reason: reason}
-	}
-	switch {
-	case b.Initial <= 0:
-		return bad("initial", "not_positive")
-	case b.Max <= 0:
-		return bad("max", "not_positive")
-	case b.Max < b.Initial:
-		return bad("max", "below_initial")
-	case math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0):
-		return bad("multiplier", "not_finite")
-	case b.Multiplier < 1:
-		return bad("multiplier", "below_one")
-	}
-	return nil
-}
-
-// Delay returns the wait before retry number n: Initial *
-// Multiplier^(n-1), capped at Max. An n below 1 counts as 1. The policy
-// must be valid.
-func (b Backoff) Delay(n int) time.Duration {
-	d := float64(b.Initial)
-	limit := float64(b.Max)
-	for i := 1; i < n && d < limit; i++ {
-		d *= b.Multiplier
-	}
-	if d >= limit {
-		return b.Max
-	}
-	return time.Duration(d)
-}
+// Backoff is the exponential wait policy shared with the rest of
+// memorykit (see memorykit.Backoff): the wait before retry number n
+// (counting from 1) is Initial * Multiplier^(n-1), capped at Max, measured
+// on the worker's injected clock. Every field is required; Validate
+// rejects a zero or partial policy rather than filling it in.
+type Backoff = memorykit.Backoff
