@@ -125,7 +125,9 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		closeStore()
 		return nil, err
 	}
-	if err := rt.Start(ctx); err != nil {
+	// The runtime lives until Close, not until ctx ends: a signal must not
+	// stop the workers before the HTTP server has finished its requests.
+	if err := rt.Start(context.WithoutCancel(ctx)); err != nil {
 		closeStore()
 		return nil, err
 	}
