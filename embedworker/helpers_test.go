@@ -287,13 +287,13 @@ func newDriver(t *testing.T, clk *clock.Mock, actors int) *driver {
 }
 
 // hook returns an OnWait hook reporting actor name.
-func (d *driver) hook(name string) func(embedworker.Wait) {
-	return func(w embedworker.Wait) { d.armed(name, w.Delay) }
+func (d *driver) hook(name string) func(supervisor.Wait) {
+	return func(w supervisor.Wait) { d.armed(name, w.Delay) }
 }
 
 // reaperHook returns an OnWait hook for the lease reaper.
-func (d *driver) reaperHook(name string) func(extractworker.Wait) {
-	return func(w extractworker.Wait) { d.armed(name, w.Delay) }
+func (d *driver) reaperHook(name string) func(supervisor.Wait) {
+	return func(w supervisor.Wait) { d.armed(name, w.Delay) }
 }
 
 // onBackoff is a supervisor OnBackoffArmed hook.
@@ -425,7 +425,7 @@ func (e *env) worker(cfg embedworker.Config) *embedworker.Worker {
 	return w
 }
 
-func (e *env) reaper(onWait func(extractworker.Wait)) *extractworker.Reaper {
+func (e *env) reaper(onWait func(supervisor.Wait)) *extractworker.Reaper {
 	e.t.Helper()
 	r, err := extractworker.NewReaper(extractworker.ReaperConfig{
 		Store: e.store, Clock: e.clk, Logger: e.log, Events: e.sink,

@@ -9,7 +9,6 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -202,8 +201,8 @@ func TestPostgresOutage(t *testing.T) {
 	d := newDriver(t, e.clk, 2)
 	cfg := e.config("embed-1", emb)
 	cfg.BatchSize = 5
-	cfg.OnWait = func(w embedworker.Wait) {
-		if w.Reason != embedworker.WaitIdle {
+	cfg.OnWait = func(w supervisor.Wait) {
+		if w.Reason != supervisor.WaitIdle {
 			mu.Lock()
 			storeWaits++
 			mu.Unlock()

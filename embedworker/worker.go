@@ -33,6 +33,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/supervisor"
 )
 
 // Config holds everything a Worker needs. Every field but OnWait is
@@ -76,7 +78,7 @@ type Config struct {
 	// wait's timer has been armed on Clock and before the worker blocks on
 	// it. A test that advances a mock clock only after this call knows the
 	// timer sees the advance. It must return quickly.
-	OnWait func(Wait)
+	OnWait func(supervisor.Wait)
 }
 
 // namePrefix prefixes the WorkerID in the actor's name.
@@ -207,7 +209,7 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 		if fetchCtx.Err() != nil || workCtx.Err() != nil {
 			return nil
 		}
-		wait, reason := w.cfg.PollInterval, WaitIdle
+		wait, reason := w.cfg.PollInterval, supervisor.WaitIdle
 		switch {
 		case err != nil && !memorykit.IsRecoverable(err):
 			w.log.Error("lease failed; returning to the supervisor",
@@ -215,7 +217,7 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 			return err
 		case err != nil:
 			failures++
-			wait, reason = w.cfg.StoreBackoff.Delay(failures), WaitStoreBackoff
+			wait, reason = w.cfg.StoreBackoff.Delay(failures), supervisor.WaitStoreBackoff
 			w.log.Warn("lease failed; backing off",
 				zap.String("reason", memorykit.ReasonCode(err)), zap.Int("consecutive_failures", failures),
 				zap.Duration("backoff", wait))
@@ -225,7 +227,7 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 		default:
 			failures = 0
 		}
-		if !sleep(fetchCtx, w.cfg.Clock, wait, w.cfg.OnWait, reason) {
+		if !supervisor.Sleep(fetchCtx, w.cfg.Clock, wait, w.cfg.OnWait, reason) {
 			return nil
 		}
 	}
@@ -264,7 +266,7 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 		return Round{}, memorykit.WrapError("embedworker.lease", memorykit.ErrUnavailable, "context_done", err)
 	}
 	leasedAt := w.cfg.Clock.Now()
-	leaseCtx, cancel := handBackContext(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
+	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	tasks, err := w.cfg.Store.LeaseEmbeddings(leaseCtx, memorykit.EmbeddingLease{
 		Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 	})
@@ -307,7 +309,7 @@ func (w *Worker) embed(workCtx context.Context, tasks []memorykit.EmbeddingTask)
 	for i, t := range tasks {
 		texts[i] = t.Text
 	}
-	ctx, cancel := withClockTimeout(workCtx, w.cfg.Clock, w.cfg.EmbedDeadline)
+	ctx, cancel := clockctx.WithTimeout(workCtx, w.cfg.Clock, w.cfg.EmbedDeadline)
 	defer cancel()
 	vecs, err = w.cfg.Embedder.Embed(ctx, texts)
 	switch {
@@ -442,7 +444,7 @@ func (b *batch) handBack() {
 // outlives the ended work context by at most HandBackTimeout.
 func (b *batch) handBackOne(t memorykit.EmbeddingTask) {
 	w := b.w
-	ctx, cancel := handBackContext(b.workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
+	ctx, cancel := clockctx.Detached(b.workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	defer cancel()
 	err := w.cfg.Store.ReleaseEmbedding(ctx, memorykit.EmbeddingRelease{
 		Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
@@ -487,7 +489,7 @@ func (b *batch) retryStore(op func(context.Context) error) error {
 		}
 		w.log.Warn("store unavailable; retrying", zap.String("reason", memorykit.ReasonCode(err)),
 			zap.Int("try", n), zap.Duration("backoff", d))
-		if !sleep(b.workCtx, w.cfg.Clock, d, w.cfg.OnWait, WaitStoreRetry) {
+		if !supervisor.Sleep(b.workCtx, w.cfg.Clock, d, w.cfg.OnWait, supervisor.WaitStoreRetry) {
 			return err
 		}
 	}

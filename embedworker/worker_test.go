@@ -11,6 +11,7 @@ import (
 	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/supervisor"
 )
 
 func runOnce(t *testing.T, w *embedworker.Worker) embedworker.Round {
@@ -362,9 +363,9 @@ func TestRunUntilEmptyStalls(t *testing.T) {
 		emb.script(func(context.Context, []string) ([][]float32, error) {
 			return nil, errors.New("permanent provider failure")
 		})
-		waits := make(chan embedworker.Wait, 10)
+		waits := make(chan supervisor.Wait, 10)
 		cfg := e.config("embed-1", emb)
-		cfg.OnWait = func(w embedworker.Wait) { waits <- w }
+		cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 		w := e.worker(cfg)
 		type result struct {
 			p   embedworker.Progress
@@ -377,7 +378,7 @@ func TestRunUntilEmptyStalls(t *testing.T) {
 		}()
 		for i := 0; i < 2; i++ {
 			got := <-waits
-			if got.Reason != embedworker.WaitIdle || got.Delay != pollInterval {
+			if got.Reason != supervisor.WaitIdle || got.Delay != pollInterval {
 				t.Fatalf("wait %+v", got)
 			}
 			e.clk.Add(got.Delay)
@@ -473,10 +474,10 @@ func TestRecoverableStoreErrors(t *testing.T) {
 		e.createN(2)
 		fs := newFaultStore(e.store)
 		fs.failCalls("PutEmbedding", 2, dbDown)
-		waits := make(chan embedworker.Wait, 10)
+		waits := make(chan supervisor.Wait, 10)
 		cfg := e.config("embed-1", newEmbedder(e.clk))
 		cfg.Store = fs
-		cfg.OnWait = func(w embedworker.Wait) { waits <- w }
+		cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 		w := e.worker(cfg)
 		done := make(chan embedworker.Round)
 		go func() {
@@ -485,7 +486,7 @@ func TestRecoverableStoreErrors(t *testing.T) {
 		}()
 		for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
 			got := <-waits
-			if got.Reason != embedworker.WaitStoreRetry || got.Delay != want {
+			if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
 				t.Fatalf("wait %+v, want store_retry %v", got, want)
 			}
 			e.clk.Add(got.Delay)
@@ -500,16 +501,16 @@ func TestRecoverableStoreErrors(t *testing.T) {
 		fetchCtx, cancel := context.WithCancel(context.Background())
 		ran := make(chan error)
 		go func() { ran <- w.Run(fetchCtx, context.Background()) }()
-		for _, want := range []embedworker.Wait{
-			{Reason: embedworker.WaitStoreBackoff, Delay: 100 * time.Millisecond},
-			{Reason: embedworker.WaitStoreBackoff, Delay: 200 * time.Millisecond},
-			{Reason: embedworker.WaitIdle, Delay: pollInterval},
+		for _, want := range []supervisor.Wait{
+			{Reason: supervisor.WaitStoreBackoff, Delay: 100 * time.Millisecond},
+			{Reason: supervisor.WaitStoreBackoff, Delay: 200 * time.Millisecond},
+			{Reason: supervisor.WaitIdle, Delay: pollInterval},
 		} {
 			got := <-waits
 			if got != want {
 				t.Fatalf("wait %+v, want %+v", got, want)
 			}
-			if got.Reason != embedworker.WaitIdle {
+			if got.Reason != supervisor.WaitIdle {
 				e.clk.Add(got.Delay)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/supervisor"
 )
 
 // LeaseStore is what the Reaper needs: both lease queues' reapers. A
@@ -41,7 +42,7 @@ type ReaperConfig struct {
 	StoreBackoff Backoff
 	// OnWait, if set, is called on the reaper's goroutine right after a
 	// wait's timer has been armed (see Config.OnWait).
-	OnWait func(Wait)
+	OnWait func(supervisor.Wait)
 }
 
 // ReaperName is the Reaper's actor name.
@@ -143,7 +144,7 @@ func (r *Reaper) Run(fetchCtx, _ context.Context) error {
 		if fetchCtx.Err() != nil {
 			return nil
 		}
-		wait, reason := r.cfg.Interval, WaitIdle
+		wait, reason := r.cfg.Interval, supervisor.WaitIdle
 		if err != nil {
 			if !memorykit.IsRecoverable(err) {
 				r.log.Error("reap failed; returning to the supervisor",
@@ -151,13 +152,13 @@ func (r *Reaper) Run(fetchCtx, _ context.Context) error {
 				return err
 			}
 			failures++
-			wait, reason = r.cfg.StoreBackoff.Delay(failures), WaitStoreBackoff
+			wait, reason = r.cfg.StoreBackoff.Delay(failures), supervisor.WaitStoreBackoff
 			r.log.Warn("reap failed; backing off", zap.String("reason", memorykit.ReasonCode(err)),
 				zap.Int("consecutive_failures", failures), zap.Duration("backoff", wait))
 		} else {
 			failures = 0
 		}
-		if !sleep(fetchCtx, r.cfg.Clock, wait, r.cfg.OnWait, reason) {
+		if !supervisor.Sleep(fetchCtx, r.cfg.Clock, wait, r.cfg.OnWait, reason) {
 			return nil
 		}
 	}

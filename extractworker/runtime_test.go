@@ -347,9 +347,9 @@ func TestPostgresOutage(t *testing.T) {
 		return proposals(in), nil
 	}
 	d := newDriver(t, e.clk, 2)
-	count := func(hook func(extractworker.Wait)) func(extractworker.Wait) {
-		return func(w extractworker.Wait) {
-			if w.Reason != extractworker.WaitIdle {
+	count := func(hook func(supervisor.Wait)) func(supervisor.Wait) {
+		return func(w supervisor.Wait) {
+			if w.Reason != supervisor.WaitIdle {
 				mu.Lock()
 				storeWaits++
 				mu.Unlock()
@@ -407,16 +407,16 @@ func TestReaperBacksOff(t *testing.T) {
 	e.store = newFaultStoreOn(t, e)
 	fs := e.store.(*faultStore)
 	fs.failCalls("ReapJobLeases", 2, dbDown)
-	waits := make(chan extractworker.Wait, 10)
-	r := e.reaper(func(w extractworker.Wait) { waits <- w })
+	waits := make(chan supervisor.Wait, 10)
+	r := e.reaper(func(w supervisor.Wait) { waits <- w })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.Run(ctx, ctx) }()
-	for i, want := range []extractworker.Wait{
-		{Reason: extractworker.WaitStoreBackoff, Delay: 100 * time.Millisecond},
-		{Reason: extractworker.WaitStoreBackoff, Delay: 200 * time.Millisecond},
-		{Reason: extractworker.WaitIdle, Delay: 30 * time.Second},
-		{Reason: extractworker.WaitIdle, Delay: 30 * time.Second},
+	for i, want := range []supervisor.Wait{
+		{Reason: supervisor.WaitStoreBackoff, Delay: 100 * time.Millisecond},
+		{Reason: supervisor.WaitStoreBackoff, Delay: 200 * time.Millisecond},
+		{Reason: supervisor.WaitIdle, Delay: 30 * time.Second},
+		{Reason: supervisor.WaitIdle, Delay: 30 * time.Second},
 	} {
 		got := <-waits
 		if got != want {

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/supervisor"
 )
 
 // Config holds everything a Worker needs. Every field but OnWait is
@@ -61,7 +63,7 @@ type Config struct {
 	// wait's timer has been armed on Clock and before the worker blocks on
 	// it. A test that advances a mock clock only after this call knows the
 	// timer sees the advance. It must return quickly.
-	OnWait func(Wait)
+	OnWait func(supervisor.Wait)
 }
 
 // namePrefix prefixes the WorkerID in the actor's name.
@@ -180,7 +182,7 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 		if fetchCtx.Err() != nil || workCtx.Err() != nil {
 			return nil
 		}
-		wait, reason := w.cfg.PollInterval, WaitIdle
+		wait, reason := w.cfg.PollInterval, supervisor.WaitIdle
 		switch {
 		case err != nil && !memorykit.IsRecoverable(err):
 			w.log.Error("lease failed; returning to the supervisor",
@@ -188,7 +190,7 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 			return err
 		case err != nil:
 			failures++
-			wait, reason = w.cfg.StoreBackoff.Delay(failures), WaitStoreBackoff
+			wait, reason = w.cfg.StoreBackoff.Delay(failures), supervisor.WaitStoreBackoff
 			w.log.Warn("lease failed; backing off",
 				zap.String("reason", memorykit.ReasonCode(err)), zap.Int("consecutive_failures", failures),
 				zap.Duration("backoff", wait))
@@ -198,7 +200,7 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 		default:
 			failures = 0
 		}
-		if !sleep(fetchCtx, w.cfg.Clock, wait, w.cfg.OnWait, reason) {
+		if !supervisor.Sleep(fetchCtx, w.cfg.Clock, wait, w.cfg.OnWait, reason) {
 			return nil
 		}
 	}
@@ -246,7 +248,7 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	if err := fetchCtx.Err(); err != nil {
 		return Round{}, memorykit.WrapError("extractworker.lease", memorykit.ErrUnavailable, "context_done", err)
 	}
-	leaseCtx, cancel := handBackContext(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
+	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	jobs, err := w.cfg.Store.LeaseJobs(leaseCtx, memorykit.JobLease{
 		WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 	})
@@ -318,7 +320,7 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 		out.kind = outHandBack
 		return out
 	}
-	ctx, cancel := withClockTimeout(workCtx, w.cfg.Clock, w.cfg.JobDeadline)
+	ctx, cancel := clockctx.WithTimeout(workCtx, w.cfg.Clock, w.cfg.JobDeadline)
 	defer cancel()
 	proposals, err := w.cfg.Extractor.Extract(ctx, memorykit.ExtractionInput{
 		JobID: job.ID, Scope: job.Scope, Payload: job.Payload, Attempt: job.Attempt,
@@ -500,7 +502,7 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 // handBack releases a lease without counting the attempt, with a context
 // that outlives the ended work context by at most HandBackTimeout.
 func (w *Worker) handBack(workCtx context.Context, job memorykit.Job, r *Round) {
-	ctx, cancel := handBackContext(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
+	ctx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	defer cancel()
 	if err := w.cfg.Store.ReleaseJob(ctx, job.ID, w.cfg.WorkerID); err != nil {
 		r.Abandoned++
@@ -546,7 +548,7 @@ func (w *Worker) retryStore(workCtx context.Context, job memorykit.Job, op func(
 		}
 		w.log.Warn("store unavailable; retrying", zap.String("job_id", job.ID),
 			zap.String("reason", memorykit.ReasonCode(err)), zap.Int("try", n), zap.Duration("backoff", d))
-		if !sleep(workCtx, w.cfg.Clock, d, w.cfg.OnWait, WaitStoreRetry) {
+		if !supervisor.Sleep(workCtx, w.cfg.Clock, d, w.cfg.OnWait, supervisor.WaitStoreRetry) {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/supervisor"
 )
 
 func runOnce(t *testing.T, w *extractworker.Worker) extractworker.Round {
@@ -475,10 +476,10 @@ func TestRecoverableStoreErrorRetriedWithinLease(t *testing.T) {
 		job := e.enqueue(1, 1, turnPayload)[0]
 		fs := newFaultStore(e.store)
 		fs.failCalls("CompleteJob", 3, dbDown)
-		waits := make(chan extractworker.Wait, 10)
+		waits := make(chan supervisor.Wait, 10)
 		cfg := e.config("worker-a", newExtractor(e.clk))
 		cfg.Store = fs
-		cfg.OnWait = func(w extractworker.Wait) { waits <- w }
+		cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 		w := e.worker(cfg)
 		done := make(chan extractworker.Round)
 		go func() {
@@ -487,7 +488,7 @@ func TestRecoverableStoreErrorRetriedWithinLease(t *testing.T) {
 		}()
 		for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
 			got := <-waits
-			if got.Reason != extractworker.WaitStoreRetry || got.Delay != want {
+			if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
 				t.Fatalf("wait %d = %+v, want store_retry %v", i, got, want)
 			}
 			e.clk.Add(got.Delay)
@@ -516,22 +517,22 @@ func TestRunBacksOffOnRecoverableLeaseErrors(t *testing.T) {
 	e.enqueue(1, 1, turnPayload)
 	fs := newFaultStore(e.store)
 	fs.failCalls("LeaseJobs", 3, dbDown)
-	waits := make(chan extractworker.Wait, 10)
+	waits := make(chan supervisor.Wait, 10)
 	cfg := e.config("worker-a", newExtractor(e.clk))
 	cfg.Store = fs
-	cfg.OnWait = func(w extractworker.Wait) { waits <- w }
+	cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 	w := e.worker(cfg)
 	fetchCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.Run(fetchCtx, context.Background()) }()
 	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
 		got := <-waits
-		if got.Reason != extractworker.WaitStoreBackoff || got.Delay != want {
+		if got.Reason != supervisor.WaitStoreBackoff || got.Delay != want {
 			t.Fatalf("wait %d = %+v, want store_backoff %v", i, got, want)
 		}
 		e.clk.Add(got.Delay)
 	}
-	if got := <-waits; got.Reason != extractworker.WaitIdle || got.Delay != pollInterval {
+	if got := <-waits; got.Reason != supervisor.WaitIdle || got.Delay != pollInterval {
 		t.Fatalf("after recovery: wait %+v, want idle", got)
 	}
 	if c := e.counts(); c.Done != 1 {
