@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/reviewer"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed (database, not found, conflict...)
+	exitUsage = 2 // bad command line: nothing was done
+)
+
+// options holds every flag; each command registers the ones it uses.
+type options struct {
+	dsn, schema                string
+	tenant, project, operator  string
+	id, reason, after, profile string
+	expectVersion              int64
+	limit, batch               int
+}
+
+// command is one CLI command.
+type command struct {
+	name    string // "candidates list"
+	summary string
+	// scoped commands need --tenant, --project and --operator.
+	scoped bool
+	// flags registers the command's own flags (the common ones are added
+	// for every command).
+	flags func(fs *flag.FlagSet, o *options)
+	// check validates the command's own flags; nil means none to check.
+	check func(o *options) error
+	run   func(ctx context.Context, c *cli, o *options) error
+}
+
+// cli is one invocation's output streams.
+type cli struct {
+	out, errOut io.Writer
+}
+
+// usageError is bad input on the command line: exit 2, nothing done.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func idFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.id, "id", "", "record ID (required)")
+}
+
+func decisionFlags(fs *flag.FlagSet, o *options) {
+	idFlag(fs, o)
+	fs.StringVar(&o.reason, "reason", "", "audit note stored with the action")
+	fs.Int64Var(&o.expectVersion, "expect-version", 0, "act only if the record is at this version (0: any)")
+}
+
+func checkID(o *options) error {
+	if o.id == "" {
+		return usagef("--id is required")
+	}
+	if memorykit.ValidateID("cli", "id", o.id) != nil {
+		return usagef("--id is not a valid record ID")
+	}
+	if o.expectVersion < 0 {
+		return usagef("--expect-version must not be negative")
+	}
+	if memorykit.CheckReason("cli", o.reason) != nil {
+		return usagef("--reason must be at most %d bytes of text", memorykit.MaxReasonBytes)
+	}
+	return nil
+}
+
+var commands = []command{
+	{
+		name:    "migrate",
+		summary: "create or upgrade the schema (and the vector extension) to the version this binary supports",
+		run:     runMigrate,
+	},
+	{
+		name:    "status",
+		summary: "schema version, record counts by status, pending embeddings and job counts (numbers only)",
+		scoped:  true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.profile, "profile", defaultProfile, "embedding profile whose pending records are counted")
+		},
+		check: func(o *options) error {
+			if memorykit.ValidateProfile("cli", o.profile) != nil {
+				return usagef("--profile is not a valid embedding profile")
+			}
+			return nil
+		},
+		run: runStatus,
+	},
+	{
+		name:    "embeddings rebuild",
+		summary: "delete the project's embeddings and embed until nothing is pending (local embedder)",
+		scoped:  true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.IntVar(&o.batch, "batch", 64, "records per embedding call")
+		},
+		check: func(o *options) error {
+			if o.batch < 1 || o.batch > cliLimits().MaxListSize {
+				return usagef("--batch must be between 1 and %d", cliLimits().MaxListSize)
+			}
+			return nil
+		},
+		run: runRebuild,
+	},
+	{
+		name:    "candidates list",
+		summary: "list candidates waiting for review, by ID",
+		scoped:  true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.IntVar(&o.limit, "limit", 50, "page size")
+			fs.StringVar(&o.after, "after", "", "continue after this record ID")
+		},
+		check: func(o *options) error {
+			if o.limit < 1 || o.limit > cliLimits().MaxListSize {
+				return usagef("--limit must be between 1 and %d", cliLimits().MaxListSize)
+			}
+			if o.after != "" && memorykit.ValidateID("cli", "after", o.after) != nil {
+				return usagef("--after is not a valid record ID")
+			}
+			return nil
+		},
+		run: runCandidatesList,
+	},
+	{
+		name: "candidates activate", summary: "activate a candidate; it supersedes the active record with its kind and key",
+		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Activate),
+	},
+	{
+		name: "candidates reject", summary: "reject a candidate",
+		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Reject),
+	},
+	{
+		name: "forget", summary: "forget an active memory: out of every recall path, audit kept",
+		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Forget),
+	},
+	{
+		name: "erase", summary: "erase a forgotten, rejected or superseded memory to a content-free tombstone",
+		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Erase),
+	},
+	{
+		name: "audit", summary: "print a memory's audit trail, oldest first",
+		scoped: true, flags: idFlag, check: checkID, run: runAudit,
+	},
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	c := &cli{out: stdout, errOut: stderr}
+	if len(args) == 0 {
+		c.usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			return run(ctx, append(args[1:], "--help"), stdout, stderr, getenv)
+		}
+		c.usage(stdout)
+		return exitOK
+	}
+	cmd, rest := lookup(args)
+	if cmd == nil {
+		if group := groupOf(args[0]); group != "" {
+			if len(args) > 1 && isHelp(args[1]) {
+				c.groupUsage(stdout, group)
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "memorykit %s: missing or unknown subcommand\n", group)
+			c.groupUsage(stderr, group)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "memorykit: unknown command %q; run 'memorykit --help'\n", args[0])
+		return exitUsage
+	}
+
+	var o options
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	// The environment is read after parsing, so --help never prints a DSN
+	// (and its password) as a default.
+	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL DSN (default $MEMORYKIT_DSN)")
+	fs.StringVar(&o.schema, "schema", "", "PostgreSQL schema holding memorykit's tables (default memorykit)")
+	if cmd.scoped {
+		fs.StringVar(&o.tenant, "tenant", "", "tenant ID (required)")
+		fs.StringVar(&o.project, "project", "", "project ID (required)")
+		fs.StringVar(&o.operator, "operator", "", "operator identity recorded in the audit (required)")
+	}
+	if cmd.flags != nil {
+		cmd.flags(fs, &o)
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.commandUsage(stdout, cmd, fs)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "memorykit %s: %v\nrun 'memorykit %s --help'\n", cmd.name, err, cmd.name)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "memorykit %s: unexpected argument %q\nrun 'memorykit %s --help'\n", cmd.name, fs.Arg(0), cmd.name)
+		return exitUsage
+	}
+	if o.dsn == "" {
+		o.dsn = getenv("MEMORYKIT_DSN")
+	}
+	err := checkCommon(cmd, &o)
+	if err == nil && cmd.check != nil {
+		err = cmd.check(&o)
+	}
+	if err == nil {
+		err = cmd.run(ctx, c, &o)
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "memorykit %s: %v\n", cmd.name, err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "run 'memorykit %s --help'\n", cmd.name)
+		return exitUsage
+	}
+	return exitError
+}
+
+// checkCommon validates the DSN presence and, for scoped commands, the
+// Scope and operator.
+func checkCommon(cmd *command, o *options) error {
+	if o.dsn == "" {
+		return usagef("--dsn (or $MEMORYKIT_DSN) is required")
+	}
+	if !cmd.scoped {
+		return nil
+	}
+	for _, f := range []struct{ name, v string }{{"tenant", o.tenant}, {"project", o.project}, {"operator", o.operator}} {
+		if f.v == "" {
+			return usagef("--%s is required", f.name)
+		}
+		if memorykit.ValidateID("cli", f.name, f.v) != nil {
+			return usagef("--%s must be 1 to %d letters, digits or . _ - : @", f.name, memorykit.MaxIDBytes)
+		}
+	}
+	return nil
+}
+
+// lookup finds the command named by the first one or two arguments.
+func lookup(args []string) (*command, []string) {
+	for i := range commands {
+		words := strings.Fields(commands[i].name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == commands[i].name {
+			return &commands[i], args[len(words):]
+		}
+	}
+	return nil, nil
+}
+
+// groupOf returns name when it is the first word of a two-word command.
+func groupOf(name string) string {
+	for _, c := range commands {
+		if first, _, two := strings.Cut(c.name, " "); two && first == name {
+			return name
+		}
+	}
+	return ""
+}
+
+func isHelp(s string) bool {
+	switch s {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprint(w, `memorykit: operate a memorykit database on PostgreSQL.
+
+usage: memorykit <command> [flags]
+
+commands:
+`)
+	for _, cmd := range commands {
+		fmt.Fprintf(w, "  %-21s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprint(w, `
+Every command takes --dsn (or $MEMORYKIT_DSN) and --schema. Every command
+but migrate also takes --tenant, --project and --operator: it works on that
+one project Scope only, and records the operator in the audit trail.
+Whoever holds the DSN is trusted (see 'memorykit <command> --help').
+
+Exit status: 0 done, 1 the command failed, 2 bad command line.
+Run 'memorykit <command> --help' for a command's flags.
+`)
+}
+
+func (c *cli) groupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage: memorykit %s <subcommand> [flags]\n\nsubcommands:\n", group)
+	for _, cmd := range commands {
+		if strings.HasPrefix(cmd.name, group+" ") {
+			fmt.Fprintf(w, "  %-21s %s\n", cmd.name, cmd.summary)
+		}
+	}
+}
+
+func (c *cli) commandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: memorykit %s [flags]\n\n%s.\n", cmd.name, cmd.summary)
+	if cmd.scoped {
+		fmt.Fprint(w, `
+The command works on the one project Scope named by --tenant and --project,
+as --operator. A CLI-local authorizer grants that operator read, review and
+erase on exactly that Scope; the DSN holder is trusted, since the DSN alone
+gives direct access to the database.
+`)
+	}
+	fmt.Fprint(w, "\nflags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/embedworker"
+	"github.com/goagents/memorykit/reviewer"
+)
+
+func runMigrate(ctx context.Context, c *cli, o *options) error {
+	if _, err := pgx.ParseConfig(o.dsn); err != nil {
+		return usagef("--dsn does not parse")
+	}
+	store, err := openStore(ctx, o) // Open applies the missing migrations
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	version, err := schemaVersion(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "schema %s: migrated, version %d\n", store.Schema(), version)
+	return nil
+}
+
+// Stats is the numbers status reports; it holds no content.
+type Stats struct {
+	SchemaVersion int
+	// ByStatus counts the Scope's records per status.
+	ByStatus map[memorykit.Status]int
+	// PendingEmbeddings counts active records of every Scope that lack a
+	// current embedding of the profile (parked ones included).
+	PendingEmbeddings int
+	// Jobs counts extraction jobs of every Scope by state.
+	Jobs memorykit.JobCounts
+}
+
+// CollectStats gathers the status numbers through the store's public API:
+// records by paging through the reviewer's listing (project-sized memory
+// makes that cheap), embeddings and jobs through their counters.
+func CollectStats(ctx context.Context, s *session, profile string) (Stats, error) {
+	st := Stats{SchemaVersion: s.version, ByStatus: make(map[memorykit.Status]int)}
+	page := reviewer.Page{Limit: cliLimits().MaxListSize}
+	for {
+		recs, err := s.review.List(ctx, s.operator, s.scope, nil, page)
+		if err != nil {
+			return Stats{}, err
+		}
+		for _, r := range recs {
+			st.ByStatus[r.Status]++
+		}
+		if len(recs) < page.Limit {
+			break
+		}
+		page.AfterID = recs[len(recs)-1].ID
+	}
+	var err error
+	if st.PendingEmbeddings, err = s.store.PendingEmbeddings(ctx, profile); err != nil {
+		return Stats{}, err
+	}
+	if st.Jobs, err = s.store.CountJobs(ctx); err != nil {
+		return Stats{}, err
+	}
+	return st, nil
+}
+
+func runStatus(ctx context.Context, c *cli, o *options) error {
+	s, err := openSession(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.store.Close()
+	st, err := CollectStats(ctx, s, o.profile)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "schema\t%s\n", s.store.Schema())
+	fmt.Fprintf(w, "schema version\t%d\n", st.SchemaVersion)
+	fmt.Fprintf(w, "scope\t%s\n", s.scope)
+	total := 0
+	for _, status := range memorykit.Statuses() {
+		fmt.Fprintf(w, "records %s\t%d\n", status, st.ByStatus[status])
+		total += st.ByStatus[status]
+	}
+	fmt.Fprintf(w, "records total\t%d\n", total)
+	fmt.Fprintf(w, "pending embeddings (%s, all projects)\t%d\n", o.profile, st.PendingEmbeddings)
+	fmt.Fprintf(w, "jobs queued (all projects)\t%d\n", st.Jobs.Queued)
+	fmt.Fprintf(w, "jobs leased (all projects)\t%d\n", st.Jobs.Leased)
+	fmt.Fprintf(w, "jobs failed (all projects)\t%d\n", st.Jobs.Failed)
+	fmt.Fprintf(w, "jobs done (all projects)\t%d\n", st.Jobs.Done)
+	return w.Flush()
+}
+
+// rebuildIdleRounds is how many rounds in a row may find nothing to lease
+// while records are still pending before the rebuild gives up.
+const rebuildIdleRounds = 10
+
+func runRebuild(ctx context.Context, c *cli, o *options) error {
+	s, err := openSession(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.store.Close()
+	emb := embedder.NewLocal()
+	// Deleting vectors is no lifecycle action, but it is an operator's:
+	// the same authorizer decides.
+	if err := memorykit.Authorize(ctx, operatorAuthorizer{operator: s.operator, scope: s.scope}, s.operator, memorykit.PermReview, s.scope); err != nil {
+		return err
+	}
+	deleted, err := s.store.DeleteEmbeddings(ctx, emb.Profile(), &s.scope)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "deleted %d embeddings of %s in %s\n", deleted, emb.Profile(), s.scope)
+
+	backoff := embedworker.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
+	w, err := embedworker.New(embedworker.Config{
+		Store: s.store, Embedder: emb, Clock: clock.New(), Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
+		WorkerID: "cli:" + o.operator, LeaseTTL: 2 * time.Minute, BatchSize: o.batch, PollInterval: time.Second,
+		EmbedDeadline: time.Minute, Retry: backoff, StoreBackoff: backoff, HandBackTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	p, err := w.RunUntilEmpty(ctx, embedworker.RebuildOptions{
+		MaxIdleRounds: rebuildIdleRounds,
+		OnProgress: func(p embedworker.Progress) {
+			fmt.Fprintf(c.out, "rebuild: round %d, leased %d, stored %d, pending before the round %d\n",
+				p.Rounds, p.Leased, p.Stored, p.Pending)
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(c.out, "rebuild stopped: %d rounds, %d stored, %d parked, %d pending\n", p.Rounds, p.Stored, p.Parked, p.Pending)
+		return err
+	}
+	fmt.Fprintf(c.out, "rebuild done: %d rounds, %d stored, %d pending (all projects)\n", p.Rounds, p.Stored, p.Pending)
+	return nil
+}
+
+func runCandidatesList(ctx context.Context, c *cli, o *options) error {
+	s, err := openSession(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.store.Close()
+	recs, err := s.review.ListCandidates(ctx, s.operator, s.scope, reviewer.Page{Limit: o.limit, AfterID: o.after})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "%d candidates in %s\n", len(recs), s.scope)
+	for _, r := range recs {
+		// Key and content were written by a model or a user: quote them, so
+		// control characters cannot reach the terminal.
+		fmt.Fprintf(c.out, "%s  %s  key=%s  version=%d  by=%s:%s\n  content=%s\n",
+			r.ID, r.Kind, strconv.Quote(r.Key), r.Version, r.CreatedBy.Kind, r.CreatedBy.ID, strconv.Quote(r.Content))
+	}
+	if len(recs) == o.limit {
+		fmt.Fprintf(c.out, "more: --after %s\n", recs[len(recs)-1].ID)
+	}
+	return nil
+}
+
+// decision is a reviewer action as a method expression, such as
+// (*reviewer.Reviewer).Activate.
+type decision func(*reviewer.Reviewer, context.Context, memorykit.Principal, memorykit.Scope, reviewer.Decision) (memorykit.Record, error)
+
+// runDecision runs one reviewer action as the operator.
+func runDecision(act decision) func(context.Context, *cli, *options) error {
+	return func(ctx context.Context, c *cli, o *options) error {
+		s, err := openSession(ctx, o)
+		if err != nil {
+			return err
+		}
+		defer s.store.Close()
+		rec, err := act(s.review, ctx, s.operator, s.scope, reviewer.Decision{ID: o.id, ExpectVersion: o.expectVersion, Reason: o.reason})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "%s: %s, version %d, by %s:%s\n", rec.ID, rec.Status, rec.Version, rec.TouchedBy.Kind, rec.TouchedBy.ID)
+		return nil
+	}
+}
+
+func runAudit(ctx context.Context, c *cli, o *options) error {
+	s, err := openSession(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.store.Close()
+	revs, err := s.review.History(ctx, s.operator, s.scope, o.id)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "VERSION\tACTION\tACTOR\tSTATUS\tAT\tSNAPSHOT\tREASON")
+	for _, v := range revs {
+		snapshot := "kept"
+		if v.ContentHash == "" {
+			snapshot = "scrubbed"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s:%s\t%s\t%s\t%s\t%s\n", v.Version, v.Action, v.Actor.Kind, v.Actor.ID, v.Status,
+			v.At.UTC().Format(time.RFC3339), snapshot, strconv.Quote(v.Reason))
+	}
+	return w.Flush()
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/reviewer"
+)
+
+// defaultProfile is the profile of the local embedder, the one the CLI
+// rebuilds with.
+const defaultProfile = embedder.LocalProfile
+
+// cliLimits are the CLI's write limits. The CLI writes no content (its
+// validator refuses all), so only MaxListSize matters: it bounds a page.
+func cliLimits() memorykit.Limits {
+	return memorykit.Limits{
+		Version: 1, MaxKeyBytes: 256, MaxContentBytes: 16 << 10, MaxMetadataEntries: 16,
+		MaxMetadataBytes: 4096, MaxSources: 16, MaxSourceBytes: 1024, MaxListSize: 500,
+		MaxJobPayloadBytes: 64 << 10,
+	}
+}
+
+// noContentWrites is the CLI's ContentValidator: the CLI never writes
+// content, so any attempt is refused.
+type noContentWrites struct{}
+
+var errNoContentWrites = errors.New("the CLI writes no content")
+
+// ValidateContent implements memorykit.ContentValidator.
+func (noContentWrites) ValidateContent(context.Context, memorykit.ContentCheck) error {
+	return errNoContentWrites
+}
+
+// operatorAuthorizer grants the operator named on the command line read,
+// review and erase on exactly the Scope named on the command line, and
+// nothing else. It does not authenticate: the DSN holder is trusted.
+type operatorAuthorizer struct {
+	operator memorykit.Principal
+	scope    memorykit.Scope
+}
+
+var errNotThisScope = errors.New("outside the command line's operator and Scope")
+
+// Authorize implements memorykit.Authorizer.
+func (a operatorAuthorizer) Authorize(_ context.Context, p memorykit.Principal, perm memorykit.Permission, s memorykit.Scope) error {
+	if p != a.operator || s != a.scope {
+		return errNotThisScope
+	}
+	switch perm {
+	case memorykit.PermRead, memorykit.PermReview, memorykit.PermErase:
+		return nil
+	}
+	return errNotThisScope
+}
+
+// session is an open store plus the Scope, operator and reviewer of one
+// scoped command.
+type session struct {
+	store    *pgstore.Store
+	scope    memorykit.Scope
+	operator memorykit.Principal
+	review   *reviewer.Reviewer
+	version  int
+}
+
+// openStore opens pgstore, which migrates the schema when needed.
+func openStore(ctx context.Context, o *options) (*pgstore.Store, error) {
+	guard, err := memorykit.NewWriteGuard(cliLimits(), noContentWrites{})
+	if err != nil {
+		return nil, err
+	}
+	return pgstore.Open(ctx, o.dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Schema: o.schema, MaxConns: 4})
+}
+
+// openSession checks that the schema exists at the supported version
+// (only migrate may create or upgrade it), opens the store and builds the
+// operator's reviewer.
+func openSession(ctx context.Context, o *options) (*session, error) {
+	scope, err := memorykit.ProjectScope(o.tenant, o.project)
+	if err != nil {
+		return nil, usagef("--tenant or --project is not a valid project Scope")
+	}
+	version, err := schemaVersion(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case version == 0:
+		return nil, errors.New("the schema is not migrated: run 'memorykit migrate' first")
+	case version != pgstore.SchemaVersion:
+		return nil, errors.New("the schema version is not the one this binary supports: upgrade with 'memorykit migrate' or use a matching binary")
+	}
+	store, err := openStore(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	operator := memorykit.Principal{TenantID: o.tenant, Actor: memorykit.Actor{Kind: memorykit.ActorOperator, ID: o.operator}}
+	rv, err := reviewer.New(reviewer.Config{
+		Store:      store,
+		Authorizer: operatorAuthorizer{operator: operator, scope: scope},
+		Events:     memorykit.DiscardEvents{}, // the audit trail records every change
+		Clock:      clock.New(),
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return &session{store: store, scope: scope, operator: operator, review: rv, version: version}, nil
+}
+
+// schemaVersion reads the newest applied migration of the schema without
+// changing anything: 0 when the schema has never been migrated. It reads
+// pgstore's schema_migrations table directly, because pgstore.Open would
+// migrate instead of report.
+func schemaVersion(ctx context.Context, o *options) (int, error) {
+	cfg, err := pgx.ParseConfig(o.dsn)
+	if err != nil {
+		return 0, usagef("--dsn does not parse") // the parse error may quote the password
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return 0, dbError("cannot connect to the database", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	schema := o.schema
+	if schema == "" {
+		schema = pgstore.DefaultSchema
+	}
+	table := pgx.Identifier{schema, "schema_migrations"}.Sanitize()
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil {
+		return 0, dbError("cannot read the schema", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+table).Scan(&version); err != nil {
+		return 0, dbError("cannot read the schema version", err)
+	}
+	return version, nil
+}
+
+// dbError reports a driver failure by its SQLSTATE only: driver messages
+// can quote stored values or connection details.
+func dbError(what string, err error) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return errors.New(what + " (sqlstate " + pg.Code + ")")
+	}
+	return errors.New(what)
+}

@@ -1,0 +1,40 @@
+// Command memorykit is the operator's tool for a memorykit database on
+// PostgreSQL: migrate the schema, look at its state, rebuild embeddings,
+// review candidates, forget, erase, and read the audit trail.
+//
+//	memorykit migrate --dsn "$DSN"
+//	memorykit status --tenant acme --project apollo --operator ops-ana
+//	memorykit candidates list --tenant acme --project apollo --operator ops-ana
+//	memorykit candidates activate --id mem_… --reason "checked" --tenant acme --project apollo --operator ops-ana
+//
+// Every command but migrate works on exactly one project Scope, named with
+// --tenant and --project, and acts as the operator named with --operator,
+// whose identity goes into the audit trail of every change.
+//
+// # Trust
+//
+// Whoever holds the DSN can read and change the database directly, so the
+// CLI trusts its user: a CLI-local authorizer grants the --operator
+// identity read, review and erase on exactly the --tenant/--project given,
+// and nothing else. It does not authenticate anybody; it keeps each
+// command inside the Scope it was asked about and makes the audit say who
+// acted. Protect the DSN like the database password it contains.
+//
+// Output holds identifiers, counts and statuses; only `candidates list`
+// prints memory content (quoted, so it cannot drive the terminal), because
+// a reviewer has to read a candidate to decide on it.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
