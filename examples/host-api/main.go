@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	tokens := fs.String("tokens", "", "members and bearer tokens (JSON, see tokens.dev.json); empty uses the built-in development tokens")
-	dsn := fs.String("dsn", os.Getenv("MEMORYKIT_DSN"), "PostgreSQL DSN (default $MEMORYKIT_DSN); empty uses the embedded in-memory store")
+	dsn := fs.String("dsn", "", "PostgreSQL DSN (default $MEMORYKIT_DSN); without one the embedded in-memory store is used")
 	schema := fs.String("schema", "", "PostgreSQL schema (default memorykit)")
 	workerID := fs.String("worker-id", "", "worker identity on leases, unique per process sharing a database (default host-api-<random>)")
 	demo := fs.Bool("demo", false, "run the scripted walk-through on the embedded store and exit")
@@ -59,6 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "host-api: unexpected arguments")
 		return 2
+	}
+	if *dsn == "" { // read after parsing, so -help never prints a password
+		*dsn = os.Getenv("MEMORYKIT_DSN")
 	}
 	if *demo {
 		if err := runDemo(ctx, stdout); err != nil {
