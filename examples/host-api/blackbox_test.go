@@ -148,47 +148,8 @@ func testIsolation(t *testing.T, e *env) {
 	glob := e.write(carolToken, "apollo", "fact", "launch window", "Globex launches Monday GLOBEXCANARY.")
 	e.settle() // the vector channel takes part too
 
-	cases := []struct {
-		name, token, project, own string
-		foreign                   []string
-	}{
-		{"acme/apollo", aliceToken, "apollo", acme, []string{herm, glob}},
-		{"acme/hermes", aliceToken, "hermes", herm, []string{acme, glob}},
-		{"globex/apollo", carolToken, "apollo", glob, []string{acme, herm}},
-	}
-	for _, c := range cases {
-		for _, q := range []string{"launch window", "when does it launch", "ACMECANARY HERMESCANARY GLOBEXCANARY"} {
-			ids := e.searchIDs(c.token, c.project, q)
-			if !contains(ids, c.own) && q == "launch window" {
-				t.Errorf("%s: search %q misses its own record: %v", c.name, q, ids)
-			}
-			for _, f := range c.foreign {
-				if contains(ids, f) {
-					t.Errorf("%s: search %q returned a foreign record", c.name, q)
-				}
-			}
-		}
-		for _, f := range c.foreign {
-			e.must(http.StatusNotFound, c.token, "GET", "/v1/projects/"+c.project+"/memories/"+f, "")
-			e.must(http.StatusNotFound, c.token, "GET", "/v1/projects/"+c.project+"/memories/"+f+"/history", "")
-			r := e.must(http.StatusOK, c.token, "POST", "/v1/projects/"+c.project+"/chat", `{"message":"read `+f+`"}`)
-			if r.str("tool_calls.0.result") != "memory not found" {
-				t.Errorf("%s: read_memory of a foreign record: %s", c.name, r.raw)
-			}
-		}
-		r := e.must(http.StatusOK, c.token, "POST", "/v1/projects/"+c.project+"/chat", `{"message":"When is the launch window?"}`)
-		view := r.str("memory_view")
-		if !strings.Contains(view, c.own) {
-			t.Errorf("%s: view misses its own record", c.name)
-		}
-		for _, f := range c.foreign {
-			if strings.Contains(view, f) || strings.Contains(r.raw, f) {
-				t.Errorf("%s: chat turn shows a foreign record", c.name)
-			}
-		}
-	}
-
-	// Review actions cannot reach across tenants or projects.
+	// Refused first, before any chat turn enqueues work: review actions
+	// cannot reach across tenants or projects.
 	before := e.dump()
 	for _, c := range []struct{ token, path string }{
 		{carolToken, apollo + "/memories/" + acme + "/forget"},
@@ -241,6 +202,47 @@ func testIsolation(t *testing.T, e *env) {
 	if after := e.dump(); after != before {
 		t.Error("refused requests changed the store")
 	}
+
+	cases := []struct {
+		name, token, project, own string
+		foreign                   []string
+	}{
+		{"acme/apollo", aliceToken, "apollo", acme, []string{herm, glob}},
+		{"acme/hermes", aliceToken, "hermes", herm, []string{acme, glob}},
+		{"globex/apollo", carolToken, "apollo", glob, []string{acme, herm}},
+	}
+	for _, c := range cases {
+		for _, q := range []string{"launch window", "when does it launch", "ACMECANARY HERMESCANARY GLOBEXCANARY"} {
+			ids := e.searchIDs(c.token, c.project, q)
+			if !contains(ids, c.own) && q == "launch window" {
+				t.Errorf("%s: search %q misses its own record: %v", c.name, q, ids)
+			}
+			for _, f := range c.foreign {
+				if contains(ids, f) {
+					t.Errorf("%s: search %q returned a foreign record", c.name, q)
+				}
+			}
+		}
+		for _, f := range c.foreign {
+			e.must(http.StatusNotFound, c.token, "GET", "/v1/projects/"+c.project+"/memories/"+f, "")
+			e.must(http.StatusNotFound, c.token, "GET", "/v1/projects/"+c.project+"/memories/"+f+"/history", "")
+			r := e.must(http.StatusOK, c.token, "POST", "/v1/projects/"+c.project+"/chat", `{"message":"read `+f+`"}`)
+			if r.str("tool_calls.0.result") != "memory not found" {
+				t.Errorf("%s: read_memory of a foreign record: %s", c.name, r.raw)
+			}
+		}
+		r := e.must(http.StatusOK, c.token, "POST", "/v1/projects/"+c.project+"/chat", `{"message":"When is the launch window?"}`)
+		view := r.str("memory_view")
+		if !strings.Contains(view, c.own) {
+			t.Errorf("%s: view misses its own record", c.name)
+		}
+		for _, f := range c.foreign {
+			if strings.Contains(view, f) || strings.Contains(r.raw, f) {
+				t.Errorf("%s: chat turn shows a foreign record", c.name)
+			}
+		}
+	}
+
 	e.assertLogsFree("ACMECANARY", "HERMESCANARY", "GLOBEXCANARY", aliceToken, carolToken, bobToken)
 }
 
