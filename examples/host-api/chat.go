@@ -110,7 +110,7 @@ func (h *Host) chat(w http.ResponseWriter, r *http.Request, c call) {
 
 	mreq := ModelRequest{Messages: proj.Messages, Tools: s.Tools()}
 	final, answered := "", false
-	for step := 0; step < maxModelSteps && !answered; step++ {
+	for step := 0; step < maxModelSteps; step++ {
 		reply, err := h.model.Complete(ctx, mreq)
 		if err != nil {
 			h.log.Warn("model call failed", zap.String("reason", memorykit.ReasonCode(err)))

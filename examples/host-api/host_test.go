@@ -196,3 +196,33 @@ func TestServeShutsDown(t *testing.T) {
 		})
 	}
 }
+
+// modelFunc adapts a function to Model.
+type modelFunc func(context.Context, ModelRequest) (ModelReply, error)
+
+func (f modelFunc) Complete(ctx context.Context, req ModelRequest) (ModelReply, error) {
+	return f(ctx, req)
+}
+
+// TestChatModelFailures: a failing model is 502 without its message, and a
+// model that never stops calling tools is cut off after maxModelSteps.
+func TestChatModelFailures(t *testing.T) {
+	e := newEnv(t, memoryBackend, nil)
+	e.host.model = modelFunc(func(context.Context, ModelRequest) (ModelReply, error) {
+		return ModelReply{}, errors.New("provider said: CANARY-PROVIDER-PAYLOAD")
+	})
+	r := e.must(502, aliceToken, "POST", apollo+"/chat", `{"message":"hi"}`)
+	if r.str("error") != "model_unavailable" || strings.Contains(r.raw, "CANARY") {
+		t.Errorf("failing model: %s", r.raw)
+	}
+	calls := 0
+	e.host.model = modelFunc(func(context.Context, ModelRequest) (ModelReply, error) {
+		calls++
+		return ModelReply{ToolCalls: []ToolCall{{ID: "c", Name: "search_memory", Arguments: []byte(`{"query":"x"}`)}}}, nil
+	})
+	r = e.must(502, aliceToken, "POST", apollo+"/chat", `{"message":"hi"}`)
+	if r.str("reason") != "too_many_steps" || calls != maxModelSteps {
+		t.Errorf("looping model: %d calls, %s", calls, r.raw)
+	}
+	e.assertLogsFree("CANARY-PROVIDER-PAYLOAD")
+}

@@ -74,7 +74,7 @@ var scopeNames = map[string]string{
 
 // scopeHeaderWords flag a header whose name merely contains them, such as
 // "X-Memory-Tenant" or "X-Forwarded-Subject-Id".
-var scopeHeaderWords = []string{"tenant", "subject", "scope", "project", "userid", "writeintent", "permission", "principal", "actor"}
+var scopeHeaderWords = []string{"tenant", "subject", "scope", "project", "userid", "writeintent", "permission", "principal"}
 
 // normalizeName lower-cases a name and drops "-", "_" and ".".
 func normalizeName(s string) string {
