@@ -97,7 +97,9 @@ func (p *Probe) Cleanup(fn func()) {
 func (p *Probe) Log(args ...any) { p.record(false, false, fmt.Sprint(args...)) }
 
 // Logf implements testing.TB.
-func (p *Probe) Logf(format string, args ...any) { p.record(false, false, fmt.Sprintf(format, args...)) }
+func (p *Probe) Logf(format string, args ...any) {
+	p.record(false, false, fmt.Sprintf(format, args...))
+}
 
 // Fail implements testing.TB.
 func (p *Probe) Fail() { p.record(true, false, "") }
