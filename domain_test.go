@@ -86,7 +86,7 @@ func validPolicy() memorykit.RecallPolicy {
 		Version: 1, ExactLimit: 5, FullTextLimit: 20, VectorLimit: 20, RRFK: 60,
 		ExactWeight: 1, FullTextWeight: 1, VectorWeight: 1, MaxItems: 8, MaxTokens: 800,
 		MaxEntryRunes: 400, MaxQueryRunes: 500, MaxQueryTerms: 32, Deadline: 200 * time.Millisecond,
-		EmbeddingProfile: "memorykit/hash-v1", EmbeddingDimension: 384,
+		EmbeddingProfile: "memorykit/hash-v1", EmbeddingDimension: 384, MinVectorSimilarity: 0.1,
 	}
 }
 
@@ -100,6 +100,9 @@ func TestRecallPolicyValidateRejectsPartialPolicies(t *testing.T) {
 	}
 	v := reflect.ValueOf(validPolicy())
 	for i := 0; i < v.NumField(); i++ {
+		if v.Type().Field(i).Name == "MinVectorSimilarity" {
+			continue // 0 is a valid floor: keep every vector hit
+		}
 		p := validPolicy()
 		f := reflect.ValueOf(&p).Elem().Field(i)
 		f.Set(reflect.Zero(f.Type()))
@@ -114,6 +117,9 @@ func TestRecallPolicyValidateRejectsPartialPolicies(t *testing.T) {
 		func(p *memorykit.RecallPolicy) { p.MaxItems = memorykit.MaxPolicyBudget + 1 },
 		func(p *memorykit.RecallPolicy) { p.Deadline = -time.Second },
 		func(p *memorykit.RecallPolicy) { p.EmbeddingProfile = "has space" },
+		func(p *memorykit.RecallPolicy) { p.MinVectorSimilarity = 1 },
+		func(p *memorykit.RecallPolicy) { p.MinVectorSimilarity = -0.1 },
+		func(p *memorykit.RecallPolicy) { p.MinVectorSimilarity = math.NaN() },
 	}
 	for i, mutate := range bad {
 		p := validPolicy()

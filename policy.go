@@ -16,6 +16,12 @@ type RecallPolicy struct {
 	ExactWeight    float64
 	FullTextWeight float64
 	VectorWeight   float64
+	// MinVectorSimilarity drops vector hits whose cosine similarity is below
+	// it, so an unrelated memory is not recalled just because it has an
+	// embedding. It must be in [0, 1); 0 keeps every vector hit. The right
+	// floor depends on the embedding profile (about 0.1 suits
+	// memorykit/hash-v1).
+	MinVectorSimilarity float64
 	// MaxItems bounds the fused result; MaxTokens bounds its estimated tokens.
 	MaxItems  int
 	MaxTokens int
@@ -77,6 +83,9 @@ func (p RecallPolicy) Validate() error {
 		if !(w.v > 0 && w.v <= 100) { // also rejects NaN
 			return bad(w.name, "out_of_range")
 		}
+	}
+	if !(p.MinVectorSimilarity >= 0 && p.MinVectorSimilarity < 1) { // also rejects NaN
+		return bad("min_vector_similarity", "out_of_range")
 	}
 	if p.Deadline <= 0 {
 		return bad("deadline", "must_be_positive")

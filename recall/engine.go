@@ -312,8 +312,9 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 		{Channel: memorykit.ChannelExact, Weight: p.ExactWeight, IDs: hitIDs(res.Exact)},
 		{Channel: memorykit.ChannelFullText, Weight: p.FullTextWeight, IDs: hitIDs(res.FullText)},
 	}
+	vecHits, belowFloor := splitFloor(res.Vector, p.MinVectorSimilarity)
 	if !vecDegraded {
-		rankings = append(rankings, memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: hitIDs(res.Vector)})
+		rankings = append(rankings, memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: hitIDs(vecHits)})
 	}
 	fused := memorykit.FuseRRF(p.RRFK, rankings...)
 
@@ -357,6 +358,12 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 			traced[h.ID] = true
 			degradedIDs = append(degradedIDs, h.ID)
 			trace.Records = append(trace.Records, TraceRecord{ID: h.ID, Ranks: allRanks[h.ID], Outcome: DroppedChannelDegraded})
+		}
+	}
+	for _, h := range belowFloor {
+		if !vecDegraded && !traced[h.ID] {
+			traced[h.ID] = true
+			trace.Records = append(trace.Records, TraceRecord{ID: h.ID, Ranks: allRanks[h.ID], Outcome: DroppedBelowVectorFloor})
 		}
 	}
 	for _, h := range res.FullTextBelow {
@@ -678,4 +685,20 @@ func (e *Engine) failed(scope memorykit.Scope, err error) {
 	e.log.Warn("recall failed closed",
 		zap.String("tenant_id", s.TenantID), zap.String("subject_id", s.SubjectID),
 		zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
+}
+
+// splitFloor separates vector hits at or above the similarity floor (in
+// rank order) from those below it.
+func splitFloor(hits []memorykit.Hit, floor float64) (kept, below []memorykit.Hit) {
+	if floor <= 0 {
+		return hits, nil
+	}
+	for _, h := range hits {
+		if h.Score >= floor {
+			kept = append(kept, h)
+		} else {
+			below = append(below, h)
+		}
+	}
+	return kept, below
 }

@@ -723,3 +723,35 @@ func TestRecallEmptyQueryAsksNothing(t *testing.T) {
 		t.Fatalf("vector channel asked for a blank query: %+v", ch)
 	}
 }
+
+func TestRecallVectorFloorDropsUnrelatedVectorOnlyHits(t *testing.T) {
+	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
+		t.Parallel()
+		for _, floor := range []float64{0, 0.1} {
+			b := setup(t, be, withPolicy(func(p *memorykit.RecallPolicy) { p.MinVectorSimilarity = floor }))
+			related := b.add(t, memorykit.KindFact, "granite quarry", "the granite quarry opens at dawn")
+			unrelated := b.add(t, memorykit.KindNote, "bicycles", "bicycle parking rules for visitors")
+			res := b.recall(t, b.req("when does the granite quarry open"))
+			ids := entryIDs(res)
+			if !contains(ids, related.ID) {
+				t.Fatalf("floor %v: related record missing: %v", floor, ids)
+			}
+			var outcome recall.Outcome
+			for _, tr := range res.Trace.Records {
+				if tr.ID == unrelated.ID {
+					outcome = tr.Outcome
+				}
+			}
+			switch floor {
+			case 0:
+				if !contains(ids, unrelated.ID) || outcome != recall.Kept {
+					t.Fatalf("without a floor every vector hit is fused: %v (%s)", ids, outcome)
+				}
+			default:
+				if contains(ids, unrelated.ID) || outcome != recall.DroppedBelowVectorFloor {
+					t.Fatalf("floor %v: unrelated record outcome %q, entries %v", floor, outcome, ids)
+				}
+			}
+		}
+	})
+}

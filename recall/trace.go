@@ -18,6 +18,9 @@ const (
 	// many full-text terms as the best match (see memorykit.FullTextRule)
 	// and no other channel returned it.
 	DroppedBelowThreshold Outcome = "below_full_text_threshold"
+	// DroppedBelowVectorFloor means only the vector channel returned the
+	// record, with a similarity below RecallPolicy.MinVectorSimilarity.
+	DroppedBelowVectorFloor Outcome = "below_vector_floor"
 	// DroppedChannelDegraded means only a degraded channel returned the
 	// record, so its rank was not trusted.
 	DroppedChannelDegraded Outcome = "channel_degraded"
