@@ -72,7 +72,7 @@ func Example() {
 		Guard: guard,
 		Policy: memorykit.RecallPolicy{
 			Version: 1, ExactLimit: 5, FullTextLimit: 20, VectorLimit: 20, RRFK: 60,
-			ExactWeight: 1, FullTextWeight: 1, VectorWeight: 1, MaxItems: 6, MaxTokens: 1000,
+			ExactWeight: 1, FullTextWeight: 1, VectorWeight: 1, MinVectorSimilarity: 0.1, MaxItems: 6, MaxTokens: 1000,
 			MaxEntryRunes: 500, MaxQueryRunes: 2000, MaxQueryTerms: 48, Deadline: 300 * time.Millisecond,
 			EmbeddingProfile: "memorykit/hash-v1", EmbeddingDimension: 384,
 		},
