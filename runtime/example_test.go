@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -14,6 +15,7 @@ import (
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
+	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
@@ -49,11 +51,9 @@ func (silentExtractor) Extract(context.Context, memorykit.ExtractionInput) ([]me
 	return nil, nil
 }
 
-// Example wires a Runtime on the embedded default (memorystore and the local
-// embedder), runs one turn, and shuts down in the right order.
-func Example() {
-	ctx := context.Background()
-	clk := clock.New()
+// newRuntime wires a Runtime on the embedded default (memorystore and the
+// local embedder) with explicit limits, policy and worker schedule.
+func newRuntime(clk clock.Clock, extractor memorykit.Extractor) (*mkruntime.Runtime, *memorystore.Store) {
 	limits := memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
 		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
@@ -78,10 +78,10 @@ func Example() {
 		},
 		Embedder: embedder.NewLocal(),
 		Authorizer: membership{
-			"acme/apollo/alice":   {memorykit.PermRead, memorykit.PermWrite, memorykit.PermExtract},
+			"acme/apollo/alice":   {memorykit.PermRead, memorykit.PermWrite, memorykit.PermExtract, memorykit.PermReview},
 			"acme/apollo/agent-1": {memorykit.PermRead, memorykit.PermModelWrite},
 		},
-		Extractor: silentExtractor{},
+		Extractor: extractor,
 		Stores:    mkruntime.StoresOf(store),
 		Clock:     clk,
 		WorkerID:  "host-1",
@@ -99,6 +99,14 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	return rt, store
+}
+
+// Example wires a Runtime on the embedded default, runs one turn, and shuts
+// down in the right order.
+func Example() {
+	ctx := context.Background()
+	rt, _ := newRuntime(clock.New(), silentExtractor{})
 	if err := rt.Start(ctx); err != nil {
 		panic(err)
 	}
@@ -136,4 +144,68 @@ func Example() {
 	// memory injected: true messages: 2
 	// tools: 3
 	// after drain: true
+}
+
+// Example_turn is one agent turn: the projector inserts memory before the
+// user message, the model calls remember_project_memory for a key a user
+// already wrote (so its write waits as a candidate), and a reviewer
+// activates the candidate.
+func Example_turn() {
+	ctx := context.Background()
+	rt, _ := newRuntime(clock.New(), silentExtractor{})
+	if err := rt.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer func() { _ = rt.Stop(ctx) }()
+
+	scope, _ := memorykit.ProjectScope("acme", "apollo")
+	alice := memorykit.Principal{TenantID: "acme", Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}}
+	s, err := rt.Session(mkruntime.Request{Principal: alice, Scope: scope, ModelID: "agent-1", WriteIntent: true})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := s.Remember(ctx, writer.Input{Kind: memorykit.KindFact, Key: "deploy region", Content: "The API runs in eu-west-1."}); err != nil {
+		panic(err)
+	}
+
+	// 1. Before the model call: memory goes right before the user message.
+	p, err := s.Project(ctx, []projector.Message{
+		{Role: projector.RoleSystem, Content: "You are the team's assistant."},
+		{Role: projector.RoleUser, Content: "The API moved. Which region is it in now?"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	var roles []string
+	for _, m := range p.Messages {
+		roles = append(roles, string(m.Role)+"/"+m.Name)
+	}
+	fmt.Println(strings.Join(roles, " "))
+
+	// 2. The model asks to remember the new region. Alice wrote the key, so
+	// the model's write becomes a candidate and her record stays active.
+	res, err := s.CallTool(ctx, memorytools.RememberProjectMemory,
+		[]byte(`{"kind":"fact","key":"deploy region","content":"The API runs in us-east-1."}`))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("tool error:", res.IsError)
+	if err := s.ValidateOutput("I noted the new region for review."); err != nil {
+		panic(err)
+	}
+
+	// 3. A reviewer activates the candidate; it supersedes alice's record.
+	cands, err := rt.Reviewer().ListCandidates(ctx, alice, scope, reviewer.Page{Limit: 10})
+	if err != nil {
+		panic(err)
+	}
+	rec, err := rt.Reviewer().Activate(ctx, alice, scope, reviewer.Decision{ID: cands[0].ID, Reason: "confirmed"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("candidates:", len(cands), "activated:", rec.Status, rec.Content)
+	// Output:
+	// system/ user/memorykit_memory user/
+	// tool error: false
+	// candidates: 1 activated: active The API runs in us-east-1.
 }
