@@ -1,0 +1,56 @@
+package pgstoretest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestSharedSchemaAndTerminate: two Stores opened on one DB see the same
+// records; Terminate ends that DB's connections and no other's.
+func TestSharedSchemaAndTerminate(t *testing.T) {
+	ctx := context.Background()
+	clk := testkit.NewClock()
+	db := pgstoretest.New(t)
+	if !strings.HasPrefix(db.Schema, pgtest.SchemaPrefix) || db.App == "" {
+		t.Fatalf("db = %+v", db)
+	}
+	a, b := db.Open(t, clk), db.Open(t, clk)
+	scope := testkit.Scope(t, "tenant-a", "project-1")
+	r, err := a.Create(ctx, memorykit.NewRecord{
+		Scope: scope, Kind: memorykit.KindFact, Key: "k", Content: "shared schema",
+		Status: memorykit.StatusActive, Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "u"}, Reason: "test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, scope, r.ID); err != nil {
+		t.Fatalf("the second store does not see the first one's record: %v", err)
+	}
+
+	other := pgstoretest.New(t)
+	if other.Schema == db.Schema || other.App == db.App {
+		t.Fatal("two DBs share a schema or an application_name")
+	}
+	o := other.Open(t, clk)
+	if _, err := o.Get(ctx, scope, r.ID); err == nil {
+		t.Fatal("a store on another schema sees the record")
+	}
+	if n := db.Terminate(t); n < 2 {
+		t.Fatalf("Terminate ended %d backends, want at least one per store", n)
+	}
+	if n := other.Terminate(t); n < 1 {
+		t.Fatalf("the other DB lost its connections to the first Terminate (%d left)", n)
+	}
+}
