@@ -25,7 +25,7 @@ func TestBackoff(t *testing.T) {
 		"retry.max":        {Initial: time.Second, Max: time.Millisecond, Multiplier: 2},
 		"retry.multiplier": {Initial: time.Second, Max: time.Second, Multiplier: math.NaN()},
 	} {
-		if me := wantKind(t, bad.Validate("op", "retry"), memorykit.ErrInvalidConfig); me.Field != field {
+		if me := testkit.WantKind(t, bad.Validate("op", "retry"), memorykit.ErrInvalidConfig); me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
 	}
@@ -85,7 +85,7 @@ func TestConfigFailsClosed(t *testing.T) {
 		if w != nil {
 			t.Errorf("%s: got a worker", c.field)
 		}
-		if me := wantKind(t, err, memorykit.ErrInvalidConfig); me.Field != c.field {
+		if me := testkit.WantKind(t, err, memorykit.ErrInvalidConfig); me.Field != c.field {
 			t.Errorf("field %q, want %q (%v)", me.Field, c.field, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -122,10 +123,10 @@ func TestDrainFinishesInFlightBatches(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const n = 300
 		sup, g := drainSetup(t, e, n)
-		draining := e.sink.after(memorykit.EventLifecycle, 1)
+		draining := e.sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
 		go func() { drained <- sup.Drain(e.ctx) }()
-		await(t, draining, "the draining event")
+		testkit.Await(t, draining, "the draining event")
 		select {
 		case err := <-drained:
 			t.Fatalf("Drain returned (%v) with batches in flight", err)
@@ -152,13 +153,13 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 		const n = 200
 		sup, _ := drainSetup(t, e, n)
 		ctx, cancel := context.WithCancel(e.ctx)
-		draining := e.sink.after(memorykit.EventLifecycle, 1)
+		draining := e.sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
 		go func() { drained <- sup.Drain(ctx) }()
-		await(t, draining, "the draining event")
+		testkit.Await(t, draining, "the draining event")
 		cancel()
 		err := <-drained
-		wantKind(t, err, memorykit.ErrUnavailable)
+		testkit.WantKind(t, err, memorykit.ErrUnavailable)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Drain = %v", err)
 		}
@@ -191,14 +192,14 @@ func TestPostgresOutage(t *testing.T) {
 		kill := calls%5 == 2
 		mu.Unlock()
 		if kill {
-			k := e.pg.terminate(t)
+			k := e.pg.Terminate(t)
 			mu.Lock()
 			killed += k
 			mu.Unlock()
 		}
 		return local.Embed(ctx, texts)
 	})
-	d := newDriver(t, e.clk, 2)
+	d := testkit.NewDriver(t, e.clk, 2)
 	cfg := e.config("embed-1", emb)
 	cfg.BatchSize = 5
 	cfg.OnWait = func(w supervisor.Wait) {
@@ -207,15 +208,15 @@ func TestPostgresOutage(t *testing.T) {
 			storeWaits++
 			mu.Unlock()
 		}
-		d.hook("worker")(w)
+		d.Hook("worker")(w)
 	}
-	stored := e.sink.afterCount(memorykit.EventEmbeddingStored, n)
-	sup := e.newSupervisor(d, e.worker(cfg), e.reaper(d.reaperHook("reaper")))
+	stored := e.sink.AfterCount(memorykit.EventEmbeddingStored, n)
+	sup := e.newSupervisor(d, e.worker(cfg), e.reaper(d.Hook("reaper")))
 	if err := sup.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	await(t, stored, "every record's vector")
-	d.halt()
+	testkit.Await(t, stored, "every record's vector")
+	d.Halt()
 	if err := sup.Drain(e.ctx); err != nil {
 		t.Fatalf("Drain = %v", err)
 	}

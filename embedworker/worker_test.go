@@ -384,7 +384,7 @@ func TestRunUntilEmptyStalls(t *testing.T) {
 			e.clk.Add(got.Delay)
 		}
 		res := <-done
-		wantKind(t, res.err, memorykit.ErrUnavailable)
+		testkit.WantKind(t, res.err, memorykit.ErrUnavailable)
 		if !errors.Is(res.err, embedworker.ErrStalled) {
 			t.Fatalf("err = %v, want ErrStalled", res.err)
 		}
@@ -473,7 +473,7 @@ func TestRecoverableStoreErrors(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		e.createN(2)
 		fs := newFaultStore(e.store)
-		fs.failCalls("PutEmbedding", 2, dbDown)
+		fs.FailCalls("PutEmbedding", 2, testkit.DBDown)
 		waits := make(chan supervisor.Wait, 10)
 		cfg := e.config("embed-1", newEmbedder(e.clk))
 		cfg.Store = fs
@@ -497,7 +497,7 @@ func TestRecoverableStoreErrors(t *testing.T) {
 
 		e.createN(3)
 		e.create("extra", "one more record to embed")
-		fs.failCalls("LeaseEmbeddings", 2, dbDown)
+		fs.FailCalls("LeaseEmbeddings", 2, testkit.DBDown)
 		fetchCtx, cancel := context.WithCancel(context.Background())
 		ran := make(chan error)
 		go func() { ran <- w.Run(fetchCtx, context.Background()) }()
