@@ -46,7 +46,7 @@ func TestBackoffValidate(t *testing.T) {
 	for field, mutate := range cases {
 		b := good
 		mutate(&b)
-		me := wantKind(t, b.Validate("op", "retry"), memorykit.ErrInvalidConfig)
+		me := testkit.WantKind(t, b.Validate("op", "retry"), memorykit.ErrInvalidConfig)
 		if me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
@@ -54,7 +54,7 @@ func TestBackoffValidate(t *testing.T) {
 	for _, m := range []float64{math.NaN(), math.Inf(1)} {
 		b := good
 		b.Multiplier = m
-		wantKind(t, b.Validate("op", "retry"), memorykit.ErrInvalidConfig)
+		testkit.WantKind(t, b.Validate("op", "retry"), memorykit.ErrInvalidConfig)
 	}
 	if err := (extractworker.Backoff{}).Validate("op", "retry"); err == nil {
 		t.Fatal("zero policy accepted")
@@ -102,7 +102,7 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 		if w != nil {
 			t.Errorf("%s: got a worker", c.field)
 		}
-		if me := wantKind(t, err, memorykit.ErrInvalidConfig); me.Field != c.field {
+		if me := testkit.WantKind(t, err, memorykit.ErrInvalidConfig); me.Field != c.field {
 			t.Errorf("field %q, want %q", me.Field, c.field)
 		}
 	}
@@ -110,7 +110,7 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 	long := good
 	long.WorkerID = strings.Repeat("w", memorykit.MaxIDBytes-len("extract:")+1)
 	_, err = extractworker.New(long)
-	if me := wantKind(t, err, memorykit.ErrInvalidConfig); me.Field != "worker_id" || me.Reason != "too_long" {
+	if me := testkit.WantKind(t, err, memorykit.ErrInvalidConfig); me.Field != "worker_id" || me.Reason != "too_long" {
 		t.Fatalf("long worker id: %v", err)
 	}
 }
@@ -134,7 +134,7 @@ func TestReaperAndEnqueuerConfigFailClosed(t *testing.T) {
 		cfg := rgood
 		mutate(&cfg)
 		_, err := extractworker.NewReaper(cfg)
-		if me := wantKind(t, err, memorykit.ErrInvalidConfig); me.Field != field {
+		if me := testkit.WantKind(t, err, memorykit.ErrInvalidConfig); me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
 	}
@@ -154,7 +154,7 @@ func TestReaperAndEnqueuerConfigFailClosed(t *testing.T) {
 		cfg := qgood
 		mutate(&cfg)
 		_, err := extractworker.NewEnqueuer(cfg)
-		if me := wantKind(t, err, memorykit.ErrInvalidConfig); me.Field != field {
+		if me := testkit.WantKind(t, err, memorykit.ErrInvalidConfig); me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
 	}

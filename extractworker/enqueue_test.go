@@ -102,7 +102,7 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 				return t
 			}, nil, memorykit.ErrInvalidInput, "too_long"},
 			{"empty_payload", func() extractworker.Turn { t := ok; t.Payload = ""; return t }, nil, memorykit.ErrInvalidInput, "empty"},
-			{"store_down", func() extractworker.Turn { return ok }, func() { fs.failCalls("EnqueueJob", 1, dbDown) }, memorykit.ErrUnavailable, "connection_lost"},
+			{"store_down", func() extractworker.Turn { return ok }, func() { fs.FailCalls("EnqueueJob", 1, testkit.DBDown) }, memorykit.ErrUnavailable, "connection_lost"},
 		}
 		for _, c := range cases {
 			if c.before != nil {
@@ -113,7 +113,7 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 			if res.Status != extractworker.EnqueueFailed || res.Reason != c.reason {
 				t.Fatalf("%s: Enqueue = status %s reason %q, want failed %q", c.name, res.Status, res.Reason, c.reason)
 			}
-			wantKind(t, res.Err, c.kind)
+			testkit.WantKind(t, res.Err, c.kind)
 			if strings.Contains(res.Err.Error(), canary) {
 				t.Fatalf("%s: error text carries content", c.name)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
+	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -23,18 +24,18 @@ func TestRunRetryInstantsUnderSupervisor(t *testing.T) {
 		x.fn = func(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			return nil, memorykit.Recoverable(errors.New("rate limited"))
 		}
-		d := newDriver(t, e.clk, 2)
+		d := testkit.NewDriver(t, e.clk, 2)
 		cfg := e.config("worker-a", x)
-		cfg.OnWait = d.hook("worker")
+		cfg.OnWait = d.Hook("worker")
 		w := e.worker(cfg)
-		failed := e.sink.after(memorykit.EventJobFailed, 1)
+		failed := e.sink.After(memorykit.EventJobFailed, 1)
 		t0 := e.clk.Now()
-		sup := e.newSupervisor(d, w, e.reaper(d.hook("reaper")))
+		sup := e.newSupervisor(d, w, e.reaper(d.Hook("reaper")))
 		if err := sup.Start(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		await(t, failed, "the job's final failure")
-		d.halt()
+		testkit.Await(t, failed, "the job's final failure")
+		d.Halt()
 		if err := sup.Drain(e.ctx); err != nil {
 			t.Fatalf("Drain: %v", err)
 		}
@@ -173,10 +174,10 @@ func checkNothingLost(t *testing.T, e *env, jobs []memorykit.Job, xs []*extracto
 func TestDrainFinishesInFlightWork(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		sup, g, xs, jobs := drainSetup(t, e, 300)
-		draining := e.sink.after(memorykit.EventLifecycle, 1)
+		draining := e.sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
 		go func() { drained <- sup.Drain(e.ctx) }()
-		await(t, draining, "the draining event")
+		testkit.Await(t, draining, "the draining event")
 		select {
 		case err := <-drained:
 			t.Fatalf("Drain returned (%v) while work was in flight", err)
@@ -206,13 +207,13 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		sup, _, xs, jobs := drainSetup(t, e, 200)
 		ctx, cancel := context.WithCancel(e.ctx)
-		draining := e.sink.after(memorykit.EventLifecycle, 1)
+		draining := e.sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
 		go func() { drained <- sup.Drain(ctx) }()
-		await(t, draining, "the draining event")
+		testkit.Await(t, draining, "the draining event")
 		cancel()
 		err := <-drained
-		wantKind(t, err, memorykit.ErrUnavailable)
+		testkit.WantKind(t, err, memorykit.ErrUnavailable)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Drain = %v, want context.Canceled inside", err)
 		}
@@ -237,7 +238,7 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 	t.Parallel()
 	e := pgOnly(t)
-	other := e.pg.open(t, e.clk)
+	other := e.pg.Open(t, e.clk)
 	const n = 200
 	jobs := e.enqueue(n, 3, turnPayload)
 
@@ -268,26 +269,26 @@ func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 	}
 	xa, xb := meet(newExtractor(e.clk), "a"), meet(newExtractor(e.clk), "b")
 
-	d := newDriver(t, e.clk, 4)
+	d := testkit.NewDriver(t, e.clk, 4)
 	ca := e.config("host-1.extract", xa)
-	ca.OnWait = d.hook("a/worker")
+	ca.OnWait = d.Hook("a/worker")
 	cb := e.config("host-2.extract", xb)
-	cb.Store, cb.OnWait = other, d.hook("b/worker")
+	cb.Store, cb.OnWait = other, d.Hook("b/worker")
 	ra, err := extractworker.NewReaper(extractworker.ReaperConfig{
 		Store: e.store, Clock: e.clk, Logger: e.log, Events: e.sink, Interval: 30 * time.Second,
-		StoreBackoff: storeBackoff, OnWait: d.hook("a/reaper"),
+		StoreBackoff: storeBackoff, OnWait: d.Hook("a/reaper"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rb, err := extractworker.NewReaper(extractworker.ReaperConfig{
 		Store: other, Clock: e.clk, Logger: e.log, Events: e.sink, Interval: 30 * time.Second,
-		StoreBackoff: storeBackoff, OnWait: d.hook("b/reaper"),
+		StoreBackoff: storeBackoff, OnWait: d.Hook("b/reaper"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	completed := e.sink.after(memorykit.EventJobCompleted, n)
+	completed := e.sink.After(memorykit.EventJobCompleted, n)
 	supA := e.newSupervisor(nil, e.worker(ca), ra)
 	supB := e.newSupervisor(nil, e.worker(cb), rb)
 	if err := supA.Start(e.ctx); err != nil {
@@ -296,8 +297,8 @@ func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 	if err := supB.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	await(t, completed, "every job's completion")
-	d.halt()
+	testkit.Await(t, completed, "every job's completion")
+	d.Halt()
 	for _, s := range []*supervisor.Supervisor{supA, supB} {
 		if err := s.Drain(e.ctx); err != nil {
 			t.Fatalf("Drain: %v", err)
@@ -339,14 +340,14 @@ func TestPostgresOutage(t *testing.T) {
 	x.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 		_, total := x.snapshot()
 		if total%15 == 5 {
-			k := e.pg.terminate(t)
+			k := e.pg.Terminate(t)
 			mu.Lock()
 			killed += k
 			mu.Unlock()
 		}
 		return proposals(in), nil
 	}
-	d := newDriver(t, e.clk, 2)
+	d := testkit.NewDriver(t, e.clk, 2)
 	count := func(hook func(supervisor.Wait)) func(supervisor.Wait) {
 		return func(w supervisor.Wait) {
 			if w.Reason != supervisor.WaitIdle {
@@ -359,14 +360,14 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	cfg := e.config("worker-a", x)
 	cfg.BatchSize = 1
-	cfg.OnWait = count(d.hook("worker"))
-	completed := e.sink.after(memorykit.EventJobCompleted, n)
-	sup := e.newSupervisor(d, e.worker(cfg), e.reaper(count(d.hook("reaper"))))
+	cfg.OnWait = count(d.Hook("worker"))
+	completed := e.sink.After(memorykit.EventJobCompleted, n)
+	sup := e.newSupervisor(d, e.worker(cfg), e.reaper(count(d.Hook("reaper"))))
 	if err := sup.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	await(t, completed, "every job's completion")
-	d.halt()
+	testkit.Await(t, completed, "every job's completion")
+	d.Halt()
 	if err := sup.Drain(e.ctx); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
@@ -406,7 +407,7 @@ func TestReaperBacksOff(t *testing.T) {
 	e := newEnv(t)
 	e.store = newFaultStoreOn(t, e)
 	fs := e.store.(*faultStore)
-	fs.failCalls("ReapJobLeases", 2, dbDown)
+	fs.FailCalls("ReapJobLeases", 2, testkit.DBDown)
 	waits := make(chan supervisor.Wait, 10)
 	r := e.reaper(func(w supervisor.Wait) { waits <- w })
 	ctx, cancel := context.WithCancel(context.Background())

@@ -426,7 +426,7 @@ func TestKilledWorkerReaped(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		job := e.enqueue(1, 3, turnPayload)[0]
 		fs := newFaultStore(e.store)
-		fs.failCalls("ReleaseJob", 1, dbDown)
+		fs.FailCalls("ReleaseJob", 1, testkit.DBDown)
 		entered := make(chan struct{})
 		x := newExtractor(e.clk)
 		x.fn = func(ctx context.Context, _ memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
@@ -475,7 +475,7 @@ func TestRecoverableStoreErrorRetriedWithinLease(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		job := e.enqueue(1, 1, turnPayload)[0]
 		fs := newFaultStore(e.store)
-		fs.failCalls("CompleteJob", 3, dbDown)
+		fs.FailCalls("CompleteJob", 3, testkit.DBDown)
 		waits := make(chan supervisor.Wait, 10)
 		cfg := e.config("worker-a", newExtractor(e.clk))
 		cfg.Store = fs
@@ -516,7 +516,7 @@ func TestRunBacksOffOnRecoverableLeaseErrors(t *testing.T) {
 	e.store = testkit.MemStore(t, e.clk)
 	e.enqueue(1, 1, turnPayload)
 	fs := newFaultStore(e.store)
-	fs.failCalls("LeaseJobs", 3, dbDown)
+	fs.FailCalls("LeaseJobs", 3, testkit.DBDown)
 	waits := make(chan supervisor.Wait, 10)
 	cfg := e.config("worker-a", newExtractor(e.clk))
 	cfg.Store = fs
@@ -547,9 +547,9 @@ func TestRunBacksOffOnRecoverableLeaseErrors(t *testing.T) {
 	}
 
 	// A non-recoverable error ends Run with that error.
-	fs.failCalls("LeaseJobs", 1, &memorykit.Error{Op: "test.store", Kind: memorykit.ErrIntegrity, Reason: "broken"})
+	fs.FailCalls("LeaseJobs", 1, &memorykit.Error{Op: "test.store", Kind: memorykit.ErrIntegrity, Reason: "broken"})
 	err := w.Run(context.Background(), context.Background())
-	wantKind(t, err, memorykit.ErrIntegrity)
+	testkit.WantKind(t, err, memorykit.ErrIntegrity)
 }
 
 // TestIdempotentCandidateIdentity: the same job completed after a retry
