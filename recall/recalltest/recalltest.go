@@ -10,26 +10,22 @@ package recalltest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 )
 
-// Environment variables read by the PostgreSQL backend.
+// Environment variables read by the PostgreSQL backend (see
+// internal/pgtest for the rule they follow).
 const (
-	EnvDSN     = "MEMORYKIT_POSTGRES_TEST_DSN"
-	EnvRequire = "MEMORYKIT_REQUIRE_POSTGRES"
+	EnvDSN     = pgtest.EnvDSN
+	EnvRequire = pgtest.EnvRequire
 )
 
 // Backend is one Store implementation.
@@ -57,48 +53,10 @@ func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
 	}
 }
 
-func requirePostgres() bool { return os.Getenv(EnvRequire) == "1" }
-
+// newPostgres opens a pgstore on a fresh schema, dropped when t ends.
 func newPostgres(t testing.TB, clk clock.Clock) memorykit.Store {
 	t.Helper()
-	dsn := os.Getenv(EnvDSN)
-	if dsn == "" {
-		if requirePostgres() {
-			t.Fatalf("%s=1 but %s is not set", EnvRequire, EnvDSN)
-		}
-		t.Skipf("%s is not set: skipping the PostgreSQL case (set %s=1 to fail instead)", EnvDSN, EnvRequire)
-	}
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	schema := "mk_recall_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { dropSchema(t, dsn, schema) })
-	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{
-		Clock: clk, Guard: testkit.NewGuard(t), Schema: schema, MaxConns: 4,
-	})
-	if err != nil {
-		if requirePostgres() || !errors.Is(err, memorykit.ErrUnavailable) {
-			t.Fatalf("open pgstore: %v", err)
-		}
-		t.Skipf("open pgstore: %v (set %s=1 to fail instead)", err, EnvRequire)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
-func dropSchema(t testing.TB, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Errorf("drop schema %s: connect: %v", schema, err)
-		return
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		t.Errorf("drop schema %s: %v", schema, err)
-	}
+	return pgstoretest.New(t).Open(t, clk)
 }
 
 // EmbedAll stores emb's vector of each record's EmbeddingText, as the
