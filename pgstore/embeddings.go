@@ -125,15 +125,19 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 			return err
 		}
 		// Storing the same vector again changes nothing, not even its time.
+		// The record is share-locked and current, so the vector is live;
+		// the records trigger (migration 0002) clears live when the record
+		// leaves that state.
 		_, err := tx.Exec(ctx, s.q(`
 			INSERT INTO {schema}.embeddings AS e (record_id, profile, tenant_id, subject_type, subject_id,
-				content_hash, dims, embedding, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::{ext}.vector, $9)
+				content_hash, dims, embedding, created_at, live)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::{ext}.vector, $9, true)
 			ON CONFLICT (record_id, profile) DO UPDATE SET
 				content_hash = excluded.content_hash, dims = excluded.dims,
-				embedding = excluded.embedding, created_at = excluded.created_at
+				embedding = excluded.embedding, created_at = excluded.created_at, live = true
 			WHERE e.content_hash <> excluded.content_hash
-			   OR e.embedding::real[] <> excluded.embedding::real[]`),
+			   OR e.embedding::real[] <> excluded.embedding::real[]
+			   OR NOT e.live`),
 			p.RecordID, p.Profile, p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID,
 			p.ContentHash, len(p.Vector), vec, now)
 		return err

@@ -609,7 +609,7 @@ func TestPostgresRecallDegradesWhenOnlyVectorFails(t *testing.T) {
 	// by zero) whenever the vector channel is on.
 	for k := range b.s.recallSQL {
 		orig := b.s.recallSQL[k]
-		b.s.recallSQL[k] = strings.Replace(orig, "LIMIT $12", "LIMIT $12 / (CASE WHEN $10 > 0 THEN 0 ELSE 1 END)", 1)
+		b.s.recallSQL[k] = strings.Replace(orig, "LIMIT $13", "LIMIT $13 / (CASE WHEN $11 > 0 THEN 0 ELSE 1 END)", 1)
 		if b.s.recallSQL[k] == orig {
 			t.Fatal("the vector limit was not found in the statement")
 		}
