@@ -277,3 +277,19 @@ func TestDriver(t *testing.T) {
 		}
 	}
 }
+
+func TestHarness(t *testing.T) {
+	h := testkit.NewHarness(t)
+	if h.T != t || h.Ctx == nil || !h.Clock.Now().Equal(testkit.Epoch) || h.Guard == nil || h.Sink == nil || h.Log == nil {
+		t.Fatalf("harness = %+v", h)
+	}
+	if h.Scope.TenantID != "tenant-a" || h.Scope.SubjectID != "project-1" {
+		t.Fatalf("scope = %+v", h.Scope)
+	}
+	h.Log.Info("entry", zap.String("id", "r1"))
+	h.Sink.Emit(memorykit.Event{Kind: memorykit.EventJobCompleted})
+	if h.Logs.Len() != 1 || len(h.Sink.Events()) != 1 {
+		t.Fatal("the harness does not record its logs and events")
+	}
+	h.NoContent("never-logged")
+}

@@ -2,7 +2,10 @@ package pgstoretest_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -52,5 +55,24 @@ func TestSharedSchemaAndTerminate(t *testing.T) {
 	}
 	if n := other.Terminate(t); n < 1 {
 		t.Fatalf("the other DB lost its connections to the first Terminate (%d left)", n)
+	}
+}
+
+// TestEach: Each runs the memorystore and the pgstore subtests, each with
+// a store of its own implementation.
+func TestEach(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	t.Run("matrix", func(t *testing.T) {
+		pgstoretest.Each(t, func(t *testing.T, b pgstoretest.Backend) {
+			s := b.Open(t, testkit.NewClock())
+			mu.Lock()
+			seen[b.Name] = fmt.Sprintf("%T %v", s, b.DB != nil)
+			mu.Unlock()
+		})
+	})
+	want := map[string]string{"memorystore": "*memorystore.Store false", "pgstore": "*pgstore.Store true"}
+	if !maps.Equal(seen, want) {
+		t.Fatalf("ran %v, want %v", seen, want)
 	}
 }
