@@ -45,8 +45,8 @@ func (badProfile) Embed(context.Context, []string) ([][]float32, error) {
 
 func TestConfigFailsClosed(t *testing.T) {
 	e := newEnv(t)
-	e.store = testkit.MemStore(t, e.clk)
-	good := e.config("embed-1", newEmbedder(e.clk))
+	e.store = testkit.MemStore(t, e.Clock)
+	good := e.config("embed-1", newEmbedder(e.Clock))
 	w, err := embedworker.New(good)
 	if err != nil {
 		t.Fatalf("valid config: %v", err)
@@ -99,7 +99,7 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			e.create("secret "+canary+" "+string(rune('a'+i)), "the "+canary+" value is hunter2")
 		}
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		step := 0
 		emb.script(func(ctx context.Context, texts []string) ([][]float32, error) {
 			step++
@@ -117,21 +117,21 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			runOnce(t, w)
 		}
-		e.clk.Add(time.Hour)
+		e.Clock.Add(time.Hour)
 		for runOnce(t, w).Leased > 0 {
 		}
 		if e.pending() != 2 {
 			t.Fatalf("pending = %d, want the two parked records", e.pending())
 		}
-		if len(e.sink.OfKind(memorykit.EventEmbeddingRetry)) != 1 || len(e.sink.OfKind(memorykit.EventEmbeddingFailed)) != 1 {
-			t.Fatalf("events = %+v", e.sink.Events())
+		if len(e.Sink.OfKind(memorykit.EventEmbeddingRetry)) != 1 || len(e.Sink.OfKind(memorykit.EventEmbeddingFailed)) != 1 {
+			t.Fatalf("events = %+v", e.Sink.Events())
 		}
-		for _, ev := range e.sink.Events() {
+		for _, ev := range e.Sink.Events() {
 			if ev.Reason != "" && memorykit.CheckReasonCode("", ev.Reason) != nil {
 				t.Errorf("event reason %q is not a reason code", ev.Reason)
 			}
 		}
-		e.noContent(canary)
-		e.noContent("hunter2")
+		e.NoContent(canary)
+		e.NoContent("hunter2")
 	})
 }

@@ -9,9 +9,6 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
@@ -26,63 +23,28 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// env is one test's store, clock, scope, events and logs.
+// env is one test's harness (clock, scope, events, logs) and store.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	clk   *clock.Mock
+	*testkit.Harness
 	store memorykit.Store
-	guard *memorykit.WriteGuard
-	scope memorykit.Scope
-	sink  *testkit.Sink
-	logs  *observer.ObservedLogs
-	log   *zap.Logger
 	pg    *pgstoretest.DB // nil for memorystore
 }
 
 // eachStore runs fn as a parallel subtest on memorystore and on pgstore.
 func eachStore(t *testing.T, fn func(t *testing.T, e *env)) {
-	t.Run("memorystore", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t)
-		e.store = testkit.MemStore(t, e.clk)
-		fn(t, e)
-	})
-	t.Run("pgstore", func(t *testing.T) {
-		t.Parallel()
-		fn(t, pgOnly(t))
-	})
+	pgstoretest.Each(t, func(t *testing.T, b pgstoretest.Backend) { fn(t, newEnvOn(t, b)) })
 }
 
 // pgOnly returns an env on a fresh pgstore schema.
-func pgOnly(t *testing.T) *env {
-	t.Helper()
+func pgOnly(t *testing.T) *env { return newEnvOn(t, pgstoretest.Postgres(t)) }
+
+// newEnv returns an env without a store.
+func newEnv(t *testing.T) *env { return &env{Harness: testkit.NewHarness(t)} }
+
+func newEnvOn(t *testing.T, b pgstoretest.Backend) *env {
 	e := newEnv(t)
-	e.pg = pgstoretest.New(t)
-	e.store = e.pg.Open(t, e.clk)
+	e.store, e.pg = b.Open(t, e.Clock), b.DB
 	return e
-}
-
-func newEnv(t *testing.T) *env {
-	core, logs := observer.New(zapcore.DebugLevel)
-	return &env{
-		t: t, ctx: context.Background(), clk: testkit.NewClock(), guard: testkit.NewGuard(t),
-		scope: testkit.Scope(t, "tenant-a", "project-1"), sink: &testkit.Sink{},
-		logs: logs, log: zap.New(core),
-	}
-}
-
-// noContent fails the test if canary appears in any log entry or event.
-func (e *env) noContent(canary string) {
-	e.t.Helper()
-	testkit.NoContent(e.t, e.logs, e.sink, canary)
-}
-
-// newSupervisor builds a supervisor on e's clock whose backoff waits are
-// reported to d (when not nil); it is stopped when the test ends.
-func (e *env) newSupervisor(d *testkit.Driver, actors ...supervisor.Actor) *supervisor.Supervisor {
-	e.t.Helper()
-	return testkit.NewSupervisor(e.t, e.clk, e.log, e.sink, d, actors...)
 }
 
 // policy values shared by the tests.
@@ -101,29 +63,29 @@ const (
 // config returns a valid worker Config on e.
 func (e *env) config(id string, emb memorykit.Embedder) embedworker.Config {
 	return embedworker.Config{
-		Store: e.store, Embedder: emb, Clock: e.clk, Logger: e.log, Events: e.sink,
+		Store: e.store, Embedder: emb, Clock: e.Clock, Logger: e.Log, Events: e.Sink,
 		WorkerID: id, LeaseTTL: leaseTTL, BatchSize: 10, PollInterval: pollInterval,
 		EmbedDeadline: embedDeadline, Retry: retry, StoreBackoff: storeBackoff, HandBackTimeout: 5 * time.Second,
 	}
 }
 
 func (e *env) worker(cfg embedworker.Config) *embedworker.Worker {
-	e.t.Helper()
+	e.T.Helper()
 	w, err := embedworker.New(cfg)
 	if err != nil {
-		e.t.Fatalf("embedworker.New: %v", err)
+		e.T.Fatalf("embedworker.New: %v", err)
 	}
 	return w
 }
 
 func (e *env) reaper(onWait func(supervisor.Wait)) *extractworker.Reaper {
-	e.t.Helper()
+	e.T.Helper()
 	r, err := extractworker.NewReaper(extractworker.ReaperConfig{
-		Store: e.store, Clock: e.clk, Logger: e.log, Events: e.sink,
+		Store: e.store, Clock: e.Clock, Logger: e.Log, Events: e.Sink,
 		Interval: 30 * time.Second, StoreBackoff: reaperBack, OnWait: onWait,
 	})
 	if err != nil {
-		e.t.Fatalf("NewReaper: %v", err)
+		e.T.Fatalf("NewReaper: %v", err)
 	}
 	return r
 }
@@ -132,20 +94,20 @@ var author = memorykit.Actor{Kind: memorykit.ActorUser, ID: "user-1"}
 
 // create stores an active record in e's scope.
 func (e *env) create(key, content string) memorykit.Record {
-	e.t.Helper()
-	r, err := e.store.Create(e.ctx, memorykit.NewRecord{
-		Scope: e.scope, Kind: memorykit.KindFact, Key: key, Content: content,
+	e.T.Helper()
+	r, err := e.store.Create(e.Ctx, memorykit.NewRecord{
+		Scope: e.Scope, Kind: memorykit.KindFact, Key: key, Content: content,
 		Status: memorykit.StatusActive, Actor: author, Reason: "test",
 	})
 	if err != nil {
-		e.t.Fatalf("create %q: %v", key, err)
+		e.T.Fatalf("create %q: %v", key, err)
 	}
 	return r
 }
 
 // createN stores n active records with distinct keys and contents.
 func (e *env) createN(n int) []memorykit.Record {
-	e.t.Helper()
+	e.T.Helper()
 	out := make([]memorykit.Record, n)
 	for i := range out {
 		out[i] = e.create(fmt.Sprintf("service %03d region", i), fmt.Sprintf("service %03d runs in region eu-west-%d", i, i%3))
@@ -154,10 +116,10 @@ func (e *env) createN(n int) []memorykit.Record {
 }
 
 func (e *env) pending() int {
-	e.t.Helper()
-	n, err := e.store.PendingEmbeddings(e.ctx, embedder.LocalProfile)
+	e.T.Helper()
+	n, err := e.store.PendingEmbeddings(e.Ctx, embedder.LocalProfile)
 	if err != nil {
-		e.t.Fatalf("PendingEmbeddings: %v", err)
+		e.T.Fatalf("PendingEmbeddings: %v", err)
 	}
 	return n
 }
@@ -165,16 +127,16 @@ func (e *env) pending() int {
 // vectorHits runs the vector channel alone with the local embedding of
 // text.
 func (e *env) vectorHits(text string) []memorykit.Hit {
-	e.t.Helper()
-	v, err := embedder.NewLocal().Embed(e.ctx, []string{text})
+	e.T.Helper()
+	v, err := embedder.NewLocal().Embed(e.Ctx, []string{text})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	res, err := e.store.Recall(e.ctx, memorykit.RecallQuery{
-		Scope: e.scope, Vector: v[0], Profile: embedder.LocalProfile, ExactLimit: 1, FullTextLimit: 1, VectorLimit: 50,
+	res, err := e.store.Recall(e.Ctx, memorykit.RecallQuery{
+		Scope: e.Scope, Vector: v[0], Profile: embedder.LocalProfile, ExactLimit: 1, FullTextLimit: 1, VectorLimit: 50,
 	})
 	if err != nil {
-		e.t.Fatalf("Recall: %v", err)
+		e.T.Fatalf("Recall: %v", err)
 	}
 	return res.Vector
 }

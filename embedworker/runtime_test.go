@@ -64,9 +64,9 @@ func (g *gate) waitHeld(t *testing.T) {
 func drainSetup(t *testing.T, e *env, n int) (*supervisor.Supervisor, *gate) {
 	e.createN(n)
 	g := newGate(5)
-	ea, eb := gated(newEmbedder(e.clk), "a", g), gated(newEmbedder(e.clk), "b", g)
-	sup := e.newSupervisor(nil, e.worker(e.config("embed-a", ea)), e.worker(e.config("embed-b", eb)), e.reaper(nil))
-	if err := sup.Start(e.ctx); err != nil {
+	ea, eb := gated(newEmbedder(e.Clock), "a", g), gated(newEmbedder(e.Clock), "b", g)
+	sup := e.Supervisor(nil, e.worker(e.config("embed-a", ea)), e.worker(e.config("embed-b", eb)), e.reaper(nil))
+	if err := sup.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	g.waitHeld(t)
@@ -82,7 +82,7 @@ func checkNothingLost(t *testing.T, e *env, n int) int {
 	pending := e.pending()
 	stored := make(map[string]bool)
 	dup := 0
-	for _, ev := range e.sink.OfKind(memorykit.EventEmbeddingStored) {
+	for _, ev := range e.Sink.OfKind(memorykit.EventEmbeddingStored) {
 		for _, id := range ev.RecordIDs {
 			if stored[id] {
 				dup++
@@ -101,7 +101,7 @@ func checkNothingLost(t *testing.T, e *env, n int) int {
 	if len(stored) > n-pending {
 		t.Fatalf("events report %d records stored, but only %d have a vector", len(stored), n-pending)
 	}
-	c := e.worker(e.config("embed-c", newEmbedder(e.clk)))
+	c := e.worker(e.config("embed-c", newEmbedder(e.Clock)))
 	leased := 0
 	for {
 		r := runOnce(t, c)
@@ -123,9 +123,9 @@ func TestDrainFinishesInFlightBatches(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const n = 300
 		sup, g := drainSetup(t, e, n)
-		draining := e.sink.After(memorykit.EventLifecycle, 1)
+		draining := e.Sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
-		go func() { drained <- sup.Drain(e.ctx) }()
+		go func() { drained <- sup.Drain(e.Ctx) }()
 		testkit.Await(t, draining, "the draining event")
 		select {
 		case err := <-drained:
@@ -140,7 +140,7 @@ func TestDrainFinishesInFlightBatches(t *testing.T) {
 		if pending == 0 || pending > n-50 {
 			t.Fatalf("%d pending after drain", pending)
 		}
-		if err := sup.Stop(e.ctx); err != nil {
+		if err := sup.Stop(e.Ctx); err != nil {
 			t.Fatalf("Stop = %v", err)
 		}
 	})
@@ -152,8 +152,8 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const n = 200
 		sup, _ := drainSetup(t, e, n)
-		ctx, cancel := context.WithCancel(e.ctx)
-		draining := e.sink.After(memorykit.EventLifecycle, 1)
+		ctx, cancel := context.WithCancel(e.Ctx)
+		draining := e.Sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
 		go func() { drained <- sup.Drain(ctx) }()
 		testkit.Await(t, draining, "the draining event")
@@ -163,11 +163,11 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Drain = %v", err)
 		}
-		if n := e.logs.FilterMessage("lease handed back").Len(); n < 10 {
+		if n := e.Logs.FilterMessage("lease handed back").Len(); n < 10 {
 			t.Fatalf("%d leases handed back, want at least the held batch", n)
 		}
 		checkNothingLost(t, e, n)
-		if err := sup.Stop(e.ctx); err != nil {
+		if err := sup.Stop(e.Ctx); err != nil {
 			t.Fatalf("Stop = %v", err)
 		}
 	})
@@ -184,7 +184,7 @@ func TestPostgresOutage(t *testing.T) {
 
 	var mu sync.Mutex
 	killed, storeWaits, calls := 0, 0, 0
-	emb := newEmbedder(e.clk)
+	emb := newEmbedder(e.Clock)
 	local := embedder.NewLocal()
 	emb.script(func(ctx context.Context, texts []string) ([][]float32, error) {
 		mu.Lock()
@@ -199,7 +199,7 @@ func TestPostgresOutage(t *testing.T) {
 		}
 		return local.Embed(ctx, texts)
 	})
-	d := testkit.NewDriver(t, e.clk, 2)
+	d := testkit.NewDriver(t, e.Clock, 2)
 	cfg := e.config("embed-1", emb)
 	cfg.BatchSize = 5
 	cfg.OnWait = func(w supervisor.Wait) {
@@ -210,14 +210,14 @@ func TestPostgresOutage(t *testing.T) {
 		}
 		d.Hook("worker")(w)
 	}
-	stored := e.sink.AfterCount(memorykit.EventEmbeddingStored, n)
-	sup := e.newSupervisor(d, e.worker(cfg), e.reaper(d.Hook("reaper")))
-	if err := sup.Start(e.ctx); err != nil {
+	stored := e.Sink.AfterCount(memorykit.EventEmbeddingStored, n)
+	sup := e.Supervisor(d, e.worker(cfg), e.reaper(d.Hook("reaper")))
+	if err := sup.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Await(t, stored, "every record's vector")
 	d.Halt()
-	if err := sup.Drain(e.ctx); err != nil {
+	if err := sup.Drain(e.Ctx); err != nil {
 		t.Fatalf("Drain = %v", err)
 	}
 	mu.Lock()

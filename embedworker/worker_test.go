@@ -29,8 +29,8 @@ func runOnce(t *testing.T, w *embedworker.Worker) embedworker.Round {
 func TestBatches(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		recs := e.createN(25)
-		if _, err := e.store.Create(e.ctx, memorykit.NewRecord{
-			Scope: e.scope, Kind: memorykit.KindNote, Key: "proposal", Content: "not reviewed yet",
+		if _, err := e.store.Create(e.Ctx, memorykit.NewRecord{
+			Scope: e.Scope, Kind: memorykit.KindNote, Key: "proposal", Content: "not reviewed yet",
 			Status: memorykit.StatusCandidate, Actor: author,
 		}); err != nil {
 			t.Fatal(err)
@@ -38,7 +38,7 @@ func TestBatches(t *testing.T) {
 		if got := e.pending(); got != 25 {
 			t.Fatalf("pending = %d, want 25", got)
 		}
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		w := e.worker(e.config("embed-1", emb))
 		var rounds []embedworker.Round
 		for {
@@ -60,7 +60,7 @@ func TestBatches(t *testing.T) {
 			t.Fatalf("stored %d, pending %d", stored, e.pending())
 		}
 		events := 0
-		for _, ev := range e.sink.OfKind(memorykit.EventEmbeddingStored) {
+		for _, ev := range e.Sink.OfKind(memorykit.EventEmbeddingStored) {
 			events += ev.Count
 			if len(ev.RecordIDs) != ev.Count || ev.Channel != memorykit.ChannelVector || ev.SubjectID != "project-1" {
 				t.Errorf("stored event = %+v", ev)
@@ -85,13 +85,13 @@ func TestBatches(t *testing.T) {
 func TestStaleHashGuard(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		r := e.create("db engine", "the primary database is MySQL 5.7")
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		local := embedder.NewLocal()
 		emb.script(func(ctx context.Context, texts []string) ([][]float32, error) {
 			// A reviewer corrects the record while its old text is being
 			// embedded.
 			if _, err := e.store.Correct(ctx, memorykit.Correction{
-				Transition: memorykit.Transition{Scope: e.scope, ID: r.ID, Actor: author, Reason: "fix"},
+				Transition: memorykit.Transition{Scope: e.Scope, ID: r.ID, Actor: author, Reason: "fix"},
 				Content:    "the primary database is PostgreSQL 15",
 			}); err != nil {
 				t.Errorf("Correct: %v", err)
@@ -113,7 +113,7 @@ func TestStaleHashGuard(t *testing.T) {
 		if got := runOnce(t, w); got.Stored != 1 {
 			t.Fatalf("second round = %+v", got)
 		}
-		fixed, err := e.store.Get(e.ctx, e.scope, r.ID)
+		fixed, err := e.store.Get(e.Ctx, e.Scope, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestStaleHashGuard(t *testing.T) {
 func TestRecoverableRetryAtInstant(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		e.createN(3)
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		fails := 2
 		emb.script(func(ctx context.Context, texts []string) ([][]float32, error) {
 			if fails > 0 {
@@ -143,17 +143,17 @@ func TestRecoverableRetryAtInstant(t *testing.T) {
 			return embedder.NewLocal().Embed(ctx, texts)
 		})
 		w := e.worker(e.config("embed-1", emb))
-		t0 := e.clk.Now()
+		t0 := e.Clock.Now()
 		if r := runOnce(t, w); r.Retried != 3 {
 			t.Fatalf("round = %+v", r)
 		}
 		// Attempt 1 waits Initial (10s); attempt 2 waits 30s.
 		for _, at := range []time.Time{t0.Add(10 * time.Second), t0.Add(40 * time.Second)} {
-			e.clk.Set(at.Add(-time.Microsecond))
+			e.Clock.Set(at.Add(-time.Microsecond))
 			if r := runOnce(t, w); r.Leased != 0 {
 				t.Fatalf("leased %d before the retry time", r.Leased)
 			}
-			e.clk.Set(at)
+			e.Clock.Set(at)
 			if r := runOnce(t, w); r.Leased != 3 {
 				t.Fatalf("leased %d at the retry time", r.Leased)
 			}
@@ -171,7 +171,7 @@ func TestRecoverableRetryAtInstant(t *testing.T) {
 		if e.pending() != 0 {
 			t.Fatal("still pending after the successful retry")
 		}
-		evs := e.sink.OfKind(memorykit.EventEmbeddingRetry)
+		evs := e.Sink.OfKind(memorykit.EventEmbeddingRetry)
 		if len(evs) != 2 || evs[0].Reason != "rate_limited" || evs[0].Count != 3 || evs[1].Attempt != 2 {
 			t.Fatalf("retry events = %+v", evs)
 		}
@@ -185,7 +185,7 @@ func TestRecoverableRetryAtInstant(t *testing.T) {
 func TestNonRecoverableParks(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		e.createN(2)
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		emb.script(func(context.Context, []string) ([][]float32, error) {
 			return nil, &memorykit.Error{Op: "test.embed", Kind: memorykit.ErrInvalidConfig, Reason: "model_not_found"}
 		})
@@ -196,17 +196,17 @@ func TestNonRecoverableParks(t *testing.T) {
 		if e.pending() != 2 {
 			t.Fatalf("pending = %d, want the parked records counted", e.pending())
 		}
-		e.clk.Add(48 * time.Hour)
+		e.Clock.Add(48 * time.Hour)
 		if r := runOnce(t, w); r.Leased != 0 {
 			t.Fatalf("a parked record was leased again")
 		}
-		evs := e.sink.OfKind(memorykit.EventEmbeddingFailed)
+		evs := e.Sink.OfKind(memorykit.EventEmbeddingFailed)
 		if len(evs) != 1 || evs[0].Reason != "model_not_found" || len(evs[0].RecordIDs) != 2 {
 			t.Fatalf("failed events = %+v", evs)
 		}
 
 		// Vectors of the wrong dimension are refused before the store.
-		if _, err := e.store.DeleteEmbeddings(e.ctx, embedder.LocalProfile, nil); err != nil {
+		if _, err := e.store.DeleteEmbeddings(e.Ctx, embedder.LocalProfile, nil); err != nil {
 			t.Fatal(err)
 		}
 		emb.script(func(_ context.Context, texts []string) ([][]float32, error) {
@@ -219,13 +219,13 @@ func TestNonRecoverableParks(t *testing.T) {
 		if r := runOnce(t, w); r.Parked != 2 {
 			t.Fatalf("round with bad vectors = %+v", r)
 		}
-		if evs := e.sink.OfKind(memorykit.EventEmbeddingFailed); evs[len(evs)-1].Reason != embedworker.ReasonBadVectors {
+		if evs := e.Sink.OfKind(memorykit.EventEmbeddingFailed); evs[len(evs)-1].Reason != embedworker.ReasonBadVectors {
 			t.Fatalf("reason %q", evs[len(evs)-1].Reason)
 		}
 
 		// The operator fixes the embedder and resets the park state.
 		emb.script(nil)
-		if _, err := e.store.DeleteEmbeddings(e.ctx, embedder.LocalProfile, nil); err != nil {
+		if _, err := e.store.DeleteEmbeddings(e.Ctx, embedder.LocalProfile, nil); err != nil {
 			t.Fatal(err)
 		}
 		if r := runOnce(t, w); r.Stored != 2 {
@@ -243,7 +243,7 @@ func TestEmbedDeadline(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		e.createN(1)
 		entered := make(chan struct{})
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		emb.script(func(ctx context.Context, texts []string) ([][]float32, error) {
 			close(entered)
 			<-ctx.Done()
@@ -256,11 +256,11 @@ func TestEmbedDeadline(t *testing.T) {
 			done <- r
 		}()
 		<-entered
-		e.clk.Add(embedDeadline)
+		e.Clock.Add(embedDeadline)
 		if r := <-done; r.Retried != 1 || r.Stored != 0 {
 			t.Fatalf("round = %+v", r)
 		}
-		if evs := e.sink.OfKind(memorykit.EventEmbeddingRetry); len(evs) != 1 || evs[0].Reason != embedworker.ReasonDeadline {
+		if evs := e.Sink.OfKind(memorykit.EventEmbeddingRetry); len(evs) != 1 || evs[0].Reason != embedworker.ReasonDeadline {
 			t.Fatalf("retry events = %+v", evs)
 		}
 	})
@@ -272,19 +272,19 @@ func TestRecallWithoutVectors(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		r := e.create("deploy window", "deploys happen on tuesday mornings after the standup")
 		e.createN(5)
-		az := testkit.NewAuthorizer().Grant("user-1", e.scope, memorykit.PermRead)
+		az := testkit.NewAuthorizer().Grant("user-1", e.Scope, memorykit.PermRead)
 		eng, err := recall.New(recall.Config{
 			Store: e.store, Embedder: embedder.NewLocal(), Authorizer: az, Policy: testkit.Policy(),
-			Clock: e.clk, Events: e.sink, Logger: e.log,
+			Clock: e.Clock, Events: e.Sink, Logger: e.Log,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ask := func() recall.Result {
 			t.Helper()
-			res, err := eng.Recall(e.ctx, recall.Request{
+			res, err := eng.Recall(e.Ctx, recall.Request{
 				Principal: testkit.Principal("tenant-a", memorykit.ActorUser, "user-1"),
-				Scope:     e.scope, Query: "when are deploys? tuesday", Keys: []string{"deploy window"},
+				Scope:     e.Scope, Query: "when are deploys? tuesday", Keys: []string{"deploy window"},
 			})
 			if err != nil {
 				t.Fatalf("Recall: %v", err)
@@ -302,7 +302,7 @@ func TestRecallWithoutVectors(t *testing.T) {
 		if ch, _ := before.Trace.Channel(memorykit.ChannelVector); ch.Hits != 0 || ch.Degraded {
 			t.Fatalf("vector channel without vectors = %+v", ch)
 		}
-		w := e.worker(e.config("embed-1", newEmbedder(e.clk)))
+		w := e.worker(e.config("embed-1", newEmbedder(e.Clock)))
 		for runOnce(t, w).Leased > 0 {
 		}
 		after := ask()
@@ -318,11 +318,11 @@ func TestRunUntilEmpty(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const n = 120
 		e.createN(n)
-		w := e.worker(e.config("embed-1", newEmbedder(e.clk)))
-		if _, err := w.RunUntilEmpty(e.ctx, embedworker.RebuildOptions{MaxIdleRounds: 3}); err != nil {
+		w := e.worker(e.config("embed-1", newEmbedder(e.Clock)))
+		if _, err := w.RunUntilEmpty(e.Ctx, embedworker.RebuildOptions{MaxIdleRounds: 3}); err != nil {
 			t.Fatalf("first build: %v", err)
 		}
-		deleted, err := e.store.DeleteEmbeddings(e.ctx, embedder.LocalProfile, nil)
+		deleted, err := e.store.DeleteEmbeddings(e.Ctx, embedder.LocalProfile, nil)
 		if err != nil || deleted != n {
 			t.Fatalf("DeleteEmbeddings = %d, %v", deleted, err)
 		}
@@ -330,7 +330,7 @@ func TestRunUntilEmpty(t *testing.T) {
 			t.Fatalf("pending = %d after delete", e.pending())
 		}
 		var seen []embedworker.Progress
-		p, err := w.RunUntilEmpty(e.ctx, embedworker.RebuildOptions{
+		p, err := w.RunUntilEmpty(e.Ctx, embedworker.RebuildOptions{
 			MaxIdleRounds: 3, OnProgress: func(p embedworker.Progress) { seen = append(seen, p) },
 		})
 		if err != nil {
@@ -359,7 +359,7 @@ func TestRunUntilEmpty(t *testing.T) {
 func TestRunUntilEmptyStalls(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		e.createN(3)
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		emb.script(func(context.Context, []string) ([][]float32, error) {
 			return nil, errors.New("permanent provider failure")
 		})
@@ -373,7 +373,7 @@ func TestRunUntilEmptyStalls(t *testing.T) {
 		}
 		done := make(chan result)
 		go func() {
-			p, err := w.RunUntilEmpty(e.ctx, embedworker.RebuildOptions{MaxIdleRounds: 3})
+			p, err := w.RunUntilEmpty(e.Ctx, embedworker.RebuildOptions{MaxIdleRounds: 3})
 			done <- result{p, err}
 		}()
 		for i := 0; i < 2; i++ {
@@ -381,7 +381,7 @@ func TestRunUntilEmptyStalls(t *testing.T) {
 			if got.Reason != supervisor.WaitIdle || got.Delay != pollInterval {
 				t.Fatalf("wait %+v", got)
 			}
-			e.clk.Add(got.Delay)
+			e.Clock.Add(got.Delay)
 		}
 		res := <-done
 		testkit.WantKind(t, res.err, memorykit.ErrUnavailable)
@@ -391,7 +391,7 @@ func TestRunUntilEmptyStalls(t *testing.T) {
 		if res.p.Pending != 3 || res.p.Parked != 3 || res.p.Rounds != 4 {
 			t.Fatalf("progress = %+v", res.p)
 		}
-		if _, err := w.RunUntilEmpty(e.ctx, embedworker.RebuildOptions{}); err == nil {
+		if _, err := w.RunUntilEmpty(e.Ctx, embedworker.RebuildOptions{}); err == nil {
 			t.Fatal("MaxIdleRounds 0 accepted")
 		}
 	})
@@ -404,7 +404,7 @@ func TestWorkContextEndHandsBack(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		e.createN(4)
 		entered := make(chan struct{})
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		emb.script(func(ctx context.Context, _ []string) ([][]float32, error) {
 			close(entered)
 			<-ctx.Done()
@@ -421,10 +421,10 @@ func TestWorkContextEndHandsBack(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		if n := e.logs.FilterMessage("lease handed back").Len(); n != 4 {
+		if n := e.Logs.FilterMessage("lease handed back").Len(); n != 4 {
 			t.Fatalf("%d hand-backs logged, want 4", n)
 		}
-		b := e.worker(e.config("embed-b", newEmbedder(e.clk)))
+		b := e.worker(e.config("embed-b", newEmbedder(e.Clock)))
 		if r := runOnce(t, b); r.Leased != 4 || r.Stored != 4 {
 			t.Fatalf("second worker: %+v", r)
 		}
@@ -437,7 +437,7 @@ func TestWorkContextEndHandsBack(t *testing.T) {
 func TestPanicLeavesLeaseForReaper(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		e.createN(3)
-		emb := newEmbedder(e.clk)
+		emb := newEmbedder(e.Clock)
 		emb.script(func(context.Context, []string) ([][]float32, error) { panic("embedder bug") })
 		a := e.worker(e.config("embed-a", emb))
 		func() {
@@ -448,12 +448,12 @@ func TestPanicLeavesLeaseForReaper(t *testing.T) {
 			}()
 			_, _ = a.RunOnce(context.Background())
 		}()
-		b := e.worker(e.config("embed-b", newEmbedder(e.clk)))
+		b := e.worker(e.config("embed-b", newEmbedder(e.Clock)))
 		if r := runOnce(t, b); r.Leased != 0 {
 			t.Fatal("held leases were leased again")
 		}
-		e.clk.Add(leaseTTL)
-		n, err := e.reaper(nil).RunOnce(e.ctx)
+		e.Clock.Add(leaseTTL)
+		n, err := e.reaper(nil).RunOnce(e.Ctx)
 		if err != nil || n.Embeddings != 3 {
 			t.Fatalf("reaped %+v (%v)", n, err)
 		}
@@ -475,7 +475,7 @@ func TestRecoverableStoreErrors(t *testing.T) {
 		fs := newFaultStore(e.store)
 		fs.FailCalls("PutEmbedding", 2, testkit.DBDown)
 		waits := make(chan supervisor.Wait, 10)
-		cfg := e.config("embed-1", newEmbedder(e.clk))
+		cfg := e.config("embed-1", newEmbedder(e.Clock))
 		cfg.Store = fs
 		cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 		w := e.worker(cfg)
@@ -489,7 +489,7 @@ func TestRecoverableStoreErrors(t *testing.T) {
 			if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
 				t.Fatalf("wait %+v, want store_retry %v", got, want)
 			}
-			e.clk.Add(got.Delay)
+			e.Clock.Add(got.Delay)
 		}
 		if r := <-done; r.Stored != 2 {
 			t.Fatalf("round = %+v", r)
@@ -511,7 +511,7 @@ func TestRecoverableStoreErrors(t *testing.T) {
 				t.Fatalf("wait %+v, want %+v", got, want)
 			}
 			if got.Reason != supervisor.WaitIdle {
-				e.clk.Add(got.Delay)
+				e.Clock.Add(got.Delay)
 			}
 		}
 		if e.pending() != 0 {

@@ -29,16 +29,16 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const canary = "CANARY-4e1d-extract"
 		p := testkit.Principal("tenant-a", memorykit.ActorUser, "user-1")
-		q := e.enqueuer(e.store, testkit.NewAuthorizer().Grant("user-1", e.scope, memorykit.PermExtract))
+		q := e.enqueuer(e.store, testkit.NewAuthorizer().Grant("user-1", e.Scope, memorykit.PermExtract))
 		ids := make(map[string]string)
 		for _, ref := range []string{"stored", "provider-error", "code-error", "rejected", "panics", "too-long"} {
-			res := q.Enqueue(e.ctx, extractworker.Turn{Principal: p, Scope: e.scope, RunRef: ref, Payload: "turn " + canary + " " + ref})
+			res := q.Enqueue(e.Ctx, extractworker.Turn{Principal: p, Scope: e.Scope, RunRef: ref, Payload: "turn " + canary + " " + ref})
 			if res.Status != extractworker.EnqueueQueued {
 				t.Fatalf("enqueue %s: %+v", ref, res)
 			}
 			ids[res.JobID] = ref
 		}
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			ps := []memorykit.Proposal{{Kind: memorykit.KindNote, Key: "note " + canary, Content: "remember " + canary}}
 			switch ids[in.JobID] {
@@ -71,7 +71,7 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 						}
 					}
 				}()
-				if _, err := w.RunOnce(e.ctx); err != nil {
+				if _, err := w.RunOnce(e.Ctx); err != nil {
 					t.Fatalf("RunOnce: %v", err)
 				}
 			}()
@@ -79,15 +79,15 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 		if n := len(e.candidates()); n != 1 {
 			t.Fatalf("%d candidates, want 1 (the valid proposal)", n)
 		}
-		if len(e.sink.OfKind(memorykit.EventCandidateRejected)) != 2 || len(e.sink.OfKind(memorykit.EventJobRetry)) != 3 {
-			t.Fatalf("events: %+v", e.sink.Events())
+		if len(e.Sink.OfKind(memorykit.EventCandidateRejected)) != 2 || len(e.Sink.OfKind(memorykit.EventJobRetry)) != 3 {
+			t.Fatalf("events: %+v", e.Sink.Events())
 		}
-		for _, ev := range e.sink.OfKind(memorykit.EventJobRetry) {
+		for _, ev := range e.Sink.OfKind(memorykit.EventJobRetry) {
 			if err := memorykit.CheckReasonCode("", ev.Reason); err != nil {
 				t.Errorf("retry reason %q is not a reason code", ev.Reason)
 			}
 		}
-		e.noContent(canary)
+		e.NoContent(canary)
 	})
 }
 

@@ -63,8 +63,8 @@ func TestBackoffValidate(t *testing.T) {
 
 func TestWorkerConfigFailsClosed(t *testing.T) {
 	e := newEnv(t)
-	e.store = testkit.MemStore(t, e.clk)
-	good := e.config("worker-a", newExtractor(e.clk))
+	e.store = testkit.MemStore(t, e.Clock)
+	good := e.config("worker-a", newExtractor(e.Clock))
 	w, err := extractworker.New(good)
 	if err != nil {
 		t.Fatalf("valid config: %v", err)
@@ -117,8 +117,8 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 
 func TestReaperAndEnqueuerConfigFailClosed(t *testing.T) {
 	e := newEnv(t)
-	store := testkit.MemStore(t, e.clk)
-	rgood := extractworker.ReaperConfig{Store: store, Clock: e.clk, Logger: zap.NewNop(), Events: e.sink, Interval: time.Second, StoreBackoff: storeBackoff}
+	store := testkit.MemStore(t, e.Clock)
+	rgood := extractworker.ReaperConfig{Store: store, Clock: e.Clock, Logger: zap.NewNop(), Events: e.Sink, Interval: time.Second, StoreBackoff: storeBackoff}
 	r, err := extractworker.NewReaper(rgood)
 	if err != nil || r.Name() != extractworker.ReaperName {
 		t.Fatalf("valid reaper: %v", err)
@@ -139,7 +139,7 @@ func TestReaperAndEnqueuerConfigFailClosed(t *testing.T) {
 		}
 	}
 
-	qgood := extractworker.EnqueuerConfig{Store: store, Authorizer: testkit.NewAuthorizer(), Clock: e.clk, Logger: zap.NewNop(), Events: e.sink, MaxAttempts: 3}
+	qgood := extractworker.EnqueuerConfig{Store: store, Authorizer: testkit.NewAuthorizer(), Clock: e.Clock, Logger: zap.NewNop(), Events: e.Sink, MaxAttempts: 3}
 	if _, err := extractworker.NewEnqueuer(qgood); err != nil {
 		t.Fatalf("valid enqueuer: %v", err)
 	}

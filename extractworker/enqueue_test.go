@@ -11,12 +11,12 @@ import (
 )
 
 func (e *env) enqueuer(store memorykit.JobStore, az memorykit.Authorizer) *extractworker.Enqueuer {
-	e.t.Helper()
+	e.T.Helper()
 	q, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
-		Store: store, Authorizer: az, Clock: e.clk, Logger: e.log, Events: e.sink, MaxAttempts: 3,
+		Store: store, Authorizer: az, Clock: e.Clock, Logger: e.Log, Events: e.Sink, MaxAttempts: 3,
 	})
 	if err != nil {
-		e.t.Fatalf("NewEnqueuer: %v", err)
+		e.T.Fatalf("NewEnqueuer: %v", err)
 	}
 	return q
 }
@@ -27,12 +27,12 @@ func (e *env) enqueuer(store memorykit.JobStore, az memorykit.Authorizer) *extra
 func TestEnqueue(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		p := testkit.Principal("tenant-a", memorykit.ActorUser, "user-1")
-		az := testkit.NewAuthorizer().Grant("user-1", e.scope, memorykit.PermExtract)
+		az := testkit.NewAuthorizer().Grant("user-1", e.Scope, memorykit.PermExtract)
 		q := e.enqueuer(e.store, az)
-		turn := extractworker.Turn{Principal: p, Scope: e.scope, RunRef: "run-42/turn-3", Payload: "we chose blue-green deploys"}
+		turn := extractworker.Turn{Principal: p, Scope: e.Scope, RunRef: "run-42/turn-3", Payload: "we chose blue-green deploys"}
 
-		res := q.Enqueue(e.ctx, turn)
-		wantID := memorykit.ExtractionJobID(e.scope, "run-42/turn-3")
+		res := q.Enqueue(e.Ctx, turn)
+		wantID := memorykit.ExtractionJobID(e.Scope, "run-42/turn-3")
 		if res.Status != extractworker.EnqueueQueued || res.JobID != wantID || res.Err != nil {
 			t.Fatalf("Enqueue = %+v", res)
 		}
@@ -40,20 +40,20 @@ func TestEnqueue(t *testing.T) {
 		if job.State != memorykit.JobQueued || job.MaxAttempts != 3 || job.Payload != turn.Payload {
 			t.Fatalf("job = %+v", job)
 		}
-		if evs := e.sink.OfKind(memorykit.EventExtractionEnqueued); len(evs) != 1 || evs[0].JobID != wantID || evs[0].SubjectID != "project-1" {
+		if evs := e.Sink.OfKind(memorykit.EventExtractionEnqueued); len(evs) != 1 || evs[0].JobID != wantID || evs[0].SubjectID != "project-1" {
 			t.Fatalf("enqueued events = %+v", evs)
 		}
-		if res := q.Enqueue(e.ctx, turn); res.Status != extractworker.EnqueueDuplicate || res.JobID != wantID {
+		if res := q.Enqueue(e.Ctx, turn); res.Status != extractworker.EnqueueDuplicate || res.JobID != wantID {
 			t.Fatalf("second Enqueue = %+v", res)
 		}
 		if c := e.counts(); c.Queued != 1 {
 			t.Fatalf("counts = %+v", c)
 		}
-		w := e.worker(e.config("worker-a", newExtractor(e.clk)))
+		w := e.worker(e.config("worker-a", newExtractor(e.Clock)))
 		if r := runOnce(t, w); r.Completed != 1 {
 			t.Fatalf("round = %+v", r)
 		}
-		if res := q.Enqueue(e.ctx, turn); res.Status != extractworker.EnqueueDuplicate {
+		if res := q.Enqueue(e.Ctx, turn); res.Status != extractworker.EnqueueDuplicate {
 			t.Fatalf("Enqueue after completion = %+v", res)
 		}
 	})
@@ -66,11 +66,11 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const canary = "CANARY-enqueue-8d1"
 		p := testkit.Principal("tenant-a", memorykit.ActorUser, "user-1")
-		az := testkit.NewAuthorizer().Grant("user-1", e.scope, memorykit.PermExtract)
+		az := testkit.NewAuthorizer().Grant("user-1", e.Scope, memorykit.PermExtract)
 		other := testkit.Scope(t, "tenant-a", "project-2")
 		fs := newFaultStore(e.store)
 		q := e.enqueuer(fs, az)
-		ok := extractworker.Turn{Principal: p, Scope: e.scope, RunRef: "run-1/turn-1", Payload: "payload " + canary}
+		ok := extractworker.Turn{Principal: p, Scope: e.Scope, RunRef: "run-1/turn-1", Payload: "payload " + canary}
 		cases := []struct {
 			name   string
 			turn   func() extractworker.Turn
@@ -83,7 +83,7 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 				t := ok
 				t.Principal = testkit.Principal("tenant-a", memorykit.ActorUser, "reader")
 				return t
-			}, func() { az.Grant("reader", e.scope, memorykit.PermRead, memorykit.PermWrite) }, memorykit.ErrForbidden, "denied"},
+			}, func() { az.Grant("reader", e.Scope, memorykit.PermRead, memorykit.PermWrite) }, memorykit.ErrForbidden, "denied"},
 			{"tenant_mismatch", func() extractworker.Turn {
 				t := ok
 				t.Principal = testkit.Principal("tenant-b", memorykit.ActorUser, "user-1")
@@ -108,8 +108,8 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 			if c.before != nil {
 				c.before()
 			}
-			before := len(e.sink.OfKind(memorykit.EventEnqueueFailed))
-			res := q.Enqueue(e.ctx, c.turn())
+			before := len(e.Sink.OfKind(memorykit.EventEnqueueFailed))
+			res := q.Enqueue(e.Ctx, c.turn())
 			if res.Status != extractworker.EnqueueFailed || res.Reason != c.reason {
 				t.Fatalf("%s: Enqueue = status %s reason %q, want failed %q", c.name, res.Status, res.Reason, c.reason)
 			}
@@ -117,7 +117,7 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 			if strings.Contains(res.Err.Error(), canary) {
 				t.Fatalf("%s: error text carries content", c.name)
 			}
-			evs := e.sink.OfKind(memorykit.EventEnqueueFailed)
+			evs := e.Sink.OfKind(memorykit.EventEnqueueFailed)
 			if len(evs) != before+1 || evs[len(evs)-1].Reason != c.reason {
 				t.Fatalf("%s: enqueue_failed events = %+v", c.name, evs[before:])
 			}
@@ -126,14 +126,14 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 			t.Fatalf("a failed enqueue stored a job: %+v", c)
 		}
 		// A cancelled context is a failure too, not a panic.
-		ctx, cancel := context.WithCancel(e.ctx)
+		ctx, cancel := context.WithCancel(e.Ctx)
 		cancel()
 		if res := q.Enqueue(ctx, ok); res.Status != extractworker.EnqueueFailed {
 			t.Fatalf("cancelled Enqueue = %+v", res)
 		}
-		e.noContent(canary)
+		e.NoContent(canary)
 		// Once the store is back, the same turn enqueues.
-		if res := q.Enqueue(e.ctx, ok); res.Status != extractworker.EnqueueQueued {
+		if res := q.Enqueue(e.Ctx, ok); res.Status != extractworker.EnqueueQueued {
 			t.Fatalf("Enqueue after recovery = %+v", res)
 		}
 	})

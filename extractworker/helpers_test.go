@@ -9,9 +9,6 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
@@ -24,56 +21,28 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// env is one test's store, clock, scope, events and logs.
+// env is one test's harness (clock, scope, events, logs) and store.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	clk   *clock.Mock
+	*testkit.Harness
 	store memorykit.Store
-	guard *memorykit.WriteGuard
-	scope memorykit.Scope
-	sink  *testkit.Sink
-	logs  *observer.ObservedLogs
-	log   *zap.Logger
 	pg    *pgstoretest.DB // nil for memorystore
 }
 
 // eachStore runs fn as a parallel subtest on memorystore and on pgstore.
 func eachStore(t *testing.T, fn func(t *testing.T, e *env)) {
-	t.Run("memorystore", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t)
-		e.store = testkit.MemStore(t, e.clk)
-		fn(t, e)
-	})
-	t.Run("pgstore", func(t *testing.T) {
-		t.Parallel()
-		fn(t, pgOnly(t))
-	})
+	pgstoretest.Each(t, func(t *testing.T, b pgstoretest.Backend) { fn(t, newEnvOn(t, b)) })
 }
 
 // pgOnly returns an env on a fresh pgstore schema.
-func pgOnly(t *testing.T) *env {
-	t.Helper()
+func pgOnly(t *testing.T) *env { return newEnvOn(t, pgstoretest.Postgres(t)) }
+
+// newEnv returns an env without a store.
+func newEnv(t *testing.T) *env { return &env{Harness: testkit.NewHarness(t)} }
+
+func newEnvOn(t *testing.T, b pgstoretest.Backend) *env {
 	e := newEnv(t)
-	e.pg = pgstoretest.New(t)
-	e.store = e.pg.Open(t, e.clk)
+	e.store, e.pg = b.Open(t, e.Clock), b.DB
 	return e
-}
-
-func newEnv(t *testing.T) *env {
-	core, logs := observer.New(zapcore.DebugLevel)
-	return &env{
-		t: t, ctx: context.Background(), clk: testkit.NewClock(), guard: testkit.NewGuard(t),
-		scope: testkit.Scope(t, "tenant-a", "project-1"), sink: &testkit.Sink{},
-		logs: logs, log: zap.New(core),
-	}
-}
-
-// noContent fails the test if canary appears in any log entry or event.
-func (e *env) noContent(canary string) {
-	e.t.Helper()
-	testkit.NoContent(e.t, e.logs, e.sink, canary)
 }
 
 // policy values shared by the tests.
@@ -91,44 +60,44 @@ const (
 // config returns a valid worker Config on e.
 func (e *env) config(id string, x memorykit.Extractor) extractworker.Config {
 	return extractworker.Config{
-		Store: e.store, Extractor: x, Guard: e.guard, Clock: e.clk, Logger: e.log, Events: e.sink,
+		Store: e.store, Extractor: x, Guard: e.Guard, Clock: e.Clock, Logger: e.Log, Events: e.Sink,
 		WorkerID: id, LeaseTTL: leaseTTL, BatchSize: 4, PollInterval: pollInterval,
 		JobDeadline: jobDeadline, Retry: retry, StoreBackoff: storeBackoff, HandBackTimeout: 5 * time.Second,
 	}
 }
 
 func (e *env) worker(cfg extractworker.Config) *extractworker.Worker {
-	e.t.Helper()
+	e.T.Helper()
 	w, err := extractworker.New(cfg)
 	if err != nil {
-		e.t.Fatalf("extractworker.New: %v", err)
+		e.T.Fatalf("extractworker.New: %v", err)
 	}
 	return w
 }
 
 func (e *env) reaper(onWait func(supervisor.Wait)) *extractworker.Reaper {
-	e.t.Helper()
+	e.T.Helper()
 	r, err := extractworker.NewReaper(extractworker.ReaperConfig{
-		Store: e.store, Clock: e.clk, Logger: e.log, Events: e.sink,
+		Store: e.store, Clock: e.Clock, Logger: e.Log, Events: e.Sink,
 		Interval: 30 * time.Second, StoreBackoff: storeBackoff, OnWait: onWait,
 	})
 	if err != nil {
-		e.t.Fatalf("NewReaper: %v", err)
+		e.T.Fatalf("NewReaper: %v", err)
 	}
 	return r
 }
 
 // enqueue stores n jobs with deterministic identities and returns them.
 func (e *env) enqueue(n, maxAttempts int, payload func(i int) string) []memorykit.Job {
-	e.t.Helper()
+	e.T.Helper()
 	jobs := make([]memorykit.Job, n)
 	for i := range jobs {
-		j, err := e.store.EnqueueJob(e.ctx, memorykit.NewJob{
-			ID:    memorykit.ExtractionJobID(e.scope, fmt.Sprintf("run-%d/turn-1", i)),
-			Scope: e.scope, Payload: payload(i), MaxAttempts: maxAttempts,
+		j, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
+			ID:    memorykit.ExtractionJobID(e.Scope, fmt.Sprintf("run-%d/turn-1", i)),
+			Scope: e.Scope, Payload: payload(i), MaxAttempts: maxAttempts,
 		})
 		if err != nil {
-			e.t.Fatalf("enqueue %d: %v", i, err)
+			e.T.Fatalf("enqueue %d: %v", i, err)
 		}
 		jobs[i] = j
 	}
@@ -138,25 +107,25 @@ func (e *env) enqueue(n, maxAttempts int, payload func(i int) string) []memoryki
 func turnPayload(i int) string { return fmt.Sprintf("the team agreed on plan %d during the turn", i) }
 
 func (e *env) job(id string) memorykit.Job {
-	e.t.Helper()
-	j, err := e.store.GetJob(e.ctx, e.scope, id)
+	e.T.Helper()
+	j, err := e.store.GetJob(e.Ctx, e.Scope, id)
 	if err != nil {
-		e.t.Fatalf("GetJob: %v", err)
+		e.T.Fatalf("GetJob: %v", err)
 	}
 	return j
 }
 
 // candidates lists every candidate record in e's scope.
 func (e *env) candidates() []memorykit.Record {
-	e.t.Helper()
+	e.T.Helper()
 	var out []memorykit.Record
 	after := ""
 	for {
-		page, err := e.store.List(e.ctx, memorykit.ListFilter{
-			Scope: e.scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 100, AfterID: after,
+		page, err := e.store.List(e.Ctx, memorykit.ListFilter{
+			Scope: e.Scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 100, AfterID: after,
 		})
 		if err != nil {
-			e.t.Fatalf("List: %v", err)
+			e.T.Fatalf("List: %v", err)
 		}
 		out = append(out, page...)
 		if len(page) < 100 {
@@ -167,10 +136,10 @@ func (e *env) candidates() []memorykit.Record {
 }
 
 func (e *env) counts() memorykit.JobCounts {
-	e.t.Helper()
-	c, err := e.store.CountJobs(e.ctx)
+	e.T.Helper()
+	c, err := e.store.CountJobs(e.Ctx)
 	if err != nil {
-		e.t.Fatalf("CountJobs: %v", err)
+		e.T.Fatalf("CountJobs: %v", err)
 	}
 	return c
 }
@@ -231,13 +200,6 @@ func (x *extractor) snapshot() (map[string]int, int) {
 	return m, x.total
 }
 
-// newSupervisor builds a supervisor on e's clock whose backoff waits are
-// reported to d (when not nil); it is stopped when the test ends.
-func (e *env) newSupervisor(d *testkit.Driver, actors ...supervisor.Actor) *supervisor.Supervisor {
-	e.t.Helper()
-	return testkit.NewSupervisor(e.t, e.clk, e.log, e.sink, d, actors...)
-}
-
 // faultStore wraps a Store and can fail chosen job calls.
 type faultStore struct {
 	memorykit.Store
@@ -290,5 +252,5 @@ func (f *faultStore) ReapJobLeases(ctx context.Context) (int, error) {
 
 // newFaultStoreOn wraps a fresh memorystore in a faultStore.
 func newFaultStoreOn(t *testing.T, e *env) *faultStore {
-	return newFaultStore(testkit.MemStore(t, e.clk))
+	return newFaultStore(testkit.MemStore(t, e.Clock))
 }

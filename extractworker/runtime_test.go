@@ -20,23 +20,23 @@ func TestRunRetryInstantsUnderSupervisor(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const maxAttempts = 4
 		job := e.enqueue(1, maxAttempts, turnPayload)[0]
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			return nil, memorykit.Recoverable(errors.New("rate limited"))
 		}
-		d := testkit.NewDriver(t, e.clk, 2)
+		d := testkit.NewDriver(t, e.Clock, 2)
 		cfg := e.config("worker-a", x)
 		cfg.OnWait = d.Hook("worker")
 		w := e.worker(cfg)
-		failed := e.sink.After(memorykit.EventJobFailed, 1)
-		t0 := e.clk.Now()
-		sup := e.newSupervisor(d, w, e.reaper(d.Hook("reaper")))
-		if err := sup.Start(e.ctx); err != nil {
+		failed := e.Sink.After(memorykit.EventJobFailed, 1)
+		t0 := e.Clock.Now()
+		sup := e.Supervisor(d, w, e.reaper(d.Hook("reaper")))
+		if err := sup.Start(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		testkit.Await(t, failed, "the job's final failure")
 		d.Halt()
-		if err := sup.Drain(e.ctx); err != nil {
+		if err := sup.Drain(e.Ctx); err != nil {
 			t.Fatalf("Drain: %v", err)
 		}
 		want := []time.Duration{0, 10 * time.Second, 40 * time.Second, 100 * time.Second}
@@ -53,7 +53,7 @@ func TestRunRetryInstantsUnderSupervisor(t *testing.T) {
 		if got.State != memorykit.JobFailed || got.Payload != "" || got.LastError != "error" {
 			t.Fatalf("job = state %s payload %q last error %q", got.State, got.Payload, got.LastError)
 		}
-		if n := len(e.sink.OfKind(memorykit.EventJobFailed)); n != 1 {
+		if n := len(e.Sink.OfKind(memorykit.EventJobFailed)); n != 1 {
 			t.Fatalf("%d job.failed events", n)
 		}
 	})
@@ -116,11 +116,11 @@ func (g *gate) waitBlocked(t *testing.T, workers ...string) {
 func drainSetup(t *testing.T, e *env, jobs int) (*supervisor.Supervisor, *gate, []*extractor, []memorykit.Job) {
 	queued := e.enqueue(jobs, 3, turnPayload)
 	g := newGate(40)
-	xa, xb := g.extractor(newExtractor(e.clk), "a"), g.extractor(newExtractor(e.clk), "b")
+	xa, xb := g.extractor(newExtractor(e.Clock), "a"), g.extractor(newExtractor(e.Clock), "b")
 	ca, cb := e.config("worker-a", xa), e.config("worker-b", xb)
 	ca.BatchSize, cb.BatchSize = 10, 10
-	sup := e.newSupervisor(nil, e.worker(ca), e.worker(cb), e.reaper(nil))
-	if err := sup.Start(e.ctx); err != nil {
+	sup := e.Supervisor(nil, e.worker(ca), e.worker(cb), e.reaper(nil))
+	if err := sup.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	g.waitBlocked(t, "a", "b")
@@ -174,9 +174,9 @@ func checkNothingLost(t *testing.T, e *env, jobs []memorykit.Job, xs []*extracto
 func TestDrainFinishesInFlightWork(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		sup, g, xs, jobs := drainSetup(t, e, 300)
-		draining := e.sink.After(memorykit.EventLifecycle, 1)
+		draining := e.Sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
-		go func() { drained <- sup.Drain(e.ctx) }()
+		go func() { drained <- sup.Drain(e.Ctx) }()
 		testkit.Await(t, draining, "the draining event")
 		select {
 		case err := <-drained:
@@ -194,7 +194,7 @@ func TestDrainFinishesInFlightWork(t *testing.T) {
 		if done <= 40 || done == len(jobs) {
 			t.Fatalf("%d jobs done: want the in-flight batches finished and the rest left queued", done)
 		}
-		if err := sup.Stop(e.ctx); err != nil {
+		if err := sup.Stop(e.Ctx); err != nil {
 			t.Fatalf("Stop = %v", err)
 		}
 	})
@@ -206,8 +206,8 @@ func TestDrainFinishesInFlightWork(t *testing.T) {
 func TestDrainDeadlineHandsBack(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		sup, _, xs, jobs := drainSetup(t, e, 200)
-		ctx, cancel := context.WithCancel(e.ctx)
-		draining := e.sink.After(memorykit.EventLifecycle, 1)
+		ctx, cancel := context.WithCancel(e.Ctx)
+		draining := e.Sink.After(memorykit.EventLifecycle, 1)
 		drained := make(chan error, 1)
 		go func() { drained <- sup.Drain(ctx) }()
 		testkit.Await(t, draining, "the draining event")
@@ -222,10 +222,10 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 		if done := checkNothingLost(t, e, jobs, xs); done == len(jobs) {
 			t.Fatalf("%d jobs done", done)
 		}
-		if n := e.logs.FilterMessage("lease handed back").Len(); n == 0 {
+		if n := e.Logs.FilterMessage("lease handed back").Len(); n == 0 {
 			t.Fatal("no lease was handed back")
 		}
-		if err := sup.Stop(e.ctx); err != nil {
+		if err := sup.Stop(e.Ctx); err != nil {
 			t.Fatalf("Stop = %v", err)
 		}
 	})
@@ -238,7 +238,7 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 	t.Parallel()
 	e := pgOnly(t)
-	other := e.pg.Open(t, e.clk)
+	other := e.pg.Open(t, e.Clock)
 	const n = 200
 	jobs := e.enqueue(n, 3, turnPayload)
 
@@ -267,40 +267,40 @@ func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 		}
 		return x
 	}
-	xa, xb := meet(newExtractor(e.clk), "a"), meet(newExtractor(e.clk), "b")
+	xa, xb := meet(newExtractor(e.Clock), "a"), meet(newExtractor(e.Clock), "b")
 
-	d := testkit.NewDriver(t, e.clk, 4)
+	d := testkit.NewDriver(t, e.Clock, 4)
 	ca := e.config("host-1.extract", xa)
 	ca.OnWait = d.Hook("a/worker")
 	cb := e.config("host-2.extract", xb)
 	cb.Store, cb.OnWait = other, d.Hook("b/worker")
 	ra, err := extractworker.NewReaper(extractworker.ReaperConfig{
-		Store: e.store, Clock: e.clk, Logger: e.log, Events: e.sink, Interval: 30 * time.Second,
+		Store: e.store, Clock: e.Clock, Logger: e.Log, Events: e.Sink, Interval: 30 * time.Second,
 		StoreBackoff: storeBackoff, OnWait: d.Hook("a/reaper"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rb, err := extractworker.NewReaper(extractworker.ReaperConfig{
-		Store: other, Clock: e.clk, Logger: e.log, Events: e.sink, Interval: 30 * time.Second,
+		Store: other, Clock: e.Clock, Logger: e.Log, Events: e.Sink, Interval: 30 * time.Second,
 		StoreBackoff: storeBackoff, OnWait: d.Hook("b/reaper"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	completed := e.sink.After(memorykit.EventJobCompleted, n)
-	supA := e.newSupervisor(nil, e.worker(ca), ra)
-	supB := e.newSupervisor(nil, e.worker(cb), rb)
-	if err := supA.Start(e.ctx); err != nil {
+	completed := e.Sink.After(memorykit.EventJobCompleted, n)
+	supA := e.Supervisor(nil, e.worker(ca), ra)
+	supB := e.Supervisor(nil, e.worker(cb), rb)
+	if err := supA.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := supB.Start(e.ctx); err != nil {
+	if err := supB.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Await(t, completed, "every job's completion")
 	d.Halt()
 	for _, s := range []*supervisor.Supervisor{supA, supB} {
-		if err := s.Drain(e.ctx); err != nil {
+		if err := s.Drain(e.Ctx); err != nil {
 			t.Fatalf("Drain: %v", err)
 		}
 	}
@@ -336,7 +336,7 @@ func TestPostgresOutage(t *testing.T) {
 
 	var mu sync.Mutex
 	killed, storeWaits := 0, 0
-	x := newExtractor(e.clk)
+	x := newExtractor(e.Clock)
 	x.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 		_, total := x.snapshot()
 		if total%15 == 5 {
@@ -347,7 +347,7 @@ func TestPostgresOutage(t *testing.T) {
 		}
 		return proposals(in), nil
 	}
-	d := testkit.NewDriver(t, e.clk, 2)
+	d := testkit.NewDriver(t, e.Clock, 2)
 	count := func(hook func(supervisor.Wait)) func(supervisor.Wait) {
 		return func(w supervisor.Wait) {
 			if w.Reason != supervisor.WaitIdle {
@@ -361,14 +361,14 @@ func TestPostgresOutage(t *testing.T) {
 	cfg := e.config("worker-a", x)
 	cfg.BatchSize = 1
 	cfg.OnWait = count(d.Hook("worker"))
-	completed := e.sink.After(memorykit.EventJobCompleted, n)
-	sup := e.newSupervisor(d, e.worker(cfg), e.reaper(count(d.Hook("reaper"))))
-	if err := sup.Start(e.ctx); err != nil {
+	completed := e.Sink.After(memorykit.EventJobCompleted, n)
+	sup := e.Supervisor(d, e.worker(cfg), e.reaper(count(d.Hook("reaper"))))
+	if err := sup.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Await(t, completed, "every job's completion")
 	d.Halt()
-	if err := sup.Drain(e.ctx); err != nil {
+	if err := sup.Drain(e.Ctx); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
 
@@ -395,7 +395,7 @@ func TestPostgresOutage(t *testing.T) {
 	if got := len(e.candidates()); got != 2*n {
 		t.Fatalf("%d candidates, want %d", got, 2*n)
 	}
-	if e.logs.FilterMessage("store unavailable; retrying").Len()+e.logs.FilterMessage("lease failed; backing off").Len() == 0 {
+	if e.Logs.FilterMessage("store unavailable; retrying").Len()+e.Logs.FilterMessage("lease failed; backing off").Len() == 0 {
 		t.Fatal("no recoverable store error was logged")
 	}
 	t.Logf("terminated %d backends; %d store backoff waits", killed, storeWaits)
@@ -423,7 +423,7 @@ func TestReaperBacksOff(t *testing.T) {
 		if got != want {
 			t.Fatalf("wait %d = %+v, want %+v", i, got, want)
 		}
-		e.clk.Add(got.Delay)
+		e.Clock.Add(got.Delay)
 	}
 	cancel()
 	if err := <-done; err != nil {

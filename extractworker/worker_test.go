@@ -30,7 +30,7 @@ func runOnce(t *testing.T, w *extractworker.Worker) extractworker.Round {
 func TestCompleteStoresCandidates(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		jobs := e.enqueue(3, 3, turnPayload)
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		w := e.worker(e.config("worker-a", x))
 
 		r := runOnce(t, w)
@@ -47,7 +47,7 @@ func TestCompleteStoresCandidates(t *testing.T) {
 		}
 		for _, j := range jobs {
 			for _, p := range proposals(memorykit.ExtractionInput{JobID: j.ID, Payload: j.Payload}) {
-				id := memorykit.CandidateID(e.scope, j.ID, p.Kind, memorykit.NormalizeKey(p.Key))
+				id := memorykit.CandidateID(e.Scope, j.ID, p.Kind, memorykit.NormalizeKey(p.Key))
 				c, ok := byID[id]
 				if !ok {
 					t.Fatalf("candidate %s for job %s missing", id, j.ID)
@@ -65,8 +65,8 @@ func TestCompleteStoresCandidates(t *testing.T) {
 			}
 		}
 		// Candidates never reach recall.
-		res, err := e.store.Recall(e.ctx, memorykit.RecallQuery{
-			Scope: e.scope, Terms: memorykit.SearchTerms("plan team agreed", 16), ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
+		res, err := e.store.Recall(e.Ctx, memorykit.RecallQuery{
+			Scope: e.Scope, Terms: memorykit.SearchTerms("plan team agreed", 16), ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
 		})
 		if err != nil {
 			t.Fatalf("Recall: %v", err)
@@ -74,10 +74,10 @@ func TestCompleteStoresCandidates(t *testing.T) {
 		if len(res.FullText) != 0 || len(res.Records) != 0 {
 			t.Fatalf("recall returned candidates: %+v", res.FullText)
 		}
-		if n := len(e.sink.OfKind(memorykit.EventJobCompleted)); n != 3 {
+		if n := len(e.Sink.OfKind(memorykit.EventJobCompleted)); n != 3 {
 			t.Fatalf("%d job.completed events, want 3", n)
 		}
-		for _, ev := range e.sink.OfKind(memorykit.EventJobCompleted) {
+		for _, ev := range e.Sink.OfKind(memorykit.EventJobCompleted) {
 			if ev.Count != 2 || len(ev.RecordIDs) != 2 || ev.WorkerID != "worker-a" || ev.TenantID != "tenant-a" {
 				t.Errorf("completion event = %+v", ev)
 			}
@@ -97,22 +97,22 @@ func TestRetryInstants(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const maxAttempts = 4
 		job := e.enqueue(1, maxAttempts, turnPayload)[0]
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			return nil, memorykit.Recoverable(&memorykit.Error{Op: "test.provider", Kind: memorykit.ErrUnavailable, Reason: "provider_busy"})
 		}
 		w := e.worker(e.config("worker-a", x))
 
-		t0 := e.clk.Now()
+		t0 := e.Clock.Now()
 		// Initial 10s, x3, capped at 60s: 10s, 30s, 60s.
 		want := []time.Time{t0, t0.Add(10 * time.Second), t0.Add(40 * time.Second), t0.Add(100 * time.Second)}
 		for i, at := range want {
 			if i > 0 {
-				e.clk.Set(at.Add(-time.Microsecond))
+				e.Clock.Set(at.Add(-time.Microsecond))
 				if r := runOnce(t, w); r.Leased != 0 {
 					t.Fatalf("attempt %d leased %s early", i+1, time.Microsecond)
 				}
-				e.clk.Set(at)
+				e.Clock.Set(at)
 			}
 			r := runOnce(t, w)
 			if r.Leased != 1 {
@@ -131,7 +131,7 @@ func TestRetryInstants(t *testing.T) {
 				t.Errorf("attempt %d at %v, want %v", i+1, calls[i].Sub(t0), want[i].Sub(t0))
 			}
 		}
-		e.clk.Add(time.Hour)
+		e.Clock.Add(time.Hour)
 		if r := runOnce(t, w); r.Leased != 0 {
 			t.Fatalf("failed job leased again")
 		}
@@ -139,10 +139,10 @@ func TestRetryInstants(t *testing.T) {
 		if got.State != memorykit.JobFailed || got.Payload != "" || got.Attempt != maxAttempts || got.LastError != "provider_busy" {
 			t.Fatalf("job = state %s payload %q attempt %d last error %q", got.State, got.Payload, got.Attempt, got.LastError)
 		}
-		if n := len(e.sink.OfKind(memorykit.EventJobFailed)); n != 1 {
+		if n := len(e.Sink.OfKind(memorykit.EventJobFailed)); n != 1 {
 			t.Fatalf("%d job.failed events, want 1", n)
 		}
-		retries := e.sink.OfKind(memorykit.EventJobRetry)
+		retries := e.Sink.OfKind(memorykit.EventJobRetry)
 		if len(retries) != maxAttempts-1 {
 			t.Fatalf("%d job.retry events, want %d", len(retries), maxAttempts-1)
 		}
@@ -162,7 +162,7 @@ func TestRetryInstants(t *testing.T) {
 func TestNonRecoverableFailsAtOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		job := e.enqueue(1, 5, turnPayload)[0]
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			return nil, &memorykit.Error{Op: "test.provider", Kind: memorykit.ErrForbidden, Reason: "model_refused"}
 		}
@@ -174,7 +174,7 @@ func TestNonRecoverableFailsAtOnce(t *testing.T) {
 		if got.State != memorykit.JobFailed || got.Attempt != 1 || got.LastError != "model_refused" || got.Payload != "" {
 			t.Fatalf("job = %+v", got)
 		}
-		if evs := e.sink.OfKind(memorykit.EventJobFailed); len(evs) != 1 || evs[0].Reason != "model_refused" {
+		if evs := e.Sink.OfKind(memorykit.EventJobFailed); len(evs) != 1 || evs[0].Reason != "model_refused" {
 			t.Fatalf("job.failed events = %+v", evs)
 		}
 	})
@@ -187,7 +187,7 @@ func TestJobDeadline(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		job := e.enqueue(1, 3, turnPayload)[0]
 		entered := make(chan struct{})
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(ctx context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			close(entered)
 			<-ctx.Done() // a slow provider that honours its context
@@ -200,13 +200,13 @@ func TestJobDeadline(t *testing.T) {
 			done <- r
 		}()
 		<-entered
-		e.clk.Add(jobDeadline - time.Millisecond)
+		e.Clock.Add(jobDeadline - time.Millisecond)
 		select {
 		case <-done:
 			t.Fatal("the worker gave up before the deadline")
 		default:
 		}
-		e.clk.Add(time.Millisecond)
+		e.Clock.Add(time.Millisecond)
 		r := <-done
 		if r.Retried != 1 {
 			t.Fatalf("round = %+v, want one retried", r)
@@ -215,7 +215,7 @@ func TestJobDeadline(t *testing.T) {
 		if got.State != memorykit.JobQueued || got.LastError != extractworker.ReasonDeadline {
 			t.Fatalf("job = state %s last error %q", got.State, got.LastError)
 		}
-		if want := e.clk.Now().Add(retry.Initial).Truncate(time.Microsecond); !got.AvailableAt.Equal(want) {
+		if want := e.Clock.Now().Add(retry.Initial).Truncate(time.Microsecond); !got.AvailableAt.Equal(want) {
 			t.Fatalf("retry at %v, want %v", got.AvailableAt, want)
 		}
 		if len(e.candidates()) != 0 {
@@ -241,15 +241,15 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		for name, mutate := range bad {
 			t.Run(name, func(t *testing.T) {
-				x := newExtractor(e.clk)
+				x := newExtractor(e.Clock)
 				x.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 					ps := proposals(in)
 					mutate(&ps[1])
 					return ps, nil
 				}
-				before := len(e.sink.OfKind(memorykit.EventCandidateRejected))
-				job, err := e.store.EnqueueJob(e.ctx, memorykit.NewJob{
-					ID: memorykit.ExtractionJobID(e.scope, "bad/"+name), Scope: e.scope, Payload: "turn text", MaxAttempts: 2,
+				before := len(e.Sink.OfKind(memorykit.EventCandidateRejected))
+				job, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
+					ID: memorykit.ExtractionJobID(e.Scope, "bad/"+name), Scope: e.Scope, Payload: "turn text", MaxAttempts: 2,
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -265,12 +265,12 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 				if n := len(e.candidates()); n != 0 {
 					t.Fatalf("%d candidates stored from an invalid proposal set", n)
 				}
-				evs := e.sink.OfKind(memorykit.EventCandidateRejected)
+				evs := e.Sink.OfKind(memorykit.EventCandidateRejected)
 				if len(evs) != before+1 || evs[len(evs)-1].JobID != job.ID || evs[len(evs)-1].Count != 2 {
 					t.Fatalf("candidate.invalid events = %+v", evs[before:])
 				}
 				// Finish the job so later subtests start from an empty queue.
-				e.clk.Add(time.Hour)
+				e.Clock.Add(time.Hour)
 				if r := runOnce(t, w); r.Failed != 1 {
 					t.Fatalf("second attempt: round = %+v, want failed", r)
 				}
@@ -285,7 +285,7 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 func TestStoreRejectsWhatTheGuardMissed(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		job := e.enqueue(1, 2, turnPayload)[0]
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			ps := proposals(in)
 			ps[0].Content = "secret " + testkit.RejectMarker
@@ -304,7 +304,7 @@ func TestStoreRejectsWhatTheGuardMissed(t *testing.T) {
 		if got := e.job(job.ID); got.LastError != extractworker.ReasonInvalidCandidate || got.State != memorykit.JobQueued {
 			t.Fatalf("job = %+v", got)
 		}
-		if len(e.candidates()) != 0 || len(e.sink.OfKind(memorykit.EventCandidateRejected)) != 1 {
+		if len(e.candidates()) != 0 || len(e.Sink.OfKind(memorykit.EventCandidateRejected)) != 1 {
 			t.Fatal("a refused completion stored candidates or was not reported")
 		}
 	})
@@ -317,7 +317,7 @@ func TestStoreRejectsWhatTheGuardMissed(t *testing.T) {
 func TestPanicLeavesLeaseForReaper(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		jobs := e.enqueue(2, 3, turnPayload)
-		crashing := newExtractor(e.clk)
+		crashing := newExtractor(e.Clock)
 		crashing.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			if in.JobID == jobs[0].ID {
 				panic(errors.New("provider client bug"))
@@ -344,19 +344,19 @@ func TestPanicLeavesLeaseForReaper(t *testing.T) {
 		}
 
 		reaper := e.reaper(nil)
-		b := e.worker(e.config("worker-b", newExtractor(e.clk)))
-		e.clk.Add(leaseTTL - time.Microsecond)
-		if n, err := reaper.RunOnce(e.ctx); err != nil || n.Jobs != 0 {
+		b := e.worker(e.config("worker-b", newExtractor(e.Clock)))
+		e.Clock.Add(leaseTTL - time.Microsecond)
+		if n, err := reaper.RunOnce(e.Ctx); err != nil || n.Jobs != 0 {
 			t.Fatalf("reaped %+v (%v) before expiry", n, err)
 		}
 		if r := runOnce(t, b); r.Leased != 0 {
 			t.Fatal("a held lease was leased again")
 		}
-		e.clk.Add(time.Microsecond)
-		if n, err := reaper.RunOnce(e.ctx); err != nil || n.Jobs != 1 {
+		e.Clock.Add(time.Microsecond)
+		if n, err := reaper.RunOnce(e.Ctx); err != nil || n.Jobs != 1 {
 			t.Fatalf("reaped %+v (%v), want one job", n, err)
 		}
-		if evs := e.sink.OfKind(memorykit.EventLeasesReaped); len(evs) != 1 || evs[0].Count != 1 || evs[0].Reason != extractworker.ReapedJobLeases {
+		if evs := e.Sink.OfKind(memorykit.EventLeasesReaped); len(evs) != 1 || evs[0].Count != 1 || evs[0].Reason != extractworker.ReapedJobLeases {
 			t.Fatalf("leases.reaped events = %+v", evs)
 		}
 		r := runOnce(t, b)
@@ -383,7 +383,7 @@ func TestWorkContextEndHandsBack(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		job := e.enqueue(1, 2, turnPayload)[0]
 		entered := make(chan struct{})
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(ctx context.Context, _ memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			close(entered)
 			<-ctx.Done()
@@ -406,7 +406,7 @@ func TestWorkContextEndHandsBack(t *testing.T) {
 		if got.State != memorykit.JobQueued || got.Attempt != 0 || got.LeasedBy != "" {
 			t.Fatalf("handed-back job = state %s attempt %d by %q", got.State, got.Attempt, got.LeasedBy)
 		}
-		b := e.worker(e.config("worker-b", newExtractor(e.clk)))
+		b := e.worker(e.config("worker-b", newExtractor(e.Clock)))
 		if r := runOnce(t, b); r.Completed != 1 {
 			t.Fatalf("round = %+v", r)
 		}
@@ -428,7 +428,7 @@ func TestKilledWorkerReaped(t *testing.T) {
 		fs := newFaultStore(e.store)
 		fs.FailCalls("ReleaseJob", 1, testkit.DBDown)
 		entered := make(chan struct{})
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		x.fn = func(ctx context.Context, _ memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 			close(entered)
 			<-ctx.Done()
@@ -451,11 +451,11 @@ func TestKilledWorkerReaped(t *testing.T) {
 		if got := e.job(job.ID); got.State != memorykit.JobLeased || got.LeasedBy != "worker-a" {
 			t.Fatalf("job = %+v", got)
 		}
-		e.clk.Add(leaseTTL)
-		if n, err := e.reaper(nil).RunOnce(e.ctx); err != nil || n.Jobs != 1 {
+		e.Clock.Add(leaseTTL)
+		if n, err := e.reaper(nil).RunOnce(e.Ctx); err != nil || n.Jobs != 1 {
 			t.Fatalf("reaped %+v (%v)", n, err)
 		}
-		b := e.worker(e.config("worker-b", newExtractor(e.clk)))
+		b := e.worker(e.config("worker-b", newExtractor(e.Clock)))
 		if r := runOnce(t, b); r.Completed != 1 {
 			t.Fatalf("round = %+v", r)
 		}
@@ -477,7 +477,7 @@ func TestRecoverableStoreErrorRetriedWithinLease(t *testing.T) {
 		fs := newFaultStore(e.store)
 		fs.FailCalls("CompleteJob", 3, testkit.DBDown)
 		waits := make(chan supervisor.Wait, 10)
-		cfg := e.config("worker-a", newExtractor(e.clk))
+		cfg := e.config("worker-a", newExtractor(e.Clock))
 		cfg.Store = fs
 		cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 		w := e.worker(cfg)
@@ -491,7 +491,7 @@ func TestRecoverableStoreErrorRetriedWithinLease(t *testing.T) {
 			if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
 				t.Fatalf("wait %d = %+v, want store_retry %v", i, got, want)
 			}
-			e.clk.Add(got.Delay)
+			e.Clock.Add(got.Delay)
 		}
 		if r := <-done; r.Completed != 1 || r.Candidates != 2 {
 			t.Fatalf("round = %+v", r)
@@ -513,12 +513,12 @@ func TestRecoverableStoreErrorRetriedWithinLease(t *testing.T) {
 // returned to the supervisor.
 func TestRunBacksOffOnRecoverableLeaseErrors(t *testing.T) {
 	e := newEnv(t)
-	e.store = testkit.MemStore(t, e.clk)
+	e.store = testkit.MemStore(t, e.Clock)
 	e.enqueue(1, 1, turnPayload)
 	fs := newFaultStore(e.store)
 	fs.FailCalls("LeaseJobs", 3, testkit.DBDown)
 	waits := make(chan supervisor.Wait, 10)
-	cfg := e.config("worker-a", newExtractor(e.clk))
+	cfg := e.config("worker-a", newExtractor(e.Clock))
 	cfg.Store = fs
 	cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 	w := e.worker(cfg)
@@ -530,7 +530,7 @@ func TestRunBacksOffOnRecoverableLeaseErrors(t *testing.T) {
 		if got.Reason != supervisor.WaitStoreBackoff || got.Delay != want {
 			t.Fatalf("wait %d = %+v, want store_backoff %v", i, got, want)
 		}
-		e.clk.Add(got.Delay)
+		e.Clock.Add(got.Delay)
 	}
 	if got := <-waits; got.Reason != supervisor.WaitIdle || got.Delay != pollInterval {
 		t.Fatalf("after recovery: wait %+v, want idle", got)
@@ -542,7 +542,7 @@ func TestRunBacksOffOnRecoverableLeaseErrors(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if n := e.logs.FilterMessage("lease failed; backing off").FilterField(zap.String("reason", "connection_lost")).Len(); n != 3 {
+	if n := e.Logs.FilterMessage("lease failed; backing off").FilterField(zap.String("reason", "connection_lost")).Len(); n != 3 {
 		t.Fatalf("%d backoff log entries with the reason code, want 3", n)
 	}
 
@@ -560,15 +560,15 @@ func TestIdempotentCandidateIdentity(t *testing.T) {
 		job := e.enqueue(1, 3, turnPayload)[0]
 		ps := proposals(memorykit.ExtractionInput{JobID: job.ID, Payload: job.Payload})
 		// One candidate already exists with the identity the worker derives.
-		_, err := e.store.Create(e.ctx, memorykit.NewRecord{
-			ID:    memorykit.CandidateID(e.scope, job.ID, ps[0].Kind, memorykit.NormalizeKey(ps[0].Key)),
-			Scope: e.scope, Kind: ps[0].Kind, Key: ps[0].Key, Content: ps[0].Content, Sources: ps[0].Sources,
+		_, err := e.store.Create(e.Ctx, memorykit.NewRecord{
+			ID:    memorykit.CandidateID(e.Scope, job.ID, ps[0].Kind, memorykit.NormalizeKey(ps[0].Key)),
+			Scope: e.Scope, Kind: ps[0].Kind, Key: ps[0].Key, Content: ps[0].Content, Sources: ps[0].Sources,
 			Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "worker-z"},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := e.worker(e.config("worker-a", newExtractor(e.clk)))
+		w := e.worker(e.config("worker-a", newExtractor(e.Clock)))
 		if r := runOnce(t, w); r.Completed != 1 || r.Candidates != 1 {
 			t.Fatalf("round = %+v, want one new candidate", r)
 		}
@@ -583,7 +583,7 @@ func TestIdempotentCandidateIdentity(t *testing.T) {
 func TestManyJobsOneWorkerBatches(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		jobs := e.enqueue(10, 2, turnPayload)
-		x := newExtractor(e.clk)
+		x := newExtractor(e.Clock)
 		w := e.worker(e.config("worker-a", x))
 		total := 0
 		for i := 0; i < 10; i++ {
