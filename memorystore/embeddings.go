@@ -128,6 +128,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 		e.embeddings = make(map[string]*embedding)
 	}
 	e.embeddings[p.Profile] = &embedding{hash: p.ContentHash, vector: cloneVector(p.Vector), norm: norm(p.Vector), at: s.now()}
+	s.syncVector(e, p.Profile)
 	return nil
 }
 
@@ -233,6 +234,7 @@ func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *mem
 	for _, e := range s.records {
 		if _, ok := e.embeddings[profile]; ok && (scope == nil || e.rec.Scope == *scope) {
 			delete(e.embeddings, profile)
+			s.syncVector(e, profile)
 			n++
 		}
 	}

@@ -92,8 +92,10 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 	if in.Status == memorykit.StatusActive {
 		if current != nil {
 			current.supersede(in.Actor, in.Reason, now)
+			s.sync(current)
 		}
 		s.active[ak] = id
+		s.sync(e)
 	}
 	return e.rec.Clone(), nil
 }
@@ -382,6 +384,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 		ak := activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key}
 		if current := s.activeEntry(ak); current != nil {
 			current.supersede(t.Actor, t.Reason, now)
+			s.sync(current)
 		}
 		s.active[ak] = e.rec.ID
 	case memorykit.ActionForget:
@@ -390,6 +393,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 		s.scrub(e)
 	}
 	e.touch(r.action, r.to, t.Actor, t.Reason, now)
+	s.sync(e)
 	return e.rec.Clone(), nil
 }
 
@@ -456,6 +460,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	e.rec = canonical(e.rec)
 	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.touch(memorykit.ActionCorrect, e.rec.Status, c.Actor, c.Reason, s.now())
+	s.sync(e)
 	return e.rec.Clone(), nil
 }
 

@@ -10,7 +10,10 @@ import (
 
 // Recall implements memorykit.RecallStore. All three channels read one
 // consistent snapshot of the Scope, and only records that are
-// Recallable(q.Scope, now) take part in any of them.
+// Recallable(q.Scope, now) take part in any of them. They read the scope's
+// index (see scopeIndex): exact keys and full-text terms are looked up, not
+// scanned for, and the vector channel scans only the scope's current
+// vectors of the profile.
 func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
 	const op = "memorystore.recall"
 	if err := live(ctx, op); err != nil {
@@ -22,17 +25,16 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	now := s.now()
-	var pool []*entry
-	for _, e := range s.byScope[q.Scope] {
-		if e.rec.Recallable(q.Scope, now) {
-			pool = append(pool, e)
-		}
-	}
 	res := memorykit.RecallResult{Records: make(map[string]memorykit.Record)}
-	res.Exact = exactHits(pool, q.ExactKeys, q.ExactLimit)
-	res.FullText, res.FullTextBelow = fullTextHits(pool, q.Terms, q.FullTextLimit)
+	x := s.indexes[q.Scope]
+	if x == nil {
+		return res, nil
+	}
+	dorm := x.dormant(now)
+	res.Exact = x.exactHits(dorm, q.ExactKeys, q.ExactLimit)
+	res.FullText, res.FullTextBelow = x.fullTextHits(dorm, q.Terms, q.FullTextLimit)
 	if q.Vector != nil {
-		res.Vector = s.vectorHits(pool, q.Vector, q.Profile, q.VectorLimit)
+		res.Vector = x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit)
 	}
 	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hits {
@@ -40,6 +42,12 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 		}
 	}
 	return res, nil
+}
+
+// recallable reports whether the record in slot may be recalled: it is
+// live and not dormant.
+func (x *scopeIndex) recallable(dorm map[int32]bool, slot int32) bool {
+	return x.docs[slot] != nil && !dorm[slot]
 }
 
 func checkRecallQuery(op string, q memorykit.RecallQuery) error {
@@ -77,18 +85,21 @@ func checkRecallQuery(op string, q memorykit.RecallQuery) error {
 }
 
 // exactHits matches canonical keys byte for byte, newest first.
-func exactHits(pool []*entry, keys []string, limit int) []memorykit.Hit {
+func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []memorykit.Hit {
 	if len(keys) == 0 {
 		return nil
 	}
-	want := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		want[k] = true
-	}
+	seen := make(map[string]bool, len(keys))
 	var found []*memorykit.Record
-	for _, e := range pool {
-		if want[e.rec.Key] {
-			found = append(found, &e.rec)
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		for _, slot := range x.keys[k] {
+			if x.recallable(dorm, slot) {
+				found = append(found, &x.docs[slot].rec)
+			}
 		}
 	}
 	sort.Slice(found, func(i, j int) bool {
@@ -108,10 +119,11 @@ func exactHits(pool []*entry, keys []string, limit int) []memorykit.Hit {
 	return hits
 }
 
-// fullTextHits scores every record sharing a term with the query: the
-// number of distinct matched terms, and their summed IDF over the pool,
-// then applies memorykit.FullTextRule.
-func fullTextHits(pool []*entry, terms []string, limit int) (kept, below []memorykit.Hit) {
+// fullTextHits scores every recallable record sharing a term with the
+// query: the number of distinct matched terms and their summed IDF (in
+// query-term order), then applies memorykit.FullTextRule. It walks the
+// posting lists of the query terms only.
+func (x *scopeIndex) fullTextHits(dorm map[int32]bool, terms []string, limit int) (kept, below []memorykit.Hit) {
 	seen := make(map[string]bool, len(terms))
 	var uniq []string
 	for _, t := range terms {
@@ -120,49 +132,51 @@ func fullTextHits(pool []*entry, terms []string, limit int) (kept, below []memor
 			uniq = append(uniq, t)
 		}
 	}
-	if len(uniq) == 0 || len(pool) == 0 {
-		return nil, nil
-	}
-	// One pass finds which terms each record holds and each term's df.
-	// held is one flat buffer of term indices; each match owns a window.
-	df := make([]int, len(uniq))
-	type match struct {
-		e          *entry
-		start, end int
-	}
-	var matches []match
-	var held []int
-	for _, e := range pool {
-		start := len(held)
-		for i, t := range uniq {
-			if _, ok := e.terms[t]; ok {
-				held = append(held, i)
-				df[i]++
-			}
-		}
-		if len(held) > start {
-			matches = append(matches, match{e: e, start: start, end: len(held)})
-		}
-	}
-	if len(matches) == 0 {
+	n := x.active - len(dorm)
+	if len(uniq) == 0 || n <= 0 {
 		return nil, nil
 	}
 	idf := make([]float64, len(uniq))
-	for i := range uniq {
-		idf[i] = memorykit.IDF(len(pool), df[i])
+	for i, t := range uniq {
+		df := x.df[t]
+		if df > 0 && dorm != nil {
+			for _, slot := range x.postings[t] {
+				if x.docs[slot] != nil && dorm[slot] {
+					df--
+				}
+			}
+		}
+		idf[i] = memorykit.IDF(n, df)
 	}
-	cands := make([]memorykit.FullTextCandidate, len(matches))
+	// held[slot] lists, in query-term order, the terms a record holds.
+	held := make(map[int32][]int, 64)
+	var order []int32
+	for i, t := range uniq {
+		for _, slot := range x.postings[t] {
+			if !x.recallable(dorm, slot) {
+				continue
+			}
+			h, ok := held[slot]
+			if !ok {
+				order = append(order, slot)
+			}
+			held[slot] = append(h, i)
+		}
+	}
+	if len(order) == 0 {
+		return nil, nil
+	}
+	cands := make([]memorykit.FullTextCandidate, len(order))
 	best := 0
-	for i, m := range matches {
+	for i, slot := range order {
 		w := 0.0
-		for _, t := range held[m.start:m.end] {
+		for _, t := range held[slot] {
 			w += idf[t]
 		}
-		n := m.end - m.start
-		cands[i] = memorykit.FullTextCandidate{
-			ID: m.e.rec.ID, Matched: n, Weight: memorykit.RoundWeight(w), UpdatedAt: m.e.rec.UpdatedAt,
-		}
-		best = max(best, n)
+		m := len(held[slot])
+		rec := &x.docs[slot].rec
+		cands[i] = memorykit.FullTextCandidate{ID: rec.ID, Matched: m, Weight: memorykit.RoundWeight(w), UpdatedAt: rec.UpdatedAt}
+		best = max(best, m)
 	}
 	// FullTextRule only ever returns the first limit candidates above and
 	// below the threshold, so hand it just those (the best candidate among
@@ -207,24 +221,54 @@ func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
 }
 
 // vectorHits ranks records by cosine similarity between the query and
-// their current embedding for profile. Embeddings of an older content
-// hash or another dimension do not take part. The caller holds s.mu.
-func (s *Store) vectorHits(pool []*entry, query []float32, profile string, limit int) []memorykit.Hit {
+// their current embedding for profile (embeddings of an older content hash
+// or another dimension are not in the slab). Similarities are first
+// estimated in float32 over the slab; every record that could be among the
+// best limit given float32 rounding (see f32Bound) is then scored exactly
+// in float64, so the result is that of an exact float64 scan.
+func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile string, limit int) []memorykit.Hit {
 	qn := norm(query)
-	if qn == 0 {
+	v := x.vectors[vecKey{profile, len(query)}]
+	if qn == 0 || v == nil || limit <= 0 {
 		return nil
 	}
-	var hits []memorykit.Hit
-	for _, e := range pool {
-		emb := e.embeddings[profile]
-		if emb == nil || emb.hash != e.rec.ContentHash || len(emb.vector) != len(query) || emb.norm == 0 {
+	dims := v.dims
+	approx := make([]float64, len(v.slots))
+	// A min-heap of the limit largest estimates.
+	h := make([]float64, 0, limit)
+	for row := range v.slots {
+		if dorm != nil && dorm[v.slots[row]] {
+			approx[row] = math.Inf(-1)
 			continue
 		}
-		dot := 0.0
-		for i := range query {
-			dot += float64(query[i]) * float64(emb.vector[i])
+		a := float64(dot32(query, v.data[row*dims:(row+1)*dims])) / (qn * v.norms[row])
+		approx[row] = a
+		if len(h) < limit {
+			h = append(h, a)
+			heapUp(h, len(h)-1)
+		} else if a > h[0] {
+			h[0] = a
+			heapDown(h, 0)
 		}
-		hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: dot / (qn * emb.norm)})
+	}
+	if len(h) == 0 {
+		return nil
+	}
+	floor := math.Inf(-1)
+	if len(h) == limit {
+		floor = h[0] - 2*f32Bound(dims)
+	}
+	var hits []memorykit.Hit
+	for row, a := range approx {
+		if a < floor || math.IsInf(a, -1) {
+			continue
+		}
+		vec := v.data[row*dims : (row+1)*dims]
+		d := 0.0
+		for i := range query {
+			d += float64(query[i]) * float64(vec[i])
+		}
+		hits = append(hits, memorykit.Hit{ID: x.docs[v.slots[row]].rec.ID, Score: d / (qn * v.norms[row])})
 	}
 	hits = topK(hits, limit, func(a, b memorykit.Hit) bool {
 		if a.Score != b.Score {
@@ -236,6 +280,63 @@ func (s *Store) vectorHits(pool []*entry, query []float32, profile string, limit
 		hits[i].Rank = i + 1
 	}
 	return hits
+}
+
+// f32Bound bounds how far a cosine similarity estimated with dot32 can be
+// from the float64 one for n-dimensional vectors: a float32 dot product of
+// n terms is within (n+2)u/(1-(n+2)u) * sum|q_i v_i| of the exact one (u =
+// 2^-24), and sum|q_i v_i| <= |q| |v|, so after dividing by the norms the
+// error is at most that factor; the float64 side adds far less than the
+// 1e-12 margin.
+func f32Bound(n int) float64 {
+	g := float64(n+2) * 0x1p-24
+	return g/(1-g) + 1e-12
+}
+
+// dot32 is the float32 dot product of equally long vectors, with four
+// running sums.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func heapUp(h []float64, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func heapDown(h []float64, i int) {
+	for {
+		m, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l] < h[m] {
+			m = l
+		}
+		if r < len(h) && h[r] < h[m] {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 func norm(v []float32) float64 {

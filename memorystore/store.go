@@ -45,6 +45,8 @@ type Store struct {
 	active    map[activeKey]string
 	embStates map[embKey]*embState
 	jobs      map[string]*memorykit.Job
+	// indexes holds each Scope's recall index (see scopeIndex).
+	indexes map[memorykit.Scope]*scopeIndex
 }
 
 var _ memorykit.Store = (*Store)(nil)
@@ -57,6 +59,9 @@ type entry struct {
 	terms map[string]struct{}
 	// embeddings holds the record's vector per profile.
 	embeddings map[string]*embedding
+	// ix is the record's place in its scope's recall index while it is
+	// active; nil otherwise.
+	ix *indexState
 }
 
 // activeKey identifies the one active record a Scope may hold per kind and
@@ -112,6 +117,7 @@ func New(cfg Config) (*Store, error) {
 		active:    make(map[activeKey]string),
 		embStates: make(map[embKey]*embState),
 		jobs:      make(map[string]*memorykit.Job),
+		indexes:   make(map[memorykit.Scope]*scopeIndex),
 	}, nil
 }
 

@@ -1,0 +1,281 @@
+package memorystore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/goagents/memorykit"
+)
+
+// naiveRecall is the reference the index must reproduce: a full scan of
+// the scope's records with float64 similarities, as memorystore computed
+// recall before it had an index.
+func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
+	now := s.now()
+	var pool []*entry
+	for _, e := range s.byScope[q.Scope] {
+		if e.rec.Recallable(q.Scope, now) {
+			pool = append(pool, e)
+		}
+	}
+	res := memorykit.RecallResult{Records: map[string]memorykit.Record{}}
+	want := map[string]bool{}
+	for _, k := range q.ExactKeys {
+		want[k] = true
+	}
+	var ex []*memorykit.Record
+	for _, e := range pool {
+		if want[e.rec.Key] {
+			ex = append(ex, &e.rec)
+		}
+	}
+	sort.Slice(ex, func(i, j int) bool {
+		if !ex[i].UpdatedAt.Equal(ex[j].UpdatedAt) {
+			return ex[i].UpdatedAt.After(ex[j].UpdatedAt)
+		}
+		return ex[i].ID < ex[j].ID
+	})
+	for i, r := range ex {
+		if i == q.ExactLimit {
+			break
+		}
+		res.Exact = append(res.Exact, memorykit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
+	}
+	var uniq []string
+	seen := map[string]bool{}
+	for _, t := range q.Terms {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			uniq = append(uniq, t)
+		}
+	}
+	df := make([]int, len(uniq))
+	for _, e := range pool {
+		for i, t := range uniq {
+			if _, ok := e.terms[t]; ok {
+				df[i]++
+			}
+		}
+	}
+	var cands []memorykit.FullTextCandidate
+	for _, e := range pool {
+		m, w := 0, 0.0
+		for i, t := range uniq {
+			if _, ok := e.terms[t]; ok {
+				m++
+				w += memorykit.IDF(len(pool), df[i])
+			}
+		}
+		if m > 0 {
+			cands = append(cands, memorykit.FullTextCandidate{ID: e.rec.ID, Matched: m, Weight: memorykit.RoundWeight(w), UpdatedAt: e.rec.UpdatedAt})
+		}
+	}
+	k, b := memorykit.FullTextRule(cands, q.FullTextLimit)
+	res.FullText, res.FullTextBelow = textHits(k), textHits(b)
+	if q.Vector != nil && norm(q.Vector) > 0 {
+		var hits []memorykit.Hit
+		for _, e := range pool {
+			emb := e.embeddings[q.Profile]
+			if emb == nil || emb.hash != e.rec.ContentHash || len(emb.vector) != len(q.Vector) || emb.norm == 0 {
+				continue
+			}
+			d := 0.0
+			for i := range q.Vector {
+				d += float64(q.Vector[i]) * float64(emb.vector[i])
+			}
+			hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * emb.norm)})
+		}
+		sort.Slice(hits, func(i, j int) bool {
+			if hits[i].Score != hits[j].Score {
+				return hits[i].Score > hits[j].Score
+			}
+			return hits[i].ID < hits[j].ID
+		})
+		if len(hits) > q.VectorLimit {
+			hits = hits[:q.VectorLimit]
+		}
+		for i := range hits {
+			hits[i].Rank = i + 1
+		}
+		res.Vector = hits
+	}
+	for _, hs := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+		for _, h := range hs {
+			res.Records[h.ID] = s.records[h.ID].rec.Clone()
+		}
+	}
+	return res
+}
+
+type allowAll struct{}
+
+func (allowAll) ValidateContent(context.Context, memorykit.ContentCheck) error { return nil }
+
+// TestIndexMatchesFullScan runs a long random history (creates with and
+// without windows, activations, corrections, forgets, erasures, embedding
+// puts and deletions in several dimensions) and compares every recall with
+// a full scan. The history is long enough to compact the index many times.
+func TestIndexMatchesFullScan(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
+		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
+		MaxJobPayloadBytes: 1000}, allowAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Clock: clk, Guard: guard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"the", "the", "the", "a", "deploy", "region", "backup", "db", "数据库", "备份", "東京", "rare1", "rare2", "rare3", "x"}
+	text := func(r *rand.Rand, n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = words[r.IntN(len(words))]
+		}
+		return strings.Join(w, " ")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	scopes := []memorykit.Scope{{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p1"},
+		{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p2"}}
+	actor := memorykit.Actor{Kind: memorykit.ActorUser, ID: "u"}
+	var ids []string
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.IntN(5) - 2)
+		}
+		v[0] = float32(1 + r.IntN(3))
+		return v
+	}
+	for step := 0; step < 4000; step++ {
+		if r.IntN(4) == 0 {
+			clk.Add(time.Duration(r.IntN(5)) * time.Second)
+		}
+		sc := scopes[r.IntN(len(scopes))]
+		switch op := r.IntN(12); {
+		case op < 5 || len(ids) == 0:
+			in := memorykit.NewRecord{Scope: sc, Kind: memorykit.KindNote, Key: fmt.Sprintf("k%d", r.IntN(40)),
+				Content: text(r, 1+r.IntN(8)), Status: memorykit.StatusActive, Actor: actor}
+			if r.IntN(4) == 0 {
+				in.Status = memorykit.StatusCandidate
+			}
+			switch r.IntN(8) {
+			case 0:
+				in.EffectiveUntil = clk.Now().Add(time.Duration(1+r.IntN(30)) * time.Second)
+			case 1:
+				in.EffectiveFrom = clk.Now().Add(time.Duration(1+r.IntN(30)) * time.Second)
+			}
+			rec, err := s.Create(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, rec.ID)
+		default:
+			id := ids[r.IntN(len(ids))]
+			rec := s.records[id].rec
+			tr := memorykit.Transition{Scope: rec.Scope, ID: id, Actor: actor}
+			switch {
+			case op < 8 && rec.Status == memorykit.StatusActive:
+				dims := []int{3, 4, 4, 4}[r.IntN(4)]
+				if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: rec.Scope, RecordID: id, Profile: []string{"p", "q"}[r.IntN(2)],
+					ContentHash: rec.ContentHash, Vector: vec(dims), WorkerID: "w"}); err != nil {
+					t.Fatal(err)
+				}
+			case op == 8 && (rec.Status == memorykit.StatusActive || rec.Status == memorykit.StatusCandidate):
+				if _, err := s.Correct(ctx, memorykit.Correction{Transition: tr, Content: text(r, 1+r.IntN(8))}); err != nil {
+					t.Fatal(err)
+				}
+			case op == 9 && rec.Status == memorykit.StatusActive:
+				if _, err := s.Forget(ctx, tr); err != nil {
+					t.Fatal(err)
+				}
+			case op == 9 && rec.Status == memorykit.StatusCandidate:
+				if _, err := s.Activate(ctx, tr); err != nil {
+					t.Fatal(err)
+				}
+			case op == 10 && (rec.Status == memorykit.StatusInactive || rec.Status == memorykit.StatusSuperseded):
+				if _, err := s.Erase(ctx, tr); err != nil {
+					t.Fatal(err)
+				}
+			case op == 11 && r.IntN(10) == 0:
+				if _, err := s.DeleteEmbeddings(ctx, "p", &rec.Scope); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if step%7 != 0 {
+			continue
+		}
+		q := memorykit.RecallQuery{Scope: sc, ExactKeys: []string{fmt.Sprintf("k%d", r.IntN(40)), fmt.Sprintf("k%d", r.IntN(40))},
+			Terms: memorykit.SearchTerms(text(r, 1+r.IntN(6)), 16), ExactLimit: 1 + r.IntN(5), FullTextLimit: 1 + r.IntN(5),
+			VectorLimit: 1 + r.IntN(6)}
+		if r.IntN(3) > 0 {
+			q.Vector, q.Profile = vec([]int{3, 4, 4}[r.IntN(3)]), []string{"p", "q"}[r.IntN(2)]
+		}
+		got, err := s.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := naiveRecall(s, q)
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("step %d: index and full scan differ (-scan +index):\n%s", step, d)
+		}
+	}
+}
+
+// TestVectorScreenIsExactOnNearTies builds vectors whose similarities to
+// the query differ by less than float32 precision and checks that the
+// float32 screen still hands every contender to the exact float64 ranking.
+func TestVectorScreenIsExactOnNearTies(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	guard, _ := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
+		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
+		MaxJobPayloadBytes: 1000}, allowAll{})
+	s, _ := New(Config{Clock: clk, Guard: guard})
+	sc := memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p"}
+	r := rand.New(rand.NewPCG(9, 9))
+	const dims = 384
+	base := make([]float32, dims)
+	for i := range base {
+		base[i] = float32(r.NormFloat64())
+	}
+	for i := 0; i < 300; i++ {
+		rec, err := s.Create(ctx, memorykit.NewRecord{Scope: sc, Kind: memorykit.KindNote, Key: fmt.Sprintf("k%d", i),
+			Content: "c", Status: memorykit.StatusActive, Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "u"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := append([]float32(nil), base...)
+		// Nudge one component by a few float32 ulps: similarities end up
+		// within ~1e-7 of each other, below the screen's resolution.
+		j := r.IntN(dims)
+		v[j] = math.Nextafter32(v[j], float32(math.Inf(1-2*r.IntN(2))))
+		if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
+			ContentHash: rec.ContentHash, Vector: v, WorkerID: "w"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := memorykit.RecallQuery{Scope: sc, Vector: base, Profile: "p", ExactLimit: 1, FullTextLimit: 1, VectorLimit: 7}
+	got, err := s.Recall(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := naiveRecall(s, q)
+	if d := cmp.Diff(want.Vector, got.Vector); d != "" {
+		t.Fatalf("vector hits differ (-scan +index):\n%s", d)
+	}
+}
