@@ -293,3 +293,41 @@ func TestHarness(t *testing.T) {
 	}
 	h.NoContent("never-logged")
 }
+
+func TestGate(t *testing.T) {
+	g := testkit.NewGate(1)
+	ctx := context.Background()
+	if err := g.Pass(ctx, "a"); err != nil {
+		t.Fatalf("the first call was held: %v", err)
+	}
+	results := make(chan error, 3)
+	go func() { results <- g.Pass(ctx, "a") }()
+	go func() { results <- g.Pass(ctx, "b") }()
+	g.WaitHeld(t, "a", "b")
+	select {
+	case err := <-results:
+		t.Fatalf("a held call returned (%v) before Release", err)
+	default:
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { results <- g.Pass(cctx, "c") }()
+	g.WaitHeld(t)
+	cancel()
+	if err := <-results; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a held call whose context ended = %v", err)
+	}
+	g.Release()
+	g.Release() // idempotent
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatalf("released call = %v", err)
+		}
+	}
+	if err := g.Pass(ctx, "d"); err != nil {
+		t.Fatalf("a call after Release = %v", err)
+	}
+	p := testkit.RunProbe(t, func(tb testing.TB) { testkit.NewGate(0).WaitHeldWithin(tb, time.Millisecond, "x") })
+	if !p.Failed() {
+		t.Fatal("WaitHeld with nothing held did not fail")
+	}
+}
