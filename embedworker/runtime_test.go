@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
@@ -13,63 +12,31 @@ import (
 	"github.com/goagents/memorykit/supervisor"
 )
 
-// gated makes emb pass its first open calls and hold later ones until
-// release closes or the call's context ends; held reports the worker.
-func gated(emb *fakeEmbedder, worker string, g *gate) *fakeEmbedder {
+// gated makes emb pass g before embedding as worker.
+func gated(emb *fakeEmbedder, worker string, g *testkit.Gate) *fakeEmbedder {
 	local := embedder.NewLocal()
 	emb.script(func(ctx context.Context, texts []string) ([][]float32, error) {
-		g.mu.Lock()
-		g.calls++
-		hold := g.calls > g.open
-		g.mu.Unlock()
-		if hold {
-			g.held <- worker
-			select {
-			case <-g.release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := g.Pass(ctx, worker); err != nil {
+			return nil, err
 		}
 		return local.Embed(ctx, texts)
 	})
 	return emb
 }
 
-type gate struct {
-	open    int
-	mu      sync.Mutex
-	calls   int
-	release chan struct{}
-	held    chan string
-}
-
-func newGate(open int) *gate {
-	return &gate{open: open, release: make(chan struct{}), held: make(chan string, 1000)}
-}
-
-// waitHeld waits until some worker holds a batch at the gate.
-func (g *gate) waitHeld(t *testing.T) {
-	t.Helper()
-	select {
-	case <-g.held:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("no worker reached the gate")
-	}
-}
-
 // drainSetup starts two embedding workers and the reaper over n records
 // and returns once a batch is held at the gate. (On PostgreSQL two workers
 // racing for the same first records can leave one of them with an empty
 // lease; it then idles on the frozen mock clock, which is fine here.)
-func drainSetup(t *testing.T, e *env, n int) (*supervisor.Supervisor, *gate) {
+func drainSetup(t *testing.T, e *env, n int) (*supervisor.Supervisor, *testkit.Gate) {
 	e.createN(n)
-	g := newGate(5)
+	g := testkit.NewGate(5)
 	ea, eb := gated(newEmbedder(e.Clock), "a", g), gated(newEmbedder(e.Clock), "b", g)
 	sup := e.Supervisor(nil, e.worker(e.config("embed-a", ea)), e.worker(e.config("embed-b", eb)), e.reaper(nil))
 	if err := sup.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	g.waitHeld(t)
+	g.WaitHeld(t)
 	return sup, g
 }
 
@@ -123,16 +90,13 @@ func TestDrainFinishesInFlightBatches(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		const n = 300
 		sup, g := drainSetup(t, e, n)
-		draining := e.Sink.After(memorykit.EventLifecycle, 1)
-		drained := make(chan error, 1)
-		go func() { drained <- sup.Drain(e.Ctx) }()
-		testkit.Await(t, draining, "the draining event")
+		drained := testkit.DrainAsync(t, e.Ctx, sup, e.Sink)
 		select {
 		case err := <-drained:
 			t.Fatalf("Drain returned (%v) with batches in flight", err)
 		default:
 		}
-		close(g.release)
+		g.Release()
 		if err := <-drained; err != nil {
 			t.Fatalf("Drain = %v", err)
 		}
@@ -153,10 +117,7 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 		const n = 200
 		sup, _ := drainSetup(t, e, n)
 		ctx, cancel := context.WithCancel(e.Ctx)
-		draining := e.Sink.After(memorykit.EventLifecycle, 1)
-		drained := make(chan error, 1)
-		go func() { drained <- sup.Drain(ctx) }()
-		testkit.Await(t, draining, "the draining event")
+		drained := testkit.DrainAsync(t, ctx, sup, e.Sink)
 		cancel()
 		err := <-drained
 		testkit.WantKind(t, err, memorykit.ErrUnavailable)

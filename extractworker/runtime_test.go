@@ -59,71 +59,31 @@ func TestRunRetryInstantsUnderSupervisor(t *testing.T) {
 	})
 }
 
-// gate blocks Extract calls after the first open ones until it is opened
-// or the call's context ends, and reports which workers are blocked.
-type gate struct {
-	open    int // calls let through before the gate closes
-	mu      sync.Mutex
-	calls   int
-	release chan struct{}
-	blocked chan string
-}
-
-func newGate(open int) *gate {
-	return &gate{open: open, release: make(chan struct{}), blocked: make(chan string, 1000)}
-}
-
-// extractor returns an Extractor for worker that passes through g.
-func (g *gate) extractor(x *extractor, worker string) *extractor {
+// gated makes x pass g before extracting as worker.
+func gated(x *extractor, worker string, g *testkit.Gate) *extractor {
 	x.fn = func(ctx context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
-		g.mu.Lock()
-		g.calls++
-		hold := g.calls > g.open
-		g.mu.Unlock()
-		if hold {
-			g.blocked <- worker
-			select {
-			case <-g.release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := g.Pass(ctx, worker); err != nil {
+			return nil, err
 		}
 		return proposals(in), nil
 	}
 	return x
 }
 
-// waitBlocked waits until every named worker has a call held at the gate.
-func (g *gate) waitBlocked(t *testing.T, workers ...string) {
-	t.Helper()
-	want := make(map[string]bool)
-	for _, w := range workers {
-		want[w] = true
-	}
-	for len(want) > 0 {
-		select {
-		case w := <-g.blocked:
-			delete(want, w)
-		case <-time.After(2 * time.Minute):
-			t.Fatalf("workers never reached the gate: %v", want)
-		}
-	}
-}
-
 // drainSetup starts a supervisor with two workers and the reaper over
 // jobs queued jobs, and returns once both workers hold leased work at the
 // gate.
-func drainSetup(t *testing.T, e *env, jobs int) (*supervisor.Supervisor, *gate, []*extractor, []memorykit.Job) {
+func drainSetup(t *testing.T, e *env, jobs int) (*supervisor.Supervisor, *testkit.Gate, []*extractor, []memorykit.Job) {
 	queued := e.enqueue(jobs, 3, turnPayload)
-	g := newGate(40)
-	xa, xb := g.extractor(newExtractor(e.Clock), "a"), g.extractor(newExtractor(e.Clock), "b")
+	g := testkit.NewGate(40)
+	xa, xb := gated(newExtractor(e.Clock), "a", g), gated(newExtractor(e.Clock), "b", g)
 	ca, cb := e.config("worker-a", xa), e.config("worker-b", xb)
 	ca.BatchSize, cb.BatchSize = 10, 10
 	sup := e.Supervisor(nil, e.worker(ca), e.worker(cb), e.reaper(nil))
 	if err := sup.Start(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	g.waitBlocked(t, "a", "b")
+	g.WaitHeld(t, "a", "b")
 	return sup, g, []*extractor{xa, xb}, queued
 }
 
@@ -174,16 +134,13 @@ func checkNothingLost(t *testing.T, e *env, jobs []memorykit.Job, xs []*extracto
 func TestDrainFinishesInFlightWork(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		sup, g, xs, jobs := drainSetup(t, e, 300)
-		draining := e.Sink.After(memorykit.EventLifecycle, 1)
-		drained := make(chan error, 1)
-		go func() { drained <- sup.Drain(e.Ctx) }()
-		testkit.Await(t, draining, "the draining event")
+		drained := testkit.DrainAsync(t, e.Ctx, sup, e.Sink)
 		select {
 		case err := <-drained:
 			t.Fatalf("Drain returned (%v) while work was in flight", err)
 		default:
 		}
-		close(g.release)
+		g.Release()
 		if err := <-drained; err != nil {
 			t.Fatalf("Drain = %v", err)
 		}
@@ -207,10 +164,7 @@ func TestDrainDeadlineHandsBack(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
 		sup, _, xs, jobs := drainSetup(t, e, 200)
 		ctx, cancel := context.WithCancel(e.Ctx)
-		draining := e.Sink.After(memorykit.EventLifecycle, 1)
-		drained := make(chan error, 1)
-		go func() { drained <- sup.Drain(ctx) }()
-		testkit.Await(t, draining, "the draining event")
+		drained := testkit.DrainAsync(t, ctx, sup, e.Sink)
 		cancel()
 		err := <-drained
 		testkit.WantKind(t, err, memorykit.ErrUnavailable)
