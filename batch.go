@@ -1,0 +1,73 @@
+package memorykit
+
+import (
+	"context"
+	"errors"
+	"strconv"
+)
+
+// BatchItem is one record of a batch write, with an optional embedding of
+// its content.
+type BatchItem struct {
+	Record NewRecord
+	// Embedding, when set, is stored with the record as PutEmbedding would
+	// store it for the record's content hash. Only an active record may
+	// carry one.
+	Embedding *BatchEmbedding
+}
+
+// BatchEmbedding is a vector computed from a batch item's
+// EmbeddingText(key, content) for an embedding profile.
+type BatchEmbedding struct {
+	Profile string
+	Vector  []float32
+}
+
+// BatchCreator is implemented by stores that can create many records in one
+// atomic step, for imports and projections. memorystore and pgstore
+// implement it; check for it with a type assertion.
+//
+// CreateBatch validates every item exactly as Create would (the WriteGuard,
+// then the store's own checks) before changing anything, and then applies
+// the items in order as if each were one Create: an active item supersedes
+// the active record with the same Scope, kind and key, including one created
+// earlier in the same batch, and its Expect is checked against the state the
+// earlier items left. It is all or nothing: any failure leaves the store
+// unchanged.
+//
+// At most Limits.MaxListSize items are allowed per call; an empty batch
+// does nothing. Failures are the errors Create would report, with the
+// item's position prefixed to the field ("items[3].content"); an ID that is
+// taken (or repeated within the batch) is ErrAlreadyExists and no record is
+// returned. On success the records are returned in item order, as they are
+// once the whole batch is applied (an item superseded by a later one is
+// returned superseded).
+type BatchCreator interface {
+	CreateBatch(ctx context.Context, items []BatchItem) ([]Record, error)
+}
+
+// BatchItemError returns err with the item's position prefixed to its
+// field, so a caller can tell which item of a batch was rejected. Errors
+// that are not *Error values are returned unchanged.
+func BatchItemError(i int, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	out := *e
+	prefix := "items[" + strconv.Itoa(i) + "]"
+	if out.Field == "" {
+		out.Field = prefix
+	} else {
+		out.Field = prefix + "." + out.Field
+	}
+	return &out
+}
+
+// CheckBatchSize validates a batch's length against Limits.MaxListSize.
+func (g *WriteGuard) CheckBatchSize(op string, n int) error {
+	if n > g.limits.MaxListSize {
+		return FieldError(op, "items", "above_max_list_size")
+	}
+	return nil
+}
