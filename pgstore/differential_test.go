@@ -69,6 +69,21 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 		}
 		return recs[0]
 	}
+	bothBatch := func(its []memorykit.BatchItem) []memorykit.Record {
+		t.Helper()
+		var recs [2][]memorykit.Record
+		for i, s := range stores {
+			out, err := s.(memorykit.BatchCreator).CreateBatch(ctx, its)
+			if err != nil {
+				t.Fatalf("store %d: batch: %v", i, err)
+			}
+			recs[i] = out
+		}
+		if d := cmp.Diff(recs[1], recs[0], cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("stores disagree on a batch (-memorystore +pgstore):\n%s", d)
+		}
+		return recs[0]
+	}
 	ids = make([][]string, len(scopes))
 	for step := 0; step < 160; step++ {
 		clk.Add(time.Duration(r.IntN(3)) * time.Second)
@@ -84,10 +99,24 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 			if r.IntN(4) == 0 {
 				in.Status = memorykit.StatusCandidate
 			}
-			if r.IntN(6) == 0 {
+			switch r.IntN(8) {
+			case 0:
 				in.EffectiveUntil = clk.Now().Add(time.Duration(1+r.IntN(60)) * time.Second)
+			case 1:
+				in.EffectiveFrom = clk.Now().Add(time.Duration(1+r.IntN(30)) * time.Second)
 			}
-			rec := both(func(s memorykit.Store) (memorykit.Record, error) { return s.Create(ctx, in) })
+			var rec memorykit.Record
+			if r.IntN(3) == 0 {
+				// The same record through CreateBatch, with a neighbour
+				// that may supersede it.
+				next := in
+				next.ID = in.ID + "-b"
+				next.Content = diffText(r, 2+r.IntN(6))
+				rec = bothBatch([]memorykit.BatchItem{{Record: in}, {Record: next}})[0]
+				ids[si] = append(ids[si], next.ID)
+			} else {
+				rec = both(func(s memorykit.Store) (memorykit.Record, error) { return s.Create(ctx, in) })
+			}
 			ids[si] = append(ids[si], rec.ID)
 			if rec.Status == memorykit.StatusActive && r.IntN(3) > 0 {
 				vec := make([]float32, 4)
@@ -166,5 +195,81 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 	}
 	if queries < 30 {
 		t.Fatalf("only %d queries returned anything; the comparison proves little", queries)
+	}
+}
+
+// TestPostgresFullTextPruningMatchesMemorystore loads one scope with
+// records drawn from a skewed vocabulary (a few words in almost every
+// record, many rare ones) and compares full-text recall with memorystore
+// for queries mixing common and rare words at small limits, which is where
+// pgstore's pruning levels stop early or fall through to reading every
+// match. Some records are outside their effective window.
+func TestPostgresFullTextPruningMatchesMemorystore(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	pg := openStore(t, uniqueSchema(t), clk)
+	ms, err := memorystore.New(memorystore.Config{Clock: clk, Guard: testGuard(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := []memorykit.BatchCreator{pg, ms}
+	scope, _ := memorykit.ProjectScope("tenant-p", "pruning")
+	other, _ := memorykit.ProjectScope("tenant-p", "other")
+	common := []string{"the", "and", "is", "of", "we", "team", "数据"}
+	r := rand.New(rand.NewPCG(21, 22))
+	word := func() string {
+		switch x := r.IntN(10); {
+		case x < 5:
+			return common[r.IntN(len(common))]
+		case x < 8:
+			return fmt.Sprintf("mid%d", r.IntN(30))
+		default:
+			return fmt.Sprintf("rare%d", r.IntN(400))
+		}
+	}
+	text := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = word()
+		}
+		return strings.Join(w, " ")
+	}
+	for b := 0; b < 8; b++ {
+		var its []memorykit.BatchItem
+		for i := 0; i < 100; i++ {
+			sc := scope
+			if i%10 == 9 {
+				sc = other
+			}
+			in := memorykit.NewRecord{ID: fmt.Sprintf("p-%d-%03d", b, i), Scope: sc, Kind: memorykit.KindNote,
+				Key: fmt.Sprintf("key %d %d", b, i), Content: text(4 + r.IntN(12)), Status: memorykit.StatusActive, Actor: author}
+			switch r.IntN(25) {
+			case 0:
+				in.EffectiveFrom = clk.Now().Add(time.Hour)
+			case 1:
+				in.EffectiveUntil = clk.Now().Add(time.Duration(1+r.IntN(20)) * time.Second)
+			}
+			its = append(its, memorykit.BatchItem{Record: in})
+		}
+		for i, s := range stores {
+			if _, err := s.CreateBatch(ctx, its); err != nil {
+				t.Fatalf("store %d: %v", i, err)
+			}
+		}
+		clk.Add(3 * time.Second)
+	}
+	for qi := 0; qi < 150; qi++ {
+		n := 1 + r.IntN(10)
+		q := memorykit.RecallQuery{Scope: scope, Terms: memorykit.SearchTerms(text(n), 32),
+			ExactLimit: 1, FullTextLimit: 1 + r.IntN(8), VectorLimit: 1}
+		var res [2]memorykit.RecallResult
+		for i, s := range stores {
+			if res[i], err = s.(memorykit.RecallStore).Recall(ctx, q); err != nil {
+				t.Fatalf("store %d: %v", i, err)
+			}
+		}
+		if d := cmp.Diff(res[1], res[0], cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("query %d %q differs (-memorystore +pgstore):\n%s", qi, q.Terms, d)
+		}
 	}
 }

@@ -80,6 +80,24 @@ var badIDs = map[string]string{
 
 func testBadCreate(t *testing.T, e *env) {
 	e.create(e.active(memorykit.KindFact, "existing", "an existing record"))
+	var cases []badCase
+	for _, b := range badNewRecords(e) {
+		in := b.in
+		cases = append(cases, badCase{b.name, b.want, func() error { _, err := e.s.Create(e.ctx, in); return err }})
+	}
+	e.refuseAll(t, cases)
+}
+
+// badNew is a NewRecord that Create must refuse with want.
+type badNew struct {
+	name string
+	want error
+	in   memorykit.NewRecord
+}
+
+// badNewRecords lists malformed NewRecords in e's Scope; Create and
+// CreateBatch must refuse each one the same way.
+func badNewRecords(e *env) []badNew {
 	l := Limits()
 	base := func() memorykit.NewRecord {
 		in := e.active(memorykit.KindFact, "new key", "valid content "+secretToken)
@@ -87,11 +105,11 @@ func testBadCreate(t *testing.T, e *env) {
 		in.Sources = []memorykit.Source{{Kind: "conversation", Ref: "turn-1"}}
 		return in
 	}
-	var cases []badCase
+	var cases []badNew
 	add := func(name string, want error, mutate func(*memorykit.NewRecord)) {
 		in := base()
 		mutate(&in)
-		cases = append(cases, badCase{name, want, func() error { _, err := e.s.Create(e.ctx, in); return err }})
+		cases = append(cases, badNew{name, want, in})
 	}
 	add("key too long", errInput, func(in *memorykit.NewRecord) { in.Key = strings.Repeat("k", l.MaxKeyBytes+1) })
 	add("key empty", errInput, func(in *memorykit.NewRecord) { in.Key = "" })
@@ -174,7 +192,7 @@ func testBadCreate(t *testing.T, e *env) {
 	for name, s := range badScopes() {
 		add("scope "+name, errScope, func(in *memorykit.NewRecord) { in.Scope = s })
 	}
-	e.refuseAll(t, cases)
+	return cases
 }
 
 func testBadCorrect(t *testing.T, e *env) {

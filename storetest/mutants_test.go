@@ -72,6 +72,14 @@ var mutants = map[string]mutant{
 		suite: storetest.RunIsolationConformance, failCase: "OtherScopeIsNotFound",
 		wrap: func(s *memorystore.Store) memorykit.Store { return &crossScope{Store: s} },
 	},
+	"batch-not-atomic": {
+		suite: storetest.RunBatchConformance, failCase: "AllOrNothing",
+		wrap: func(s *memorystore.Store) memorykit.Store { return batchOneByOne{s} },
+	},
+	"batch-supersedes-nothing-inside": {
+		suite: storetest.RunBatchConformance, failCase: "Supersedes",
+		wrap: func(s *memorystore.Store) memorykit.Store { return batchLastWins{s} },
+	},
 	"error-quotes-content": {
 		suite: storetest.RunBadInputConformance, failCase: "Create",
 		wrap: func(s *memorystore.Store) memorykit.Store { return quotesContent{s} },
@@ -323,4 +331,48 @@ func (m quotesContent) Create(ctx context.Context, in memorykit.NewRecord) (memo
 		}
 	}
 	return r, err
+}
+
+// batchOneByOne creates a batch's records one Create at a time, keeping
+// those created before a failure.
+type batchOneByOne struct{ *memorystore.Store }
+
+func (m batchOneByOne) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+	var out []memorykit.Record
+	for i, it := range items {
+		r, err := m.Create(ctx, it.Record)
+		if err != nil {
+			return nil, memorykit.BatchItemError(i, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// batchLastWins creates only the last active item of each key, as if a
+// batch were deduplicated by key before writing.
+type batchLastWins struct{ *memorystore.Store }
+
+func (m batchLastWins) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+	last := map[string]int{}
+	for i, it := range items {
+		if it.Record.Status == memorykit.StatusActive {
+			last[string(it.Record.Kind)+"/"+memorykit.NormalizeKey(it.Record.Key)] = i
+		}
+	}
+	var keep []memorykit.BatchItem
+	for i, it := range items {
+		k := string(it.Record.Kind) + "/" + memorykit.NormalizeKey(it.Record.Key)
+		if j, ok := last[k]; !ok || j == i || it.Record.Status != memorykit.StatusActive {
+			keep = append(keep, it)
+		}
+	}
+	out, err := m.Store.CreateBatch(ctx, keep)
+	if err != nil {
+		return nil, err
+	}
+	for len(out) < len(items) {
+		out = append(out, out[len(out)-1])
+	}
+	return out, nil
 }

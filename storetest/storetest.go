@@ -97,6 +97,7 @@ func RunAll(t *testing.T, h Harness) {
 	t.Run("Job", func(t *testing.T) { RunJobConformance(t, h) })
 	t.Run("Isolation", func(t *testing.T) { RunIsolationConformance(t, h) })
 	t.Run("BadInput", func(t *testing.T) { RunBadInputConformance(t, h) })
+	t.Run("Batch", func(t *testing.T) { RunBatchConformance(t, h) })
 }
 
 func checkHarness(t *testing.T, h Harness) {

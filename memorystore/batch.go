@@ -1,0 +1,152 @@
+package memorystore
+
+import (
+	"context"
+	"time"
+
+	"github.com/goagents/memorykit"
+)
+
+var _ memorykit.BatchCreator = (*Store)(nil)
+
+// CreateBatch implements memorykit.BatchCreator: every item is validated as
+// Create validates it, then, under one hold of the write lock, the whole
+// batch is checked against the store (IDs, windows, expectations in order)
+// before the first record is written, so a rejected batch changes nothing.
+func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+	const op = "memorystore.create_batch"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := s.guard.CheckBatchSize(op, len(items)); err != nil {
+		return nil, err
+	}
+	checked, err := s.checkBatchItems(ctx, op, items)
+	if err != nil {
+		return nil, err
+	}
+	if len(checked) == 0 {
+		return []memorykit.Record{}, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if err := s.planBatch(op, checked, now); err != nil {
+		return nil, err
+	}
+	for i, in := range checked {
+		if _, err := s.createLocked(op, in, now); err != nil {
+			// Unreachable: planBatch checked everything createLocked can
+			// reject, under the same lock.
+			return nil, memorykit.BatchItemError(i, err)
+		}
+		if emb := items[i].Embedding; emb != nil {
+			e := s.records[in.ID]
+			if e.embeddings == nil {
+				e.embeddings = make(map[string]*embedding)
+			}
+			e.embeddings[emb.Profile] = &embedding{hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), norm: norm(emb.Vector), at: now}
+			s.syncVector(e, emb.Profile)
+		}
+	}
+	out := make([]memorykit.Record, len(checked))
+	for i, in := range checked {
+		out[i] = s.records[in.ID].rec.Clone()
+	}
+	return out, nil
+}
+
+// checkBatchItems validates every item without the lock: the WriteGuard (which
+// runs the Host's validator) and the embedding, if any.
+func (s *Store) checkBatchItems(ctx context.Context, op string, items []memorykit.BatchItem) ([]memorykit.NewRecord, error) {
+	out := make([]memorykit.NewRecord, len(items))
+	seen := make(map[string]bool)
+	for i, it := range items {
+		in := it.Record
+		in.Metadata = cloneMap(in.Metadata)
+		in.Sources = append([]memorykit.Source(nil), in.Sources...)
+		in, err := s.guard.CheckNew(ctx, op, in)
+		if err != nil {
+			return nil, memorykit.BatchItemError(i, err)
+		}
+		if in.ID != "" {
+			if seen[in.ID] {
+				return nil, memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_repeated"))
+			}
+			seen[in.ID] = true
+		}
+		if emb := it.Embedding; emb != nil {
+			if in.Status != memorykit.StatusActive {
+				return nil, memorykit.BatchItemError(i, memorykit.FieldError(op, "embedding", "record_not_active"))
+			}
+			if err := memorykit.ValidateProfile(op, emb.Profile); err != nil {
+				return nil, memorykit.BatchItemError(i, err)
+			}
+			if err := checkVector(op, "embedding.vector", emb.Vector); err != nil {
+				return nil, memorykit.BatchItemError(i, err)
+			}
+		}
+		out[i] = in
+	}
+	return out, nil
+}
+
+// planBatch checks the batch against the store as the items will be
+// applied, in order, and gives every item without an ID a fresh one. The
+// caller holds s.mu for writing.
+func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time) error {
+	taken := make(map[string]bool, len(items))
+	for i, in := range items {
+		if in.ID == "" {
+			continue
+		}
+		if s.records[in.ID] != nil {
+			return memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
+		}
+		taken[in.ID] = true
+	}
+	// holder is the active record of a Scope/kind/key as the items before
+	// the current one leave it (nil: none).
+	type holder struct {
+		id      string
+		version int64
+	}
+	overlay := make(map[activeKey]*holder)
+	for i := range items {
+		in := &items[i]
+		if in.ID == "" {
+			for in.ID == "" || s.records[in.ID] != nil || taken[in.ID] {
+				in.ID = memorykit.NewRecordID(now)
+			}
+			taken[in.ID] = true
+		}
+		from := stamp(in.EffectiveFrom)
+		if from.IsZero() {
+			from = now
+		}
+		if until := stamp(in.EffectiveUntil); !until.IsZero() && !until.After(from) {
+			return memorykit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
+		}
+		if in.Status != memorykit.StatusActive {
+			continue
+		}
+		ak := activeKey{scope: in.Scope, kind: in.Kind, key: in.Key}
+		h, ok := overlay[ak]
+		if !ok {
+			if cur := s.activeEntry(ak); cur != nil {
+				h = &holder{id: cur.rec.ID, version: cur.rec.Version}
+			}
+		}
+		if x := in.Expect; x != nil {
+			conflict := x.None && h != nil || !x.None && (h == nil || h.id != x.ID || h.version != x.Version)
+			if conflict {
+				return memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrVersionConflict, "active_record_changed"))
+			}
+		}
+		overlay[ak] = &holder{id: in.ID, version: 1}
+	}
+	return nil
+}

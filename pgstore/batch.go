@@ -1,0 +1,362 @@
+package pgstore
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/goagents/memorykit"
+)
+
+var _ memorykit.BatchCreator = (*Store)(nil)
+
+// batchRow is one validated batch item with everything the statements need.
+type batchRow struct {
+	in        memorykit.NewRecord
+	meta, src any
+	terms     string // search_tsv as tsvector text input
+	emb       *memorykit.BatchEmbedding
+	rec       memorykit.Record // the record as the batch leaves it
+	// superseder is the index of the later item that supersedes this one
+	// inside the batch, or -1.
+	superseder int
+}
+
+// CreateBatch implements memorykit.BatchCreator in one transaction: the
+// items are validated as Create validates them, then the transaction takes
+// the key locks of every active item (in lock-key order, so two batches
+// cannot deadlock), reads and locks the records currently holding those
+// keys, checks IDs and expectations in item order, supersedes the
+// pre-existing holders with one UPDATE and writes the records, their
+// revisions and their embeddings with COPY. The records trigger (migration
+// 0002) updates the recall layout once per statement.
+func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+	const op = "pgstore.create_batch"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := s.guard.CheckBatchSize(op, len(items)); err != nil {
+		return nil, err
+	}
+	rows, err := s.checkBatchItems(ctx, op, items)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return []memorykit.Record{}, nil
+	}
+	now := s.now()
+	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+		return s.writeBatch(ctx, tx, op, rows, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memorykit.Record, len(rows))
+	for i, r := range rows {
+		out[i] = r.rec.Clone()
+	}
+	return out, nil
+}
+
+// checkBatchItems validates every item as Create would, before any
+// database work.
+func (s *Store) checkBatchItems(ctx context.Context, op string, items []memorykit.BatchItem) ([]batchRow, error) {
+	rows := make([]batchRow, len(items))
+	seen := make(map[string]bool)
+	for i, it := range items {
+		in, err := s.guard.CheckNew(ctx, op, it.Record)
+		if err != nil {
+			return nil, memorykit.BatchItemError(i, err)
+		}
+		r := batchRow{in: in, superseder: -1}
+		if r.meta, err = encodeMetadata(in.Metadata); err != nil {
+			return nil, memorykit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err))
+		}
+		if r.src, err = encodeSources(in.Sources); err != nil {
+			return nil, memorykit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err))
+		}
+		if in.ID != "" {
+			if seen[in.ID] {
+				return nil, memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_repeated"))
+			}
+			seen[in.ID] = true
+		}
+		if emb := it.Embedding; emb != nil {
+			if in.Status != memorykit.StatusActive {
+				return nil, memorykit.BatchItemError(i, memorykit.FieldError(op, "embedding", "record_not_active"))
+			}
+			if err := memorykit.ValidateProfile(op, emb.Profile); err != nil {
+				return nil, memorykit.BatchItemError(i, err)
+			}
+			if err := checkVector(op, "embedding.vector", emb.Vector); err != nil {
+				return nil, memorykit.BatchItemError(i, err)
+			}
+			r.emb = &memorykit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
+		}
+		r.terms = tsvectorText(ftsTerms(memorykit.IndexTerms(in.Key, in.Content)))
+		rows[i] = r
+	}
+	return rows, nil
+}
+
+// tsvectorText renders lexemes as tsvector text input: each one quoted, so
+// it is stored verbatim, as array_to_tsvector would store it.
+func tsvectorText(lexemes []string) string {
+	var b strings.Builder
+	for i, l := range lexemes {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(tsqueryLiteral(l))
+	}
+	return b.String()
+}
+
+// batchHolder is the active record of a Scope/kind/key while the batch is
+// planned: one that existed before (item -1) or an item of the batch.
+type batchHolder struct {
+	id      string
+	version int64
+	item    int
+}
+
+func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow, now time.Time) error {
+	// IDs: the given ones must be free; the others are generated.
+	var given []string
+	for _, r := range rows {
+		if r.in.ID != "" {
+			given = append(given, r.in.ID)
+		}
+	}
+	if len(given) > 0 {
+		var taken []string
+		res, err := tx.Query(ctx, s.q(`SELECT id FROM {schema}.records WHERE id = ANY ($1::text[])`), given)
+		if err != nil {
+			return err
+		}
+		if taken, err = pgx.CollectRows(res, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		isTaken := make(map[string]bool, len(taken))
+		for _, id := range taken {
+			isTaken[id] = true
+		}
+		for i, r := range rows {
+			if isTaken[r.in.ID] {
+				return memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
+			}
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.in.ID == "" {
+			r.in.ID = memorykit.NewRecordID(now)
+		}
+		from := pgTime(r.in.EffectiveFrom)
+		if r.in.EffectiveFrom.IsZero() {
+			from = now
+		}
+		var until time.Time
+		if !r.in.EffectiveUntil.IsZero() {
+			until = pgTime(r.in.EffectiveUntil)
+			if !until.After(from) {
+				return memorykit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
+			}
+		}
+		r.rec = memorykit.Record{
+			ID: r.in.ID, Scope: r.in.Scope, Kind: r.in.Kind, Key: r.in.Key, Content: r.in.Content,
+			Metadata: cloneStrings(r.in.Metadata), Sources: cloneSources(r.in.Sources), Status: r.in.Status,
+			Version: 1, ContentHash: memorykit.ContentHash(r.in.Content), EffectiveFrom: from, EffectiveUntil: until,
+			CreatedBy: r.in.Actor, TouchedBy: r.in.Actor, CreatedAt: now, UpdatedAt: now,
+		}
+	}
+
+	// Lock every key an active item takes, in lock-key order, then the
+	// records holding them.
+	type akey struct {
+		scope memorykit.Scope
+		kind  memorykit.Kind
+		key   string
+	}
+	keys := map[akey]bool{}
+	var locks []int64
+	for _, r := range rows {
+		if r.in.Status == memorykit.StatusActive {
+			k := akey{r.in.Scope, r.in.Kind, r.in.Key}
+			if !keys[k] {
+				keys[k] = true
+				locks = append(locks, s.keyLock(k.scope, k.kind, k.key))
+			}
+		}
+	}
+	holders := map[akey]*batchHolder{}
+	if len(locks) > 0 {
+		sort.Slice(locks, func(i, j int) bool { return locks[i] < locks[j] })
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k`, locks); err != nil {
+			return err
+		}
+		var tenants, types, subjects, kinds, ks []string
+		for k := range keys {
+			tenants = append(tenants, k.scope.TenantID)
+			types = append(types, string(k.scope.SubjectType))
+			subjects = append(subjects, k.scope.SubjectID)
+			kinds = append(kinds, string(k.kind))
+			ks = append(ks, k.key)
+		}
+		res, err := tx.Query(ctx, s.q(`SELECT r.id, r.version, r.tenant_id, r.subject_type, r.subject_id, r.kind, r.key
+			FROM {schema}.records r
+			JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS k(t, st, sid, kind, key)
+			  ON r.tenant_id = k.t AND r.subject_type = k.st AND r.subject_id = k.sid AND r.kind = k.kind AND r.key = k.key
+			WHERE r.status = 'active'
+			ORDER BY r.id
+			FOR UPDATE OF r`), tenants, types, subjects, kinds, ks)
+		if err != nil {
+			return err
+		}
+		for res.Next() {
+			var (
+				h          batchHolder
+				k          akey
+				st, kindSt string
+			)
+			if err := res.Scan(&h.id, &h.version, &k.scope.TenantID, &st, &k.scope.SubjectID, &kindSt, &k.key); err != nil {
+				res.Close()
+				return err
+			}
+			k.scope.SubjectType, k.kind, h.item = memorykit.SubjectType(st), memorykit.Kind(kindSt), -1
+			holders[k] = &h
+		}
+		res.Close()
+		if err := res.Err(); err != nil {
+			return err
+		}
+	}
+
+	// Apply the items in order on the plan: expectations, and who
+	// supersedes whom.
+	var supID, supKind, supActor, supReason []string
+	for i := range rows {
+		r := &rows[i]
+		if r.in.Status != memorykit.StatusActive {
+			continue
+		}
+		k := akey{r.in.Scope, r.in.Kind, r.in.Key}
+		h := holders[k]
+		if r.in.Expect != nil {
+			var current *memorykit.Record
+			if h != nil {
+				current = &memorykit.Record{ID: h.id, Version: h.version}
+			}
+			if err := checkExpect(op, r.in.Expect, current); err != nil {
+				return memorykit.BatchItemError(i, err)
+			}
+		}
+		if h != nil {
+			if h.item < 0 {
+				supID = append(supID, h.id)
+				supKind = append(supKind, string(r.in.Actor.Kind))
+				supActor = append(supActor, r.in.Actor.ID)
+				supReason = append(supReason, r.in.Reason)
+			} else {
+				prev := &rows[h.item]
+				prev.superseder = i
+				prev.rec.Status = memorykit.StatusSuperseded
+				prev.rec.Version = 2
+				prev.rec.TouchedBy = r.in.Actor
+			}
+		}
+		holders[k] = &batchHolder{id: r.in.ID, version: 1, item: i}
+	}
+
+	if len(supID) > 0 {
+		if _, err := tx.Exec(ctx, s.q(`
+			WITH x AS (
+				SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(id, actor_kind, actor_id, reason)
+			), u AS (
+				UPDATE {schema}.records r SET status = 'superseded', version = r.version + 1,
+					touched_by_kind = x.actor_kind, touched_by_id = x.actor_id, updated_at = $5
+				FROM x WHERE r.id = x.id
+				RETURNING r.*, x.reason AS why
+			)
+			INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
+				status, content_hash, content, metadata, sources, at)
+			SELECT id, version, 'supersede', touched_by_kind, touched_by_id, why, status, content_hash,
+				content, metadata, sources, $5
+			FROM u`), supID, supKind, supActor, supReason, now); err != nil {
+			return err
+		}
+	}
+
+	recRows := make([][]any, len(rows))
+	var revRows, embRows [][]any
+	for i, r := range rows {
+		var until any
+		if !r.rec.EffectiveUntil.IsZero() {
+			until = r.rec.EffectiveUntil
+		}
+		recRows[i] = []any{r.rec.ID, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType), r.rec.Scope.SubjectID,
+			string(r.rec.Kind), r.rec.Key, r.rec.Content, r.meta, r.src, string(r.rec.Status), r.rec.Version,
+			r.rec.ContentHash, r.rec.EffectiveFrom, until, string(r.rec.CreatedBy.Kind), r.rec.CreatedBy.ID,
+			string(r.rec.TouchedBy.Kind), r.rec.TouchedBy.ID, now, now, r.terms}
+		revRows = append(revRows, []any{r.rec.ID, int64(1), string(memorykit.ActionCreate), string(r.in.Actor.Kind),
+			r.in.Actor.ID, r.in.Reason, string(r.in.Status), r.rec.ContentHash, r.rec.Content, r.meta, r.src, now})
+		if r.superseder >= 0 {
+			by := rows[r.superseder].in
+			revRows = append(revRows, []any{r.rec.ID, int64(2), string(memorykit.ActionSupersede), string(by.Actor.Kind),
+				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, now})
+		}
+		if r.emb != nil {
+			embRows = append(embRows, []any{r.rec.ID, r.emb.Profile, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType),
+				r.rec.Scope.SubjectID, r.rec.ContentHash, int32(len(r.emb.Vector)), pgvector.NewVector(r.emb.Vector), now,
+				r.rec.Status == memorykit.StatusActive})
+		}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "records"}, []string{"id", "tenant_id", "subject_type",
+		"subject_id", "kind", "key", "content", "metadata", "sources", "status", "version", "content_hash",
+		"effective_from", "effective_until", "created_by_kind", "created_by_id", "touched_by_kind", "touched_by_id",
+		"created_at", "updated_at", "search_tsv"}, pgx.CopyFromRows(recRows)); err != nil {
+		if isUniqueViolation(err, "records_one_active") {
+			return memorykit.WrapError(op, memorykit.ErrVersionConflict, "active_record_changed", err)
+		}
+		if isUniqueViolation(err, "records_pkey") {
+			return memorykit.WrapError(op, memorykit.ErrAlreadyExists, "id_taken", err)
+		}
+		return err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "revisions"}, []string{"record_id", "version", "action",
+		"actor_kind", "actor_id", "reason", "status", "content_hash", "content", "metadata", "sources", "at"},
+		pgx.CopyFromRows(revRows)); err != nil {
+		return err
+	}
+	if len(embRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "embeddings"}, []string{"record_id", "profile",
+			"tenant_id", "subject_type", "subject_id", "content_hash", "dims", "embedding", "created_at", "live"},
+			pgx.CopyFromRows(embRows)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cloneStrings(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func cloneSources(src []memorykit.Source) []memorykit.Source {
+	if len(src) == 0 {
+		return nil
+	}
+	return append([]memorykit.Source(nil), src...)
+}
