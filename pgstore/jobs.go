@@ -157,6 +157,9 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if len(c.Candidates) > s.guard.Limits().MaxListSize {
 		return 0, memorykit.FieldError(op, "candidates", "above_max_list_size")
 	}
+	if len(c.Candidates) == 0 {
+		return 0, s.completeEmpty(ctx, op, c)
+	}
 	job, found, err := s.jobByID(ctx, s.pool, c.JobID, false)
 	switch {
 	case err != nil:
@@ -243,6 +246,30 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		return 0, err
 	}
 	return created, nil
+}
+
+// completeEmpty completes a job that proposed no candidates in one
+// statement (one round trip): the lease check and the update are the same
+// atomic step. Only when it changes nothing does a second read tell a
+// missing job from a lost lease.
+func (s *Store) completeEmpty(ctx context.Context, op string, c memorykit.JobCompletion) error {
+	now := s.now()
+	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '',
+			leased_by = '', lease_expires_at = NULL, candidates = 0, updated_at = $3
+		WHERE id = $1 AND state = 'leased' AND leased_by = $2 AND lease_expires_at > $3`),
+		c.JobID, c.WorkerID, now)
+	if err != nil {
+		return mapErr(op, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, found, err := s.jobByID(ctx, s.pool, c.JobID, false); err != nil {
+		return mapErr(op, err)
+	} else if !found {
+		return notFound(op)
+	}
+	return leaseLost(op)
 }
 
 // FailJob implements memorykit.JobStore. A zero RetryAt means now.
