@@ -21,7 +21,7 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/reviewer"
@@ -75,7 +75,7 @@ func workers() mkruntime.Workers {
 
 type bundle struct {
 	clk   *clock.Mock
-	store *memorystore.Store
+	store memorykit.Store
 	az    *testkit.Authorizer
 	sink  *testkit.Sink
 	logs  *observer.ObservedLogs
@@ -88,8 +88,15 @@ type bundle struct {
 
 func config(t *testing.T) (mkruntime.Config, *bundle) {
 	t.Helper()
-	b := &bundle{clk: testkit.NewClock(), az: testkit.NewAuthorizer(), sink: &testkit.Sink{}, ext: &extractor{}}
-	b.store = testkit.MemStore(t, b.clk)
+	clk := testkit.NewClock()
+	return configOn(t, clk, testkit.MemStore(t, clk))
+}
+
+// configOn builds a full Config around store, whose clock must be clk.
+func configOn(t *testing.T, clk *clock.Mock, store memorykit.Store) (mkruntime.Config, *bundle) {
+	t.Helper()
+	b := &bundle{clk: clk, az: testkit.NewAuthorizer(), sink: &testkit.Sink{}, ext: &extractor{}}
+	b.store = store
 	b.scope = testkit.Scope(t, "acme", "apollo")
 	b.alice = testkit.Principal("acme", memorykit.ActorUser, "alice")
 	b.az.Grant("alice", b.scope, memorykit.PermRead, memorykit.PermWrite, memorykit.PermExtract, memorykit.PermReview, memorykit.PermErase)
@@ -108,6 +115,11 @@ func config(t *testing.T) (mkruntime.Config, *bundle) {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	cfg, b := config(t)
+	return start(t, cfg, b)
+}
+
+func start(t *testing.T, cfg mkruntime.Config, b *bundle) *bundle {
+	t.Helper()
 	rt, err := mkruntime.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -187,8 +199,14 @@ func eventually(t *testing.T, clk *clock.Mock, step time.Duration, what string, 
 }
 
 func TestEndToEndTurn(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
+	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+		clk := testkit.NewClock()
+		cfg, b := configOn(t, clk, be.Open(t, clk))
+		endToEnd(t, start(t, cfg, b))
+	})
+}
+
+func endToEnd(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	const canary = "canary-e2e-51d9"
 
@@ -342,4 +360,88 @@ func TestSessionRejectsUntrustedShapes(t *testing.T) {
 			t.Fatal("remember_project_memory registered without write intent")
 		}
 	}
+}
+
+// Two runtimes with different worker identities, each with its own store on
+// one PostgreSQL schema, share one extraction queue: every job is extracted
+// exactly once.
+func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
+	t.Parallel()
+	db := pgstoretest.New(t)
+	clk := testkit.NewClock()
+	ext := &countingExtractor{calls: map[string]int{}}
+	var runtimes []*bundle
+	for _, id := range []string{"host-a", "host-b"} {
+		cfg, b := configOn(t, clk, db.Open(t, clk))
+		cfg.WorkerID = id
+		cfg.Extractor = ext
+		runtimes = append(runtimes, start(t, cfg, b))
+	}
+	ctx := context.Background()
+	for _, b := range runtimes {
+		if err := b.rt.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const jobs = 40
+	a := runtimes[0]
+	s, err := a.rt.Session(mkruntime.Request{Principal: a.alice, Scope: a.scope, ModelID: "agent-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < jobs; i++ {
+		res := s.FinishTurn(ctx, fmt.Sprintf("run-%d", i), fmt.Sprintf("remember: topic %d = value %d", i, i))
+		if res.Status != extractworker.EnqueueQueued {
+			t.Fatalf("enqueue %d: %+v", i, res)
+		}
+	}
+	eventually(t, clk, time.Second, "all jobs done", func() bool {
+		c, err := a.store.CountJobs(ctx)
+		return err == nil && c.Done == jobs
+	})
+	for _, b := range runtimes {
+		if err := b.rt.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.rt.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perJob, total := ext.snapshot()
+	if len(perJob) != jobs || total != jobs {
+		t.Fatalf("extracted %d distinct jobs in %d calls, want %d exactly once", len(perJob), total, jobs)
+	}
+	cands, err := a.store.List(ctx, memorykit.ListFilter{Scope: a.scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 100})
+	if err != nil || len(cands) != jobs {
+		t.Fatalf("%d candidates, %v; want %d", len(cands), err, jobs)
+	}
+	byWorker := map[string]int{}
+	for _, e := range append(runtimes[0].sink.OfKind(memorykit.EventJobCompleted), runtimes[1].sink.OfKind(memorykit.EventJobCompleted)...) {
+		byWorker[e.WorkerID]++
+	}
+	t.Logf("jobs completed per worker: %v", byWorker)
+}
+
+type countingExtractor struct {
+	mu    sync.Mutex
+	calls map[string]int
+	total int
+}
+
+func (c *countingExtractor) Extract(ctx context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+	c.mu.Lock()
+	c.calls[in.JobID]++
+	c.total++
+	c.mu.Unlock()
+	return (&extractor{}).Extract(ctx, in)
+}
+
+func (c *countingExtractor) snapshot() (map[string]int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.calls))
+	for k, v := range c.calls {
+		out[k] = v
+	}
+	return out, c.total
 }
