@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/goagents/memorykit"
 )
@@ -148,50 +149,118 @@ func (x *scopeIndex) fullTextHits(dorm map[int32]bool, terms []string, limit int
 		}
 		idf[i] = memorykit.IDF(n, df)
 	}
-	// held[slot] lists, in query-term order, the terms a record holds.
-	held := make(map[int32][]int, 64)
-	var order []int32
+	// Walking the posting lists in query-term order, cnt[slot] counts a
+	// record's matched terms and sum[slot] adds up their IDFs in that same
+	// order, as memorystore always summed them.
+	sc := getScratch()
+	defer putScratch(sc)
+	cnt, sum := sc.counters(len(x.docs))
+	touched := sc.slots[:0]
 	for i, t := range uniq {
 		for _, slot := range x.postings[t] {
 			if !x.recallable(dorm, slot) {
 				continue
 			}
-			h, ok := held[slot]
-			if !ok {
-				order = append(order, slot)
+			if cnt[slot] == 0 {
+				touched = append(touched, slot)
 			}
-			held[slot] = append(h, i)
+			cnt[slot]++
+			sum[slot] += idf[i]
 		}
 	}
-	if len(order) == 0 {
+	sc.slots = touched
+	if len(touched) == 0 {
 		return nil, nil
 	}
-	cands := make([]memorykit.FullTextCandidate, len(order))
 	best := 0
-	for i, slot := range order {
-		w := 0.0
-		for _, t := range held[slot] {
-			w += idf[t]
-		}
-		m := len(held[slot])
-		rec := &x.docs[slot].rec
-		cands[i] = memorykit.FullTextCandidate{ID: rec.ID, Matched: m, Weight: memorykit.RoundWeight(w), UpdatedAt: rec.UpdatedAt}
-		best = max(best, m)
+	for _, slot := range touched {
+		best = max(best, int(cnt[slot]))
 	}
 	// FullTextRule only ever returns the first limit candidates above and
-	// below the threshold, so hand it just those (the best candidate among
-	// them): the result is the same and a large Scope is not fully sorted.
-	var above, under []memorykit.FullTextCandidate
-	for _, c := range cands {
+	// below the threshold, so keep just those (bounded heaps): the result
+	// is the same and a large Scope is never fully sorted.
+	above, under := newBoundedFT(limit), newBoundedFT(limit)
+	for _, slot := range touched {
+		rec := &x.docs[slot].rec
+		c := memorykit.FullTextCandidate{ID: rec.ID, Matched: int(cnt[slot]), Weight: memorykit.RoundWeight(sum[slot]), UpdatedAt: rec.UpdatedAt}
 		if 2*c.Matched > best {
-			above = append(above, c)
+			above.push(c)
 		} else {
-			under = append(under, c)
+			under.push(c)
 		}
 	}
-	reduced := append(topK(above, limit, ftBefore), topK(under, limit, ftBefore)...)
-	k, b := memorykit.FullTextRule(reduced, limit)
+	k, b := memorykit.FullTextRule(append(above.items, under.items...), limit)
 	return textHits(k), textHits(b)
+}
+
+// boundedFT keeps the limit best candidates pushed so far (ftBefore order)
+// in a max-heap whose root is the worst of them.
+type boundedFT struct {
+	limit int
+	items []memorykit.FullTextCandidate
+}
+
+func newBoundedFT(limit int) *boundedFT { return &boundedFT{limit: limit} }
+
+func (h *boundedFT) push(c memorykit.FullTextCandidate) {
+	if len(h.items) < h.limit {
+		h.items = append(h.items, c)
+		for i := len(h.items) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !ftBefore(h.items[p], h.items[i]) {
+				break
+			}
+			h.items[p], h.items[i] = h.items[i], h.items[p]
+			i = p
+		}
+		return
+	}
+	if h.limit == 0 || !ftBefore(c, h.items[0]) {
+		return
+	}
+	h.items[0] = c
+	for i := 0; ; {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(h.items) && ftBefore(h.items[w], h.items[l]) {
+			w = l
+		}
+		if r < len(h.items) && ftBefore(h.items[w], h.items[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h.items[i], h.items[w] = h.items[w], h.items[i]
+		i = w
+	}
+}
+
+// scratch holds per-recall buffers, reused through a sync.Pool so a large
+// scope does not allocate (and the collector does not scan) them anew for
+// every recall.
+type scratch struct {
+	cnt    []int32
+	sum    []float64
+	slots  []int32
+	approx []float64
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(s *scratch) { scratchPool.Put(s) }
+
+// counters returns zeroed per-slot counters for n slots.
+func (s *scratch) counters(n int) ([]int32, []float64) {
+	if cap(s.cnt) < n {
+		s.cnt, s.sum = make([]int32, n), make([]float64, n)
+	} else {
+		s.cnt, s.sum = s.cnt[:n], s.sum[:n]
+		clear(s.cnt)
+		clear(s.sum)
+	}
+	return s.cnt, s.sum
 }
 
 // ftBefore is memorykit.SortFullText's order: more matched terms, then
@@ -233,7 +302,12 @@ func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile st
 		return nil
 	}
 	dims := v.dims
-	approx := make([]float64, len(v.slots))
+	sc := getScratch()
+	defer putScratch(sc)
+	if cap(sc.approx) < len(v.slots) {
+		sc.approx = make([]float64, len(v.slots))
+	}
+	approx := sc.approx[:len(v.slots)]
 	// A min-heap of the limit largest estimates.
 	h := make([]float64, 0, limit)
 	for row := range v.slots {
