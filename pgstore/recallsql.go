@@ -143,16 +143,16 @@ const recallTextRow = `t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id
 // on each side of the threshold (ftSlack), so Go's re-rounding cannot
 // change which records make the cut.
 const recallTail = `
-ftb AS (
-	SELECT id, updated_at, m, raw, w, max(m) OVER () AS best FROM fx
+ftb AS MATERIALIZED (
+	SELECT max(m) AS best FROM fx
 ),
 ftk AS (
-	SELECT id, m, raw FROM ftb WHERE 2 * m > best
+	SELECT id, m, raw FROM fx, ftb WHERE 2 * m > best
 	ORDER BY m DESC, w DESC, updated_at DESC, id
 	LIMIT $9 + ` + ftSlack + `
 ),
 ftl AS (
-	SELECT id, m, raw FROM ftb WHERE 2 * m <= best
+	SELECT id, m, raw FROM fx, ftb WHERE 2 * m <= best
 	ORDER BY m DESC, w DESC, updated_at DESC, id
 	LIMIT $9 + ` + ftSlack + `
 ),
@@ -242,58 +242,72 @@ lv AS MATERIALIZED (
 ),
 `, top, top)
 
-	var cols, score strings.Builder
+	// Each level's rows carry a bit mask of the terms they hold (the @@
+	// tests run once per row), from which the matched count m and the raw
+	// weight (IDFs added in query-term order) are derived. OFFSET 0 keeps
+	// the planner from folding the sub-selects, which would repeat the
+	// tests.
+	var mask, score strings.Builder
 	for i := 1; i <= k; i++ {
-		fmt.Fprintf(&cols, ", (qv.d%d AND t.terms @@ qv.q%d) AS b%d", i, i, i)
+		if i > 1 {
+			mask.WriteString(" | ")
+		}
+		fmt.Fprintf(&mask, "CASE WHEN qv.d%d AND t.terms @@ qv.q%d THEN %d::bigint ELSE 0 END", i, i, uint64(1)<<(i-1))
 	}
 	score.WriteString("(")
 	for i := 1; i <= k; i++ {
 		if i > 1 {
 			score.WriteString(" + ")
 		}
-		fmt.Fprintf(&score, "l.b%d::int", i)
+		fmt.Fprintf(&score, "(a.mask & %d <> 0)::int", uint64(1)<<(i-1))
 	}
 	score.WriteString(") AS m, (")
 	for i := 1; i <= k; i++ {
 		if i > 1 {
 			score.WriteString(" + ")
 		}
-		fmt.Fprintf(&score, "CASE WHEN l.b%d THEN qv.w%d ELSE 0 END", i, i)
+		fmt.Fprintf(&score, "CASE WHEN a.mask & %d <> 0 THEN qv.w%d ELSE 0 END", uint64(1)<<(i-1), i)
 	}
 	score.WriteString(") AS raw")
+	level := func(c int, where string) string {
+		return fmt.Sprintf(`l%d AS MATERIALIZED (
+	SELECT s.id, s.updated_at, s.m, s.raw, `+roundedRaw+` AS w FROM (
+		SELECT a.id, a.updated_at, %s
+		FROM qv, (
+			SELECT t.record_id AS id, t.updated_at, %s AS mask
+			FROM %s
+			  AND %s
+			OFFSET 0
+		) a
+		OFFSET 0
+	) s
+),
+`, c, score.String(), mask.String(), where, recallTextRow)
+	}
+	union := func(from, to int) string {
+		parts := make([]string, 0, from-to+1)
+		for c := from; c >= to; c-- {
+			parts = append(parts, fmt.Sprintf("SELECT * FROM l%d", c))
+		}
+		return strings.Join(parts, " UNION ALL ")
+	}
 
 	for c := top; c >= 0; c-- {
-		// lC: the records level c adds; xC: every record read so far.
 		if c == top {
-			fmt.Fprintf(b, `l%d AS MATERIALIZED (
-	SELECT t.record_id AS id, t.updated_at%s
-	FROM qv, lv, {schema}.recall_text t
-	WHERE lv.l = %d AND t.terms @@ lv.r
-	  AND %s
-),
-`, c, cols.String(), c, recallTextRow)
+			b.WriteString(level(c, fmt.Sprintf("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = %d AND t.terms @@ lv.r", c)))
 		} else {
-			fmt.Fprintf(b, `l%d AS MATERIALIZED (
-	SELECT t.record_id AS id, t.updated_at%s
-	FROM qv, lv, lv lu, {schema}.recall_text t
-	WHERE lv.l = %d AND lu.l = %d AND lv.c < lu.c AND NOT (SELECT ok FROM v%d)
-	  AND t.terms @@ lv.p AND NOT coalesce(t.terms @@ lu.r, false)
-	  AND %s
-),
-`, c, cols.String(), c, c+1, c+1, recallTextRow)
+			b.WriteString(level(c, fmt.Sprintf(`qv, lv, lv lu, {schema}.recall_text t
+			WHERE lv.l = %d AND lu.l = %d AND lv.c < lu.c AND NOT (SELECT ok FROM v%d)
+			  AND t.terms @@ lv.p AND NOT coalesce(t.terms @@ lu.r, false)`, c, c+1, c+1)))
 		}
-		fmt.Fprintf(b, "x%d AS MATERIALIZED (\n\tSELECT s.*, "+roundedRaw+" AS w FROM (SELECT l.id, l.updated_at, %s FROM qv, l%d l) s", c, score.String(), c)
-		if c < top {
-			fmt.Fprintf(b, "\n\tUNION ALL SELECT * FROM x%d", c+1)
-		}
-		b.WriteString("\n),\n")
 		if c == 0 {
 			break
 		}
 		// vC: whether the records read so far decide the result exactly.
 		// cb is the most terms an unread record below the threshold can
 		// hold, tb the most weight it can have (the cb largest IDFs of C).
-		fmt.Fprintf(b, `v%d AS MATERIALIZED (
+		fmt.Fprintf(b, `x%d AS (%s),
+v%d AS MATERIALIZED (
 	SELECT coalesce(%slv.c = 0 OR (s.best >= lv.c
 		AND (2 * lv.c <= s.best OR (kl.m IS NOT NULL AND (kl.m > lv.c OR (kl.m = lv.c AND kl.w > lv.wc))))
 		AND (s.cb = 0 OR (bl.m IS NOT NULL AND (bl.m > s.cb OR (bl.m = s.cb AND bl.w > coalesce(
@@ -311,9 +325,9 @@ lv AS MATERIALIZED (
 	) bl ON true
 	WHERE lv.l = %d
 ),
-`, c, prevOK(c, top), c, c, c, c, c)
+`, c, union(top, c), c, prevOK(c, top), c, c, c, c, c)
 	}
-	b.WriteString("fx AS (SELECT * FROM x0),")
+	fmt.Fprintf(b, "fx AS (%s),", union(top, 0))
 }
 
 // weightSum sums the IDFs of qp rows in query-term order and rounds like
