@@ -98,7 +98,7 @@ func (s *Store) checkBatchItems(ctx context.Context, op string, items []memoryki
 			}
 			r.emb = &memorykit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
 		}
-		r.terms = tsvectorText(ftsTerms(memorykit.IndexTerms(in.Key, in.Content)))
+		r.terms = tsvectorText(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
 		rows[i] = r
 	}
 	return rows, nil

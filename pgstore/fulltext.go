@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/goagents/memorykit"
 )
 
 // maxLexemeBytes bounds a term stored verbatim as a tsvector lexeme.
@@ -22,25 +24,30 @@ func ftsTerm(t string) string {
 	return "~" + hex.EncodeToString(sum[:])
 }
 
-// ftsTerms maps index terms (already distinct and non-empty) to lexemes.
-func ftsTerms(terms []string) []string {
+// ftsTerms maps a record's index terms (already distinct and non-empty)
+// to the lexemes stored for it: each prefixed with the scope's tag (see
+// scopeTag), so one GIN index serves every scope while each posting list
+// holds one scope's records.
+func ftsTerms(scope memorykit.Scope, terms []string) []string {
+	tag := scopeTag(scope)
 	out := make([]string, len(terms))
 	for i, t := range terms {
-		out[i] = ftsTerm(t)
+		out[i] = tag + ftsTerm(t)
 	}
 	return out
 }
 
-// queryLexemes maps a query's terms to distinct, non-empty lexemes, in
-// order of first appearance.
-func queryLexemes(terms []string) []string {
+// queryLexemes maps a query's terms to distinct, non-empty lexemes of
+// scope, in order of first appearance.
+func queryLexemes(scope memorykit.Scope, terms []string) []string {
+	tag := scopeTag(scope)
 	seen := make(map[string]bool, len(terms))
 	out := make([]string, 0, len(terms))
 	for _, t := range terms {
 		if t == "" {
 			continue
 		}
-		l := ftsTerm(t)
+		l := tag + ftsTerm(t)
 		if !seen[l] {
 			seen[l] = true
 			out = append(out, l)
@@ -52,5 +59,9 @@ func queryLexemes(terms []string) []string {
 // tsqueryLiteral quotes a lexeme as tsquery input, so the cast to
 // tsquery yields exactly that lexeme whatever characters it holds.
 func tsqueryLiteral(l string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(l) + "'"
+	return "'" + lexemeQuoter.Replace(l) + "'"
 }
+
+// lexemeQuoter escapes backslashes and single quotes inside a quoted
+// tsquery or tsvector lexeme.
+var lexemeQuoter = strings.NewReplacer(`\`, `\\`, "'", "''")

@@ -228,7 +228,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 				string(in.Kind), in.Key, in.Content, p.meta, p.src, string(in.Status),
 				memorykit.ContentHash(in.Content), p.from, p.until,
 				string(in.Actor.Kind), in.Actor.ID, now,
-				ftsTerms(memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
+				ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue // the ID exists: a retried job's candidate
 			}

@@ -145,7 +145,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 			string(in.Kind), in.Key, in.Content, meta, src, string(in.Status),
 			memorykit.ContentHash(in.Content), from, until,
 			string(in.Actor.Kind), in.Actor.ID, now,
-			ftsTerms(memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
+			ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return taken()
 		}
@@ -519,7 +519,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		}
 		out, err = s.touch(ctx, tx, touchCorrect, rec.ID, rec.Status, memorykit.ActionCorrect, c.Actor, c.Reason, now,
 			c.Content, memorykit.ContentHash(c.Content), src, c.Metadata != nil, meta,
-			ftsTerms(memorykit.IndexTerms(rec.Key, c.Content)))
+			ftsTerms(rec.Scope, memorykit.IndexTerms(rec.Key, c.Content)))
 		return err
 	})
 	if err != nil {

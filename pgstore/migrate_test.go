@@ -89,10 +89,17 @@ func TestPostgresMigratesVersion1Forward(t *testing.T) {
 		"embeddings":       "record_id, profile, tenant_id, subject_type, subject_id, content_hash, dims, embedding, created_at",
 		"embedding_leases": "record_id, profile, content_hash, worker_id, lease_expires_at, attempts, retry_at, parked, reason, updated_at",
 	}
+	// Version 1 stored the terms without the scope tag (12 hex digits and
+	// a dot) that version 2 puts before each.
+	untagged := map[string]string{"records": recordCols + `, CASE WHEN search_tsv = ''::tsvector THEN search_tsv
+		ELSE array_to_tsvector(ARRAY(SELECT substr(l, 14) FROM unnest(tsvector_to_array(search_tsv)) AS l)) END`}
 	for _, table := range []string{"records", "revisions", "embeddings", "embedding_leases"} {
-		cols := copyCols[table]
+		cols, sel := copyCols[table], copyCols[table]
+		if u, ok := untagged[table]; ok {
+			sel = u
+		}
 		if _, err := conn.Exec(ctx, fmt.Sprintf("INSERT INTO %s.%s (%s) SELECT %s FROM %s.%s",
-			quoteIdent(old), table, cols, cols, quoteIdent(cur.Schema()), table)); err != nil {
+			quoteIdent(old), table, cols, sel, quoteIdent(cur.Schema()), table)); err != nil {
 			t.Fatalf("copy %s: %v", table, err)
 		}
 	}
@@ -103,6 +110,7 @@ func TestPostgresMigratesVersion1Forward(t *testing.T) {
 		t.Fatalf("schema_migrations after Open: %v", versions)
 	}
 	for _, q := range []string{
+		`SELECT id, search_tsv::text FROM {s}.records ORDER BY 1`,
 		`SELECT tenant_id, subject_id, term, df FROM {s}.term_df ORDER BY 1, 2, 3`,
 		`SELECT record_id, tenant_id, subject_id, effective_from, effective_until, updated_at, terms::text FROM {s}.recall_text ORDER BY 1`,
 		`SELECT record_id, profile, live, half::text FROM {s}.embeddings ORDER BY 1, 2`,

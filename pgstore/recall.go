@@ -51,11 +51,10 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 	if keys == nil {
 		keys = []string{}
 	}
-	terms := queryLexemes(q.Terms)
-	tag := scopeTag(q.Scope)
+	terms := queryLexemes(q.Scope, q.Terms)
 	literals := make([]string, len(terms))
 	for i, t := range terms {
-		literals[i] = tsqueryLiteral(tag + t)
+		literals[i] = tsqueryLiteral(t)
 	}
 	var (
 		dims int

@@ -88,10 +88,11 @@ var vectorCandidates = 64
 // migration 0002); wider ones are ranked by an exact scan of the scope.
 const halfMaxDims = "1024"
 
-// scopeTag is the tag scope_terms (migration 0002) puts before every lexeme
-// of a scope: the first 12 hex digits of md5(tenant/subject_type/subject_id).
-// It only narrows GIN posting lists to one scope; it is not a security
-// boundary (every query also filters on the scope columns).
+// scopeTag is the tag put before every stored and queried lexeme of a
+// scope (migration 0002): the first 12 hex digits of
+// md5(tenant/subject_type/subject_id) and a dot. It only narrows GIN posting
+// lists to one scope; it is not a security boundary (every query also
+// filters on the scope columns).
 func scopeTag(scope memorykit.Scope) string {
 	sum := md5.Sum([]byte(scope.TenantID + "/" + string(scope.SubjectType) + "/" + scope.SubjectID))
 	return hex.EncodeToString(sum[:])[:12] + "."

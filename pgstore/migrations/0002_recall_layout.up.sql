@@ -10,11 +10,15 @@
 --   * term_df: per-scope document frequencies of every term over the active
 --     records, plus the number of active records (the row with term '').
 --     IDF no longer needs a pass over the scope.
---   * recall_text: one narrow row per active record with its terms, tagged
---     with the scope, under a GIN index. Full-text recall fetches only the
---     records that contain a query term, and usually only those containing
---     one of the rarer query terms (see recall.go for the exact bound that
---     lets it skip the records holding nothing but very common terms).
+--   * records.search_tsv now holds each term prefixed with a tag of the
+--     record's scope ("<tag>.<term>", see scope_terms below), so that one
+--     GIN index serves every scope while a posting list holds one scope's
+--     records. pgstore computes the tagged lexemes in Go when it writes.
+--   * recall_text: one narrow row per active record with those terms,
+--     under that GIN index. Full-text recall fetches only the records that
+--     contain a query term, and usually only those containing one of the
+--     rarer query terms (see recallsql.go for the exact bound that lets it
+--     skip the records holding nothing but very common terms).
 --   * embeddings.live and embeddings.half: whether a vector is current (its
 --     record active at the vector's content hash), and the vector at half
 --     precision, under a partial covering btree. Vector recall ranks the
@@ -38,17 +42,18 @@
 -- and job completions -- keeps it exact without the Go code repeating it.
 
 -- Scope tag: the first 12 hex digits of md5(tenant/subject_type/subject_id).
--- Tagged lexemes ("<tag>.<term>") let one GIN index serve every scope while
--- a posting list holds only one scope's records. Two scopes sharing a tag
--- would only share posting lists; every query still filters on the scope
--- columns. pgstore computes the same tag in Go (scopeTag).
+-- Two scopes sharing a tag would only share posting lists; every query
+-- still filters on the scope columns. pgstore computes the same tag in Go
+-- (scopeTag); this function only converts version 1 rows and is dropped
+-- below.
 CREATE FUNCTION {schema}.scope_terms(tenant text, subject_type text, subject_id text, terms tsvector)
 RETURNS tsvector
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
     SELECT array_to_tsvector(ARRAY(
-        SELECT left(md5(tenant || '/' || subject_type || '/' || subject_id), 12) || '.' || l
-        FROM unnest(tsvector_to_array(terms)) AS l))
+        SELECT g.tag || l
+        FROM (SELECT left(md5(tenant || '/' || subject_type || '/' || subject_id), 12) || '.' AS tag) g,
+            unnest(tsvector_to_array(terms)) AS l))
 $$;
 
 -- One row per active record, whatever its effective window: the window is
@@ -62,7 +67,7 @@ CREATE TABLE {schema}.recall_text (
     effective_from   timestamptz NOT NULL,
     effective_until  timestamptz,
     updated_at       timestamptz NOT NULL,
-    terms            tsvector NOT NULL  -- scope_terms(scope, records.search_tsv)
+    terms            tsvector NOT NULL  -- records.search_tsv
 );
 
 CREATE INDEX recall_text_terms ON {schema}.recall_text USING gin (terms);
@@ -78,8 +83,8 @@ CREATE INDEX recall_text_until
     ON {schema}.recall_text (tenant_id, subject_type, subject_id, effective_until)
     WHERE effective_until IS NOT NULL;
 
--- df counts the active records of a scope holding term; the row with term
--- '' counts all active records of the scope. Rows reaching zero are
+-- df counts the active records of a scope holding term (a tagged lexeme);
+-- the row with term '' counts all active records of the scope. Rows reaching zero are
 -- deleted, so an erased record's words do not linger here.
 CREATE TABLE {schema}.term_df (
     tenant_id     text COLLATE "C" NOT NULL,
@@ -94,6 +99,10 @@ ALTER TABLE {schema}.embeddings ADD COLUMN live boolean NOT NULL DEFAULT false;
 -- Storage EXTERNAL: inline while the row fits, otherwise out of line, but
 -- never compressed, so reading a vector never decompresses it.
 ALTER TABLE {schema}.embeddings ALTER COLUMN embedding SET STORAGE EXTERNAL;
+-- Keep rows of up to 4 kB whole in the heap: a 384-d vector with its half
+-- precision copy makes a ~2.5 kB row, which the default 2 kB target would
+-- split into the TOAST table on every insert and every re-rank read.
+ALTER TABLE {schema}.embeddings SET (toast_tuple_target = 4000);
 -- The vector at half precision, normalised (so any finite vector fits the
 -- half-float range; cosine distance ignores length). NULL above 1024
 -- dimensions, where it would not fit a btree entry.
@@ -109,15 +118,19 @@ CREATE INDEX embeddings_live
     WHERE live AND dims <= 1024;
 
 -- Backfill from version 1 data.
+UPDATE {schema}.records
+SET search_tsv = {schema}.scope_terms(tenant_id, subject_type, subject_id, search_tsv)
+WHERE search_tsv <> ''::tsvector;
+DROP FUNCTION {schema}.scope_terms(text, text, text, tsvector);
+
 INSERT INTO {schema}.recall_text (record_id, tenant_id, subject_type, subject_id,
     effective_from, effective_until, updated_at, terms)
-SELECT id, tenant_id, subject_type, subject_id, effective_from, effective_until, updated_at,
-    {schema}.scope_terms(tenant_id, subject_type, subject_id, search_tsv)
+SELECT id, tenant_id, subject_type, subject_id, effective_from, effective_until, updated_at, search_tsv
 FROM {schema}.records
 WHERE status = 'active';
 
 INSERT INTO {schema}.term_df (tenant_id, subject_type, subject_id, term, df)
-SELECT r.tenant_id, r.subject_type, r.subject_id, w.term, count(*)
+SELECT r.tenant_id, r.subject_type, r.subject_id, w.term COLLATE "C", count(*)
 FROM {schema}.records r,
     unnest(array_append(tsvector_to_array(r.search_tsv), '')) AS w(term)
 WHERE r.status = 'active'
@@ -131,14 +144,17 @@ WHERE r.id = e.record_id AND r.status = 'active' AND r.content_hash = e.content_
 -- records, bring recall_text, term_df and embeddings.live in line with the
 -- changed rows.
 --
--- Locking: term_df rows are upserted in key order, and the scope's '' row,
--- which sorts first, is locked by every statement that changes any df row
--- of the scope. So one transaction at a time changes a scope's counts (it
--- holds the '' row until it commits) and two writers never wait on each
--- other's df rows in opposite orders. Statements that change no active
--- record (candidates, rejections, erasing a tombstone) take no df lock.
+-- Locking: every statement that changes any df row of a scope first locks
+-- the scope's '' row (scopes in key order), and only then upserts the
+-- counts. So one transaction at a time changes a scope's counts (it holds
+-- the '' row until it commits) and two writers never wait on each other's
+-- df rows in opposite orders; the counts themselves need no ordering.
+-- Statements that change no active record (candidates, rejections, erasing
+-- a tombstone) take no df lock. The functions raise work_mem so a large
+-- batch aggregates its terms in memory.
 CREATE FUNCTION {schema}.records_sync() RETURNS trigger
 LANGUAGE plpgsql
+SET work_mem = '64MB'
 AS $fn$
 DECLARE
     olds {schema}.records[] := '{}';
@@ -168,23 +184,29 @@ BEGIN
     END IF;
 
     INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
+    SELECT DISTINCT x.tenant_id, x.subject_type, x.subject_id, '', 0::bigint
+    FROM (SELECT tenant_id, subject_type, subject_id FROM unnest(olds)
+          UNION ALL SELECT tenant_id, subject_type, subject_id FROM unnest(news)) x
+    ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, subject_type, subject_id, term) DO UPDATE SET df = d.df;
+
+    INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
     SELECT x.tenant_id, x.subject_type, x.subject_id, x.term, sum(x.delta)
     FROM (
-        SELECT o.tenant_id, o.subject_type, o.subject_id, w.term, -1 AS delta
+        SELECT o.tenant_id, o.subject_type, o.subject_id, w.term COLLATE "C", -1 AS delta
         FROM unnest(olds) o, unnest(array_append(tsvector_to_array(o.search_tsv), '')) AS w(term)
         UNION ALL
-        SELECT n.tenant_id, n.subject_type, n.subject_id, w.term, 1
+        SELECT n.tenant_id, n.subject_type, n.subject_id, w.term COLLATE "C", 1
         FROM unnest(news) n, unnest(array_append(tsvector_to_array(n.search_tsv), '')) AS w(term)
     ) x
     GROUP BY 1, 2, 3, 4
-    HAVING sum(x.delta) <> 0 OR x.term = ''
-    ORDER BY 1, 2, 3, 4
+    HAVING sum(x.delta) <> 0
     ON CONFLICT (tenant_id, subject_type, subject_id, term) DO UPDATE SET df = d.df + excluded.df;
 
     IF cardinality(olds) > 0 THEN
         DELETE FROM {schema}.term_df d
         USING (
-            SELECT DISTINCT o.tenant_id, o.subject_type, o.subject_id, w.term
+            SELECT DISTINCT o.tenant_id, o.subject_type, o.subject_id, w.term COLLATE "C" AS term
             FROM unnest(olds) o, unnest(tsvector_to_array(o.search_tsv)) AS w(term)
         ) g
         WHERE d.tenant_id = g.tenant_id AND d.subject_type = g.subject_type
@@ -199,7 +221,7 @@ BEGIN
     INSERT INTO {schema}.recall_text AS t (record_id, tenant_id, subject_type, subject_id,
         effective_from, effective_until, updated_at, terms)
     SELECT n.id, n.tenant_id, n.subject_type, n.subject_id, n.effective_from, n.effective_until,
-        n.updated_at, {schema}.scope_terms(n.tenant_id, n.subject_type, n.subject_id, n.search_tsv)
+        n.updated_at, n.search_tsv
     FROM unnest(news) n
     ON CONFLICT (record_id) DO UPDATE SET
         effective_from = excluded.effective_from,
@@ -211,9 +233,47 @@ BEGIN
 END
 $fn$;
 
+-- Inserts (single creates, batches, job candidates) only ever add rows, so
+-- they get a lean version of the same work that reads the transition
+-- table directly.
+CREATE FUNCTION {schema}.records_sync_insert() RETURNS trigger
+LANGUAGE plpgsql
+SET work_mem = '64MB'
+AS $fn$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM new_rows WHERE status = 'active') THEN
+        RETURN NULL;
+    END IF;
+
+    -- The scopes' '' rows first, in order (see Locking above); then the
+    -- counts, aggregated by hashing, in any order.
+    INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
+    SELECT DISTINCT n.tenant_id, n.subject_type, n.subject_id, '', 0::bigint
+    FROM new_rows n WHERE n.status = 'active'
+    ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, subject_type, subject_id, term) DO UPDATE SET df = d.df;
+
+    INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
+    SELECT n.tenant_id, n.subject_type, n.subject_id, w.term COLLATE "C", count(*)
+    FROM new_rows n, unnest(array_append(tsvector_to_array(n.search_tsv), '')) AS w(term)
+    WHERE n.status = 'active'
+    GROUP BY 1, 2, 3, 4
+    ON CONFLICT (tenant_id, subject_type, subject_id, term) DO UPDATE SET df = d.df + excluded.df;
+
+    INSERT INTO {schema}.recall_text AS t (record_id, tenant_id, subject_type, subject_id,
+        effective_from, effective_until, updated_at, terms)
+    SELECT n.id, n.tenant_id, n.subject_type, n.subject_id, n.effective_from, n.effective_until,
+        n.updated_at, n.search_tsv
+    FROM new_rows n
+    WHERE n.status = 'active';
+
+    RETURN NULL;
+END
+$fn$;
+
 CREATE TRIGGER records_sync_insert AFTER INSERT ON {schema}.records
     REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.records_sync();
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.records_sync_insert();
 CREATE TRIGGER records_sync_update AFTER UPDATE ON {schema}.records
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.records_sync();
