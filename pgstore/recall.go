@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 
@@ -64,10 +65,27 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 		dims = len(q.Vector)
 		vec = pgvector.NewVector(append([]float32(nil), q.Vector...))
 	}
-	rows, err := s.pool.Query(ctx, s.recallSQLFor(len(literals)),
+	// One pipelined batch, one round trip: the first statement makes the
+	// second run on its generic plan, without parallel workers or JIT
+	// (set_config with is_local lasts until the pipeline's implicit
+	// transaction ends). Planning the recall statement for each call's
+	// values would cost milliseconds, and the right plan does not depend on
+	// them: every scan it makes is chosen by the indexes alone (see
+	// recallsql.go); starting workers or compiling would cost more than
+	// the statement.
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+		set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)`)
+	batch.Queue(s.recallSQLFor(len(literals)),
 		q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID, now,
 		keys, q.ExactLimit, literals, terms, q.FullTextLimit,
 		q.Profile, dims, vec, fetchLimit(q.VectorLimit), max(vectorCandidates, fetchLimit(q.VectorLimit)))
+	br := s.pool.SendBatch(ctx, batch)
+	defer func() { _ = br.Close() }()
+	if _, err := br.Exec(); err != nil {
+		return memorykit.RecallResult{}, err
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return memorykit.RecallResult{}, err
 	}

@@ -26,8 +26,10 @@ import (
 //
 // Recallable means active (a recall_text row exists), effective at $4 and
 // in the scope. The few active records outside their window ("dormant")
-// are found through two small indexes and subtracted from the maintained
-// counts, so n and df are exactly those of the recallable records.
+// are found through two small indexes (the one for records not yet in
+// effect only when the scope's max_from says one may exist) and subtracted
+// from the maintained counts, so n and df are exactly those of the
+// recallable records.
 //
 // Full-text. Each query term gets its IDF ln(1 + n/df) from term_df. A
 // record's matched count and weight (IDFs summed in query-term order,
@@ -110,7 +112,9 @@ WITH ex AS (
 ),
 dorm AS MATERIALIZED (
 	SELECT t.record_id, t.terms FROM {schema}.recall_text t
-	WHERE t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id = $3 AND t.effective_from > $4
+	WHERE $4 < (SELECT max_from FROM {schema}.term_df
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND term = '')
+	  AND t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id = $3 AND t.effective_from > $4
 	UNION ALL
 	SELECT t.record_id, t.terms FROM {schema}.recall_text t
 	WHERE t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id = $3
@@ -135,8 +139,12 @@ qp AS MATERIALIZED (
 `
 
 // recallTextRow restricts recall_text rows (alias t) to recallable ones.
+// The start of the window is tested as a difference, which no index can
+// answer: otherwise the generic plan, which cannot tell that nearly every
+// row passes, intersects the GIN results with a range scan of
+// recall_text_from over the whole table.
 const recallTextRow = `t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id = $3
-	  AND t.effective_from <= $4 AND (t.effective_until IS NULL OR t.effective_until > $4)`
+	  AND (t.effective_from - $4) <= interval '0' AND (t.effective_until IS NULL OR t.effective_until > $4)`
 
 // recallTail follows the full-text CTEs, which end in fx (id, updated_at,
 // m, raw, w): every record that has to be ranked, with its matched count,

@@ -235,7 +235,7 @@ func TestPostgresGuardRejectsBeforeWriting(t *testing.T) {
 	}
 }
 
-// countingTracer counts the queries a pool sends.
+// countingTracer counts the queries and batches a pool sends.
 type countingTracer struct{ n atomic.Int64 }
 
 func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -243,6 +243,14 @@ func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx
 	return ctx
 }
 func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A pipelined batch is one round trip, however many statements it holds.
+func (c *countingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *countingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
 	schema := uniqueSchema(t)

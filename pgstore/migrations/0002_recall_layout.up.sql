@@ -84,14 +84,19 @@ CREATE INDEX recall_text_until
     WHERE effective_until IS NOT NULL;
 
 -- df counts the active records of a scope holding term (a tagged lexeme);
--- the row with term '' counts all active records of the scope. Rows reaching zero are
--- deleted, so an erased record's words do not linger here.
+-- the row with term '' counts all active records of the scope, and its
+-- max_from is at least the latest effective_from any of them ever had (it
+-- never decreases): while the clock is past it, no active record of the
+-- scope can be waiting for its window to open, and recall skips looking
+-- for one. Rows reaching zero are deleted, so an erased record's words do
+-- not linger here.
 CREATE TABLE {schema}.term_df (
     tenant_id     text COLLATE "C" NOT NULL,
     subject_type  text COLLATE "C" NOT NULL,
     subject_id    text COLLATE "C" NOT NULL,
     term          text COLLATE "C" NOT NULL,
     df            bigint NOT NULL,  -- no CHECK: an upsert's proposed row carries a negative delta
+    max_from      timestamptz,      -- '' rows only
     PRIMARY KEY (tenant_id, subject_type, subject_id, term)
 );
 
@@ -135,6 +140,12 @@ FROM {schema}.records r,
     unnest(array_append(tsvector_to_array(r.search_tsv), '')) AS w(term)
 WHERE r.status = 'active'
 GROUP BY 1, 2, 3, 4;
+
+UPDATE {schema}.term_df d SET max_from = m.max_from
+FROM (SELECT tenant_id, subject_type, subject_id, max(effective_from) AS max_from
+      FROM {schema}.records WHERE status = 'active' GROUP BY 1, 2, 3) m
+WHERE d.term = '' AND d.tenant_id = m.tenant_id AND d.subject_type = m.subject_type
+  AND d.subject_id = m.subject_id;
 
 UPDATE {schema}.embeddings e SET live = true
 FROM {schema}.records r
@@ -183,12 +194,14 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
-    SELECT DISTINCT x.tenant_id, x.subject_type, x.subject_id, '', 0::bigint
-    FROM (SELECT tenant_id, subject_type, subject_id FROM unnest(olds)
-          UNION ALL SELECT tenant_id, subject_type, subject_id FROM unnest(news)) x
+    INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df, max_from)
+    SELECT x.tenant_id, x.subject_type, x.subject_id, '', 0::bigint, max(x.effective_from)
+    FROM (SELECT tenant_id, subject_type, subject_id, NULL::timestamptz AS effective_from FROM unnest(olds)
+          UNION ALL SELECT tenant_id, subject_type, subject_id, effective_from FROM unnest(news)) x
+    GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3
-    ON CONFLICT (tenant_id, subject_type, subject_id, term) DO UPDATE SET df = d.df;
+    ON CONFLICT (tenant_id, subject_type, subject_id, term)
+    DO UPDATE SET df = d.df, max_from = greatest(d.max_from, excluded.max_from);
 
     INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
     SELECT x.tenant_id, x.subject_type, x.subject_id, x.term, sum(x.delta)
@@ -247,11 +260,13 @@ BEGIN
 
     -- The scopes' '' rows first, in order (see Locking above); then the
     -- counts, aggregated by hashing, in any order.
-    INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
-    SELECT DISTINCT n.tenant_id, n.subject_type, n.subject_id, '', 0::bigint
+    INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df, max_from)
+    SELECT n.tenant_id, n.subject_type, n.subject_id, '', 0::bigint, max(n.effective_from)
     FROM new_rows n WHERE n.status = 'active'
+    GROUP BY 1, 2, 3
     ORDER BY 1, 2, 3
-    ON CONFLICT (tenant_id, subject_type, subject_id, term) DO UPDATE SET df = d.df;
+    ON CONFLICT (tenant_id, subject_type, subject_id, term)
+    DO UPDATE SET df = d.df, max_from = greatest(d.max_from, excluded.max_from);
 
     INSERT INTO {schema}.term_df AS d (tenant_id, subject_type, subject_id, term, df)
     SELECT n.tenant_id, n.subject_type, n.subject_id, w.term COLLATE "C", count(*)
