@@ -278,20 +278,37 @@ lv AS MATERIALIZED (
 		fmt.Fprintf(&score, "CASE WHEN a.mask & %d <> 0 THEN qv.w%d ELSE 0 END", uint64(1)<<(i-1), i)
 	}
 	score.WriteString(") AS raw")
-	level := func(c int, where string) string {
-		return fmt.Sprintf(`l%d AS MATERIALIZED (
-	SELECT s.id, s.updated_at, s.m, s.raw, `+roundedRaw+` AS w FROM (
+	// A level's rows, scored. where is its FROM ... WHERE; an ordered
+	// level keeps only the first $9 + ftSlack rows in rank order (see
+	// below).
+	scan := func(where string, ordered bool) string {
+		tail := "OFFSET 0"
+		if ordered {
+			tail = "ORDER BY t.updated_at DESC, t.record_id\n\t\t\tLIMIT $9 + " + ftSlack
+		}
+		return fmt.Sprintf(`SELECT s.id, s.updated_at, s.m, s.raw, `+roundedRaw+` AS w FROM (
 		SELECT a.id, a.updated_at, %s
 		FROM qv, (
 			SELECT t.record_id AS id, t.updated_at, %s AS mask
 			FROM %s
 			  AND %s
-			OFFSET 0
+			%s
 		) a
 		OFFSET 0
-	) s
-),
-`, c, score.String(), mask.String(), where, recallTextRow)
+	) s`, score.String(), mask.String(), where, recallTextRow, tail)
+	}
+	level := func(c int, parts ...string) string {
+		return fmt.Sprintf("l%d AS MATERIALIZED (\n\t%s\n),\n", c, strings.Join(parts, "\n\tUNION ALL\n\t"))
+	}
+	// A level whose C is empty adds rows that all hold the same single
+	// term (the only one any record holds, or the most common one, the
+	// others having been read already): they tie on matched count and
+	// weight, so they rank by recency alone and only the first $9 +
+	// ftSlack can reach either list. Those are read newest first through
+	// recall_text_recent; the term test is written so that no GIN scan
+	// is planned for it.
+	single := func(cond string) string {
+		return "CASE WHEN " + cond + " ELSE false END"
 	}
 	union := func(from, to int) string {
 		parts := make([]string, 0, from-to+1)
@@ -302,12 +319,23 @@ lv AS MATERIALIZED (
 	}
 
 	for c := top; c >= 0; c-- {
-		if c == top {
-			b.WriteString(level(c, fmt.Sprintf("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = %d AND t.terms @@ lv.r", c)))
-		} else {
-			b.WriteString(level(c, fmt.Sprintf(`qv, lv, lv lu, {schema}.recall_text t
+		switch {
+		case c == top && c > 0:
+			b.WriteString(level(c,
+				scan(fmt.Sprintf("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = %d AND lv.c > 0 AND t.terms @@ lv.r", c), false),
+				scan(fmt.Sprintf("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = %d AND lv.c = 0 AND %s", c,
+					single("t.terms @@ lv.r THEN true")), true)))
+		case c == top:
+			b.WriteString(level(c, scan("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = 0 AND "+
+				single("t.terms @@ lv.r THEN true"), true)))
+		case c > 0:
+			b.WriteString(level(c, scan(fmt.Sprintf(`qv, lv, lv lu, {schema}.recall_text t
 			WHERE lv.l = %d AND lu.l = %d AND lv.c < lu.c AND NOT (SELECT ok FROM v%d)
-			  AND t.terms @@ lv.p AND NOT coalesce(t.terms @@ lu.r, false)`, c, c+1, c+1)))
+			  AND t.terms @@ lv.p AND NOT coalesce(t.terms @@ lu.r, false)`, c, c+1, c+1), false)))
+		default:
+			b.WriteString(level(c, scan(`qv, lv, lv lu, {schema}.recall_text t
+			WHERE lv.l = 0 AND lu.l = 1 AND lv.c < lu.c AND NOT (SELECT ok FROM v1)
+			  AND `+single("t.terms @@ lv.p THEN NOT coalesce(t.terms @@ lu.r, false)"), true)))
 		}
 		if c == 0 {
 			break

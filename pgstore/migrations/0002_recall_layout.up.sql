@@ -72,6 +72,11 @@ CREATE TABLE {schema}.recall_text (
 
 CREATE INDEX recall_text_terms ON {schema}.recall_text USING gin (terms);
 
+-- A scope's records newest first: the order in which records that tie on
+-- matched terms and weight are ranked (see recallsql.go).
+CREATE INDEX recall_text_recent
+    ON {schema}.recall_text (tenant_id, subject_type, subject_id, updated_at DESC, record_id);
+
 -- Active records outside their effective window are rare; these find them
 -- (to leave them out of n, df and every channel) without a scope scan.
 -- Records not yet in effect are rare everywhere, so recall_text_from has no
