@@ -138,13 +138,19 @@ qp AS MATERIALIZED (
 ),
 `
 
-// recallTextRow restricts recall_text rows (alias t) to recallable ones.
-// The start of the window is tested as a difference, which no index can
-// answer: otherwise the generic plan, which cannot tell that nearly every
-// row passes, intersects the GIN results with a range scan of
-// recall_text_from over the whole table.
-const recallTextRow = `t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id = $3
-	  AND (t.effective_from - $4) <= interval '0' AND (t.effective_until IS NULL OR t.effective_until > $4)`
+// recallTextRow restricts recall_text rows (alias t) to recallable ones
+// where the rows come from the GIN index. The whole test sits in a CASE,
+// which no index can answer: otherwise the generic plan, which cannot tell
+// that nearly every row passes, intersects the GIN results with a range
+// scan of recall_text_recent (the whole scope) or recall_text_from (the
+// whole table).
+const recallTextRow = `CASE WHEN t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id = $3
+	  AND t.effective_from <= $4 AND (t.effective_until IS NULL OR t.effective_until > $4) THEN true ELSE false END`
+
+// recallTextRecent is recallTextRow for rows read newest first through
+// recall_text_recent: there the scope must be an index condition.
+const recallTextRecent = `t.tenant_id = $1 AND t.subject_type = $2 AND t.subject_id = $3
+	  AND CASE WHEN t.effective_from <= $4 AND (t.effective_until IS NULL OR t.effective_until > $4) THEN true ELSE false END`
 
 // recallTail follows the full-text CTEs, which end in fx (id, updated_at,
 // m, raw, w): every record that has to be ranked, with its matched count,
@@ -282,9 +288,9 @@ lv AS MATERIALIZED (
 	// level keeps only the first $9 + ftSlack rows in rank order (see
 	// below).
 	scan := func(where string, ordered bool) string {
-		tail := "OFFSET 0"
+		tail, row := "OFFSET 0", recallTextRow
 		if ordered {
-			tail = "ORDER BY t.updated_at DESC, t.record_id\n\t\t\tLIMIT $9 + " + ftSlack
+			tail, row = "ORDER BY t.updated_at DESC, t.record_id\n\t\t\tLIMIT $9 + "+ftSlack, recallTextRecent
 		}
 		return fmt.Sprintf(`SELECT s.id, s.updated_at, s.m, s.raw, `+roundedRaw+` AS w FROM (
 		SELECT a.id, a.updated_at, %s
@@ -295,7 +301,7 @@ lv AS MATERIALIZED (
 			%s
 		) a
 		OFFSET 0
-	) s`, score.String(), mask.String(), where, recallTextRow, tail)
+	) s`, score.String(), mask.String(), where, row, tail)
 	}
 	level := func(c int, parts ...string) string {
 		return fmt.Sprintf("l%d AS MATERIALIZED (\n\t%s\n),\n", c, strings.Join(parts, "\n\tUNION ALL\n\t"))
@@ -318,24 +324,30 @@ lv AS MATERIALIZED (
 		return strings.Join(parts, " UNION ALL ")
 	}
 
+	// lv values enter the scans as uncorrelated sub-selects (computed once,
+	// before the scan), so gates become one-time filters and the planner
+	// never drives a scan from a join with lv.
+	lvAt := func(col string, l int) string { return fmt.Sprintf("(SELECT %s FROM lv WHERE l = %d)", col, l) }
 	for c := top; c >= 0; c-- {
 		switch {
 		case c == top && c > 0:
 			b.WriteString(level(c,
-				scan(fmt.Sprintf("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = %d AND lv.c > 0 AND t.terms @@ lv.r", c), false),
-				scan(fmt.Sprintf("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = %d AND lv.c = 0 AND %s", c,
-					single("t.terms @@ lv.r THEN true")), true)))
+				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE %s > 0 AND t.terms @@ %s", lvAt("c", c), lvAt("r", c)), false),
+				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE %s = 0 AND %s", lvAt("c", c),
+					single("t.terms @@ "+lvAt("r", c)+" THEN true")), true)))
 		case c == top:
-			b.WriteString(level(c, scan("qv, lv, {schema}.recall_text t\n\t\t\tWHERE lv.l = 0 AND "+
-				single("t.terms @@ lv.r THEN true"), true)))
+			b.WriteString(level(c, scan("qv, {schema}.recall_text t\n\t\t\tWHERE "+
+				single("t.terms @@ "+lvAt("r", 0)+" THEN true"), true)))
 		case c > 0:
-			b.WriteString(level(c, scan(fmt.Sprintf(`qv, lv, lv lu, {schema}.recall_text t
-			WHERE lv.l = %d AND lu.l = %d AND lv.c < lu.c AND NOT (SELECT ok FROM v%d)
-			  AND t.terms @@ lv.p AND NOT coalesce(t.terms @@ lu.r, false)`, c, c+1, c+1), false)))
+			b.WriteString(level(c, scan(fmt.Sprintf(`qv, {schema}.recall_text t
+			WHERE %s < %s AND NOT (SELECT ok FROM v%d)
+			  AND t.terms @@ %s AND NOT coalesce(t.terms @@ %s, false)`,
+				lvAt("c", c), lvAt("c", c+1), c+1, lvAt("p", c), lvAt("r", c+1)), false)))
 		default:
-			b.WriteString(level(c, scan(`qv, lv, lv lu, {schema}.recall_text t
-			WHERE lv.l = 0 AND lu.l = 1 AND lv.c < lu.c AND NOT (SELECT ok FROM v1)
-			  AND `+single("t.terms @@ lv.p THEN NOT coalesce(t.terms @@ lu.r, false)"), true)))
+			b.WriteString(level(c, scan(fmt.Sprintf(`qv, {schema}.recall_text t
+			WHERE %s < %s AND NOT (SELECT ok FROM v1)
+			  AND `, lvAt("c", 0), lvAt("c", 1))+
+				single("t.terms @@ "+lvAt("p", 0)+" THEN NOT coalesce(t.terms @@ "+lvAt("r", 1)+", false)"), true)))
 		}
 		if c == 0 {
 			break
