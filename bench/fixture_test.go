@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 const (
 	otherScopes  = 100
 	otherRecords = 1500
-	fixtureName  = "mk_bench_recall_v2" // bump when the data or the layout changes
+	fixtureName  = "mk_bench_recall_v3" // bump when the data or the layout changes
 )
 
 var targetSizes = []int{1000, 10000, 50000}
