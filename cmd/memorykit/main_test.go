@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,21 +14,16 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/pgstore"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
-
-const (
-	envDSN     = "MEMORYKIT_POSTGRES_TEST_DSN"
-	envRequire = "MEMORYKIT_REQUIRE_POSTGRES"
-)
 
 // buildCLI builds the binary into the test's temporary directory.
 func buildCLI(t *testing.T) string {
@@ -157,41 +150,6 @@ func TestHelpNeverPrintsTheDSN(t *testing.T) {
 	}
 }
 
-// testDSN returns the PostgreSQL DSN, or skips (fails with
-// MEMORYKIT_REQUIRE_POSTGRES=1).
-func testDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		if os.Getenv(envRequire) == "1" {
-			t.Fatalf("%s=1 but %s is not set", envRequire, envDSN)
-		}
-		t.Skipf("%s is not set: skipping the PostgreSQL CLI test (set %s=1 to fail instead)", envDSN, envRequire)
-	}
-	return dsn
-}
-
-func freshSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "mk_cli_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	return schema
-}
-
 // acceptAll lets the test seed content the CLI itself never writes.
 type acceptAll struct{}
 
@@ -200,8 +158,8 @@ func (acceptAll) ValidateContent(context.Context, memorykit.ContentCheck) error 
 // TestCLIPostgres runs every command against real PostgreSQL in a schema
 // of its own.
 func TestCLIPostgres(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
 	bin := buildCLI(t)
 	ctx := context.Background()
 	common := []string{"--dsn", dsn, "--schema", schema}

@@ -2,29 +2,24 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
 )
@@ -32,11 +27,6 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
-
-const (
-	envDSN     = "MEMORYKIT_POSTGRES_TEST_DSN"
-	envRequire = "MEMORYKIT_REQUIRE_POSTGRES"
-)
 
 var testEpoch = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
@@ -54,34 +44,10 @@ var memoryBackend = backend{name: "memorystore", options: func(*testing.T) Optio
 // Without a DSN it skips, or fails with MEMORYKIT_REQUIRE_POSTGRES=1.
 func postgresBackend(t *testing.T) backend {
 	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		if os.Getenv(envRequire) == "1" {
-			t.Fatalf("%s=1 but %s is not set", envRequire, envDSN)
-		}
-		t.Skipf("%s is not set: skipping the PostgreSQL black-box test (set %s=1 to fail instead)", envDSN, envRequire)
-	}
+	dsn := pgtest.DSN(t)
 	return backend{name: "pgstore", options: func(t *testing.T) Options {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		schema := "mk_hostapi_" + hex.EncodeToString(b[:])
-		t.Cleanup(func() { dropSchema(t, dsn, schema) })
-		return Options{DSN: dsn, Schema: schema}
+		return Options{DSN: dsn, Schema: pgtest.Schema(t, dsn)}
 	}}
-}
-
-func dropSchema(t *testing.T, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Errorf("drop schema: connect: %v", err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		t.Errorf("drop schema %s: %v", schema, err)
-	}
 }
 
 // coverage records which routes answered 2xx at least once.
@@ -139,8 +105,8 @@ func newEnv(t *testing.T, b backend, cov *coverage) *env {
 	o.Directory, o.Clock, o.Logger, o.Model, o.WorkerID = dir, clk, zap.New(core), ScriptedModel{}, "test-host"
 	host, err := NewHost(context.Background(), o)
 	if err != nil {
-		if o.DSN != "" && os.Getenv(envRequire) != "1" && errors.Is(err, memorykit.ErrUnavailable) {
-			t.Skipf("PostgreSQL unavailable: %v (set %s=1 to fail instead)", err, envRequire)
+		if o.DSN != "" {
+			pgtest.Unusable(t, "NewHost", err)
 		}
 		t.Fatalf("NewHost: %v", err)
 	}

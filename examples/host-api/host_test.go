@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/pgtest"
 )
 
 func TestNewDirectoryRejectsBadMembers(t *testing.T) {
@@ -158,7 +159,7 @@ func TestRunFlags(t *testing.T) {
 // TestMain proves nothing keeps running.
 func TestServeShutsDown(t *testing.T) {
 	stores := []backend{memoryBackend}
-	if os.Getenv(envDSN) != "" {
+	if os.Getenv(pgtest.EnvDSN) != "" {
 		stores = append(stores, postgresBackend(t))
 	}
 	for _, b := range stores {
