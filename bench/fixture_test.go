@@ -259,7 +259,7 @@ func openPool(tb testing.TB, dsn string) *pgxpool.Pool {
 // latencies records per-operation durations and reports percentiles.
 type latencies []time.Duration
 
-func (l latencies) report(b *testing.B) {
+func (l latencies) report(b *testing.B, prefix string) {
 	if len(l) == 0 {
 		return
 	}
@@ -268,8 +268,8 @@ func (l latencies) report(b *testing.B) {
 		i := int(math.Ceil(p*float64(len(l)))) - 1
 		return float64(l[max(i, 0)].Microseconds()) / 1000
 	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(pct(0.50), prefix+"p50-ms")
+	b.ReportMetric(pct(0.99), prefix+"p99-ms")
 }
 
 // pgvectorTypes registers the pgvector types on a plain connection.

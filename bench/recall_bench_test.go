@@ -123,10 +123,12 @@ func recallStore(b *testing.B, store string) memorykit.RecallStore {
 // BenchmarkRecall measures one Recall (exact, full-text and, with
 // vectors=true, vector channel) in a target scope of 1k, 10k or 50k records
 // while 100 other scopes of 1.5k records share the store; 384-d vectors
-// from the local embedder. It reports p50 and p99 latency (ms) and, with
+// from the local embedder. It reports p50 and p99 latency (ms), the same
+// for the floor (floor-p50-ms, floor-p99-ms: see floorFor), measured in
+// the same loop on the same query just before each recall, and, with
 // vectors, the vector channel's recall@10 against an exact float64 scan.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkRecall$' -benchtime 400x -count 5
+//	go test ./bench -run '^$' -bench 'BenchmarkRecall$' -benchtime 300x -count 5
 func BenchmarkRecall(b *testing.B) {
 	for _, store := range []string{"memory", "postgres"} {
 		for _, n := range targetSizes {
@@ -135,6 +137,7 @@ func BenchmarkRecall(b *testing.B) {
 					rs := recallStore(b, store)
 					set := targetSet(b, n)
 					ctx := context.Background()
+					floor := floorFor(b, store, set, withVec)
 					query := func(i int) memorykit.RecallQuery {
 						q := set.queries[i%len(set.queries)]
 						if !withVec {
@@ -150,11 +153,17 @@ func BenchmarkRecall(b *testing.B) {
 						}
 					}
 					lat := make(latencies, 0, b.N)
+					flat := make(latencies, 0, b.N)
 					found, total := 0, 0
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						q := query(i)
 						start := time.Now()
+						if err := floor(q); err != nil {
+							b.Fatal(err)
+						}
+						flat = append(flat, time.Since(start))
+						start = time.Now()
 						res, err := rs.Recall(ctx, q)
 						lat = append(lat, time.Since(start))
 						if err != nil || res.VectorErr != nil {
@@ -177,7 +186,8 @@ func BenchmarkRecall(b *testing.B) {
 						}
 					}
 					b.StopTimer()
-					lat.report(b)
+					lat.report(b, "")
+					flat.report(b, "floor-")
 					if total > 0 {
 						b.ReportMetric(float64(found)/float64(total), "recall@10")
 					}
@@ -187,105 +197,79 @@ func BenchmarkRecall(b *testing.B) {
 	}
 }
 
-// BenchmarkRecallFloor measures what any recall over the same data costs at
-// least, in the same run as BenchmarkRecall:
+// floorFor returns the floor of one recall, what any recall over the same
+// data costs at least:
 //
-//   - store=memory: a plain exact top-10 float32 dot-product scan over the
-//     scope's vectors, held contiguously, with nothing else;
-//
-//   - store=postgres: one pipelined batch of the three cheapest channel
-//     reads the schema allows (the exact key lookup, the GIN lookup of
-//     records holding any query term, LIMIT 10, unranked, and the top 10
-//     of the half-precision index, not re-ranked), none of recall's rules;
-//     and roundtrip=1, a bare SELECT 1.
-//
-//     go test ./bench -run '^$' -bench 'BenchmarkRecallFloor' -benchtime 400x -count 5
-func BenchmarkRecallFloor(b *testing.B) {
-	for _, n := range targetSizes {
-		b.Run(fmt.Sprintf("store=memory/records=%d", n), func(b *testing.B) {
-			set := targetSet(b, n)
-			dims := len(set.vecs[0])
-			flat := make([]float32, 0, len(set.vecs)*dims)
-			for _, v := range set.vecs {
-				flat = append(flat, v...)
-			}
-			lat := make(latencies, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				q := set.queries[i%len(set.queries)].Vector
-				start := time.Now()
-				top := scanTop10(flat, dims, q)
-				lat = append(lat, time.Since(start))
-				if top[0] < 0 {
-					b.Fatal("empty scan")
-				}
-			}
-			b.StopTimer()
-			lat.report(b)
-		})
-	}
-	for _, n := range targetSizes {
-		b.Run(fmt.Sprintf("store=postgres/records=%d", n), func(b *testing.B) {
-			_, pool := postgresFixture(b)
-			set := targetSet(b, n)
-			ctx := context.Background()
-			tag := md5.Sum([]byte(set.scope.TenantID + "/" + string(set.scope.SubjectType) + "/" + set.scope.SubjectID))
-			prefix := hex.EncodeToString(tag[:])[:12] + "."
-			sc := set.scope
-			run := func(q memorykit.RecallQuery) error {
-				var lits []string
-				for _, t := range q.Terms {
-					lits = append(lits, "'"+strings.NewReplacer(`\`, `\\`, "'", "''").Replace(prefix+t)+"'")
-				}
-				batch := &pgx.Batch{}
-				batch.Queue(`SELECT id FROM `+fixtureName+`.records WHERE tenant_id = $1 AND subject_type = $2
-					AND subject_id = $3 AND status = 'active' AND key = ANY ($4::text[]) LIMIT 10`,
-					sc.TenantID, string(sc.SubjectType), sc.SubjectID, q.ExactKeys)
-				batch.Queue(`SELECT record_id FROM `+fixtureName+`.recall_text WHERE terms @@ $1::tsquery
-					AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4 LIMIT 10`,
-					strings.Join(lits, " | "), sc.TenantID, string(sc.SubjectType), sc.SubjectID)
-				batch.Queue(`SELECT record_id FROM `+fixtureName+`.embeddings WHERE tenant_id = $1 AND subject_type = $2
-					AND subject_id = $3 AND profile = $4 AND dims = 384 AND dims <= 1024 AND live
-					ORDER BY half <=> (SELECT l2_normalize($5::vector)::halfvec) LIMIT 10`,
-					sc.TenantID, string(sc.SubjectType), sc.SubjectID, q.Profile, pgvector.NewVector(q.Vector))
-				return pool.SendBatch(ctx, batch).Close()
-			}
-			for _, q := range set.queries {
-				if err := run(q); err != nil {
-					b.Fatal(err)
-				}
-			}
-			lat := make(latencies, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				start := time.Now()
-				err := run(set.queries[i%len(set.queries)])
-				lat = append(lat, time.Since(start))
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			lat.report(b)
-		})
-	}
-	b.Run("store=postgres/roundtrip=1", func(b *testing.B) {
-		_, pool := postgresFixture(b)
-		ctx := context.Background()
-		lat := make(latencies, 0, b.N)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			start := time.Now()
-			var one int
-			err := pool.QueryRow(ctx, "SELECT 1").Scan(&one)
-			lat = append(lat, time.Since(start))
-			if err != nil {
-				b.Fatal(err)
-			}
+//   - memorystore: a plain exact top-10 float32 dot-product scan over the
+//     scope's vectors, held contiguously, with nothing else (with
+//     vectors=false, nothing at all);
+//   - pgstore: one pipelined batch of the cheapest channel reads the schema
+//     allows (the exact key lookup; the GIN lookup of records holding any
+//     query term, LIMIT 10, unranked; with vectors, the top 10 of the
+//     half-precision index, not re-ranked), none of recall's rules.
+func floorFor(b *testing.B, store string, set *recallSet, withVec bool) func(memorykit.RecallQuery) error {
+	if store == "memory" {
+		dims := len(set.vecs[0])
+		flat := make([]float32, 0, len(set.vecs)*dims)
+		for _, v := range set.vecs {
+			flat = append(flat, v...)
 		}
-		b.StopTimer()
-		lat.report(b)
-	})
+		return func(q memorykit.RecallQuery) error {
+			if withVec {
+				if top := scanTop10(flat, dims, q.Vector); top[0] < 0 {
+					return fmt.Errorf("empty scan")
+				}
+			}
+			return nil
+		}
+	}
+	_, pool := postgresFixture(b)
+	ctx := context.Background()
+	tag := md5.Sum([]byte(set.scope.TenantID + "/" + string(set.scope.SubjectType) + "/" + set.scope.SubjectID))
+	prefix := hex.EncodeToString(tag[:])[:12] + "."
+	sc := set.scope
+	return func(q memorykit.RecallQuery) error {
+		var lits []string
+		for _, t := range q.Terms {
+			lits = append(lits, "'"+strings.NewReplacer(`\`, `\\`, "'", "''").Replace(prefix+t)+"'")
+		}
+		batch := &pgx.Batch{}
+		batch.Queue(`SELECT id FROM `+fixtureName+`.records WHERE tenant_id = $1 AND subject_type = $2
+			AND subject_id = $3 AND status = 'active' AND key = ANY ($4::text[]) LIMIT 10`,
+			sc.TenantID, string(sc.SubjectType), sc.SubjectID, q.ExactKeys)
+		batch.Queue(`SELECT record_id FROM `+fixtureName+`.recall_text WHERE terms @@ $1::tsquery
+			AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4 LIMIT 10`,
+			strings.Join(lits, " | "), sc.TenantID, string(sc.SubjectType), sc.SubjectID)
+		if withVec {
+			batch.Queue(`SELECT record_id FROM `+fixtureName+`.embeddings WHERE tenant_id = $1 AND subject_type = $2
+				AND subject_id = $3 AND profile = $4 AND dims = 384 AND dims <= 1024 AND live
+				ORDER BY half <=> (SELECT l2_normalize($5::vector)::halfvec) LIMIT 10`,
+				sc.TenantID, string(sc.SubjectType), sc.SubjectID, q.Profile, pgvector.NewVector(q.Vector))
+		}
+		return pool.SendBatch(ctx, batch).Close()
+	}
+}
+
+// BenchmarkRoundTrip measures a bare SELECT 1 on the fixture's pool: the
+// network and protocol share of every PostgreSQL latency above.
+//
+//	go test ./bench -run '^$' -bench 'BenchmarkRoundTrip' -benchtime 2000x -count 5
+func BenchmarkRoundTrip(b *testing.B) {
+	_, pool := postgresFixture(b)
+	ctx := context.Background()
+	lat := make(latencies, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		var one int
+		err := pool.QueryRow(ctx, "SELECT 1").Scan(&one)
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	lat.report(b, "")
 }
 
 // scanTop10 is the floor's exact scan: float32 dot products over a flat

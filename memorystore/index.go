@@ -47,6 +47,7 @@ type vectorSlab struct {
 	dims  int
 	data  []float32 // len(slots) * dims
 	norms []float64
+	inv   []float64 // 1 / norms
 	slots []int32
 }
 
@@ -199,6 +200,7 @@ func (x *scopeIndex) addRow(e *entry, profile string) {
 	row := len(v.slots)
 	v.data = append(v.data, emb.vector...)
 	v.norms = append(v.norms, emb.norm)
+	v.inv = append(v.inv, 1/emb.norm)
 	v.slots = append(v.slots, e.ix.slot)
 	if e.ix.rows == nil {
 		e.ix.rows = make(map[string]vecRow)
@@ -213,11 +215,13 @@ func (x *scopeIndex) removeRow(k vecKey, row int) {
 	if row != last {
 		copy(v.data[row*v.dims:(row+1)*v.dims], v.data[last*v.dims:])
 		v.norms[row] = v.norms[last]
+		v.inv[row] = v.inv[last]
 		v.slots[row] = v.slots[last]
 		x.docs[v.slots[row]].ix.rows[k.profile] = vecRow{dims: k.dims, row: row}
 	}
 	v.data = v.data[:last*v.dims]
 	v.norms = v.norms[:last]
+	v.inv = v.inv[:last]
 	v.slots = v.slots[:last]
 	if last == 0 {
 		delete(x.vectors, k)

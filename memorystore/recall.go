@@ -181,12 +181,14 @@ func (x *scopeIndex) fullTextHits(dorm map[int32]bool, terms []string, limit int
 	// is the same and a large Scope is never fully sorted.
 	above, under := newBoundedFT(limit), newBoundedFT(limit)
 	for _, slot := range touched {
-		rec := &x.docs[slot].rec
-		c := memorykit.FullTextCandidate{ID: rec.ID, Matched: int(cnt[slot]), Weight: memorykit.RoundWeight(sum[slot]), UpdatedAt: rec.UpdatedAt}
-		if 2*c.Matched > best {
-			above.push(c)
-		} else {
-			under.push(c)
+		m, w := int(cnt[slot]), memorykit.RoundWeight(sum[slot])
+		h := under
+		if 2*m > best {
+			h = above
+		}
+		if h.beats(m, w) {
+			rec := &x.docs[slot].rec
+			h.push(memorykit.FullTextCandidate{ID: rec.ID, Matched: m, Weight: w, UpdatedAt: rec.UpdatedAt})
 		}
 	}
 	k, b := memorykit.FullTextRule(append(above.items, under.items...), limit)
@@ -201,6 +203,17 @@ type boundedFT struct {
 }
 
 func newBoundedFT(limit int) *boundedFT { return &boundedFT{limit: limit} }
+
+// beats reports whether a candidate with m matched terms and weight w could
+// enter the heap, judging by those two alone (ties on both may still lose
+// on recency or ID; push decides those).
+func (h *boundedFT) beats(m int, w float64) bool {
+	if len(h.items) < h.limit {
+		return h.limit > 0
+	}
+	worst := h.items[0]
+	return m > worst.Matched || m == worst.Matched && w >= worst.Weight
+}
 
 func (h *boundedFT) push(c memorykit.FullTextCandidate) {
 	if len(h.items) < h.limit {
@@ -239,10 +252,16 @@ func (h *boundedFT) push(c memorykit.FullTextCandidate) {
 // scope does not allocate (and the collector does not scan) them anew for
 // every recall.
 type scratch struct {
-	cnt    []int32
-	sum    []float64
-	slots  []int32
-	approx []float64
+	cnt   []int32
+	sum   []float64
+	slots []int32
+	near  []rowEstimate
+}
+
+// rowEstimate is a slab row and its estimated similarity.
+type rowEstimate struct {
+	row int
+	a   float64
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -302,41 +321,48 @@ func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile st
 		return nil
 	}
 	dims := v.dims
+	bound := 2 * f32Bound(dims)
+	invQ := 1 / qn
 	sc := getScratch()
 	defer putScratch(sc)
-	if cap(sc.approx) < len(v.slots) {
-		sc.approx = make([]float64, len(v.slots))
-	}
-	approx := sc.approx[:len(v.slots)]
-	// A min-heap of the limit largest estimates.
+	// One pass: h is a min-heap of the limit largest estimates; near
+	// collects every row whose estimate came within bound of h's minimum
+	// when it was seen. The minimum only grows, so a row left out then
+	// can never come within bound of the final one.
 	h := make([]float64, 0, limit)
-	for row := range v.slots {
-		if dorm != nil && dorm[v.slots[row]] {
-			approx[row] = math.Inf(-1)
+	near := sc.near[:0]
+	query = query[:dims]
+	for row, slot := range v.slots {
+		if dorm != nil && dorm[slot] {
 			continue
 		}
-		a := float64(dot32(query, v.data[row*dims:(row+1)*dims])) / (qn * v.norms[row])
-		approx[row] = a
-		if len(h) < limit {
+		a := float64(dot32(query, v.data[row*dims:(row+1)*dims])) * v.inv[row] * invQ
+		switch {
+		case len(h) < limit:
 			h = append(h, a)
 			heapUp(h, len(h)-1)
-		} else if a > h[0] {
+		case a > h[0]:
 			h[0] = a
 			heapDown(h, 0)
+		case a < h[0]-bound:
+			continue
 		}
+		near = append(near, rowEstimate{row: row, a: a})
 	}
+	sc.near = near
 	if len(h) == 0 {
 		return nil
 	}
 	floor := math.Inf(-1)
 	if len(h) == limit {
-		floor = h[0] - 2*f32Bound(dims)
+		floor = h[0] - bound
 	}
 	var hits []memorykit.Hit
-	for row, a := range approx {
-		if a < floor || math.IsInf(a, -1) {
+	for _, n := range near {
+		if n.a < floor {
 			continue
 		}
+		row := n.row
 		vec := v.data[row*dims : (row+1)*dims]
 		d := 0.0
 		for i := range query {
@@ -360,8 +386,9 @@ func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile st
 // from the float64 one for n-dimensional vectors: a float32 dot product of
 // n terms is within (n+2)u/(1-(n+2)u) * sum|q_i v_i| of the exact one (u =
 // 2^-24), and sum|q_i v_i| <= |q| |v|, so after dividing by the norms the
-// error is at most that factor; the float64 side adds far less than the
-// 1e-12 margin.
+// error is at most that factor; the float64 side (including multiplying by
+// the inverse norms instead of dividing) adds far less than the 1e-12
+// margin.
 func f32Bound(n int) float64 {
 	g := float64(n+2) * 0x1p-24
 	return g/(1-g) + 1e-12
