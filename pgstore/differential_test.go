@@ -205,9 +205,20 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 // pgstore's pruning levels stop early or fall through to reading every
 // match. Some records are outside their effective window.
 func TestPostgresFullTextPruningMatchesMemorystore(t *testing.T) {
+	for _, small := range []int{0, smallScope} {
+		t.Run(fmt.Sprintf("smallScope=%d", small), func(t *testing.T) {
+			testPruningMatches(t, small)
+		})
+	}
+}
+
+func testPruningMatches(t *testing.T, small int) {
 	ctx := context.Background()
 	clk := newClock()
+	old := smallScope
+	smallScope = small // the store renders its statements with it when it opens
 	pg := openStore(t, uniqueSchema(t), clk)
+	smallScope = old
 	ms, err := memorystore.New(memorystore.Config{Clock: clk, Guard: testGuard(t)})
 	if err != nil {
 		t.Fatal(err)

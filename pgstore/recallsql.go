@@ -73,6 +73,13 @@ const maxInlineTerms = 32
 // leaves out.
 const maxPruneLevel = 4
 
+// smallScope is the number of recallable records up to which the levels
+// are skipped and every matching record is read at once: in a scope that
+// small, common words hold most records and the levels would mostly fall
+// through, reading postings twice. Tests lower it to exercise the levels on
+// small data; stores render it into their statements when they open.
+var smallScope = 2000
+
 // vectorSlack is how many rows beyond VectorLimit the vector channel
 // returns, so re-ranking in float64 cannot miss a record that pgvector's
 // float32 arithmetic placed just past the limit.
@@ -244,9 +251,9 @@ func inlineFullText(b *strings.Builder, k int) {
 	for i := 1; i <= k; i++ {
 		fmt.Fprintf(b, "a.qa[%d] AS q%d, a.wa[%d] AS w%d, a.da[%d] AS d%d, ", i, i, i, i, i, i)
 	}
-	fmt.Fprintf(b, `a.cap
+	fmt.Fprintf(b, `a.kd, CASE WHEN (SELECT n FROM nn) <= %d THEN 0 ELSE greatest(0, least(%d, a.kd - 1)) END AS cap
 	FROM (SELECT array_agg(q ORDER BY i) AS qa, array_agg(idf ORDER BY i) AS wa, array_agg(df > 0 ORDER BY i) AS da,
-		greatest(0, least(%d, count(*) FILTER (WHERE df > 0) - 1)) AS cap FROM qp) a
+		count(*) FILTER (WHERE df > 0) AS kd FROM qp) a
 ),
 lv AS MATERIALIZED (
 	SELECT g.l, g.c,
@@ -255,7 +262,7 @@ lv AS MATERIALIZED (
 		coalesce((SELECT `+weightSum+` FROM qp WHERE pos <= g.c), 0) AS wc
 	FROM (SELECT l, least(l, qv.cap) AS c FROM qv, generate_series(0, %d) AS l) g
 ),
-`, top, top)
+`, smallScope, top, top)
 
 	// Each level's rows carry a bit mask of the terms they hold (the @@
 	// tests run once per row), from which the matched count m and the raw
@@ -330,14 +337,14 @@ lv AS MATERIALIZED (
 	lvAt := func(col string, l int) string { return fmt.Sprintf("(SELECT %s FROM lv WHERE l = %d)", col, l) }
 	for c := top; c >= 0; c-- {
 		switch {
-		case c == top && c > 0:
-			b.WriteString(level(c,
-				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE %s > 0 AND t.terms @@ %s", lvAt("c", c), lvAt("r", c)), false),
-				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE %s = 0 AND %s", lvAt("c", c),
-					single("t.terms @@ "+lvAt("r", c)+" THEN true")), true)))
 		case c == top:
-			b.WriteString(level(c, scan("qv, {schema}.recall_text t\n\t\t\tWHERE "+
-				single("t.terms @@ "+lvAt("r", 0)+" THEN true"), true)))
+			// The first level: every record holding an R term, unless R
+			// is a single term and C empty (then the newest few suffice).
+			b.WriteString(level(c,
+				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE (%s > 0 OR (SELECT kd FROM qv) > 1) AND t.terms @@ %s",
+					lvAt("c", c), lvAt("r", c)), false),
+				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE %s = 0 AND (SELECT kd FROM qv) <= 1 AND %s", lvAt("c", c),
+					single("t.terms @@ "+lvAt("r", c)+" THEN true")), true)))
 		case c > 0:
 			b.WriteString(level(c, scan(fmt.Sprintf(`qv, {schema}.recall_text t
 			WHERE %s < %s AND NOT (SELECT ok FROM v%d)
