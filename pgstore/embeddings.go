@@ -27,7 +27,7 @@ WITH cand AS (
 	WHERE r.status = 'active'
 	  AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)
 	  AND (l.record_id IS NULL OR l.content_hash <> r.content_hash
-	       OR (l.worker_id IS NULL AND NOT l.parked AND (l.retry_at IS NULL OR l.retry_at <= $2)))
+	       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2)))
 	ORDER BY r.id
 	LIMIT $5
 	FOR SHARE OF r SKIP LOCKED
@@ -43,9 +43,10 @@ WITH cand AS (
 		retry_at = NULL,
 		parked = false,
 		reason = CASE WHEN l.content_hash = excluded.content_hash THEN l.reason ELSE '' END,
+		stored = false,
 		updated_at = excluded.updated_at
 	WHERE l.content_hash <> excluded.content_hash
-	   OR (l.worker_id IS NULL AND NOT l.parked AND (l.retry_at IS NULL OR l.retry_at <= $2))
+	   OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
 	RETURNING l.record_id, l.content_hash, l.attempts
 )
 SELECT c.id, c.tenant_id, c.subject_type, c.subject_id, c.key, c.content, up.content_hash, up.attempts
@@ -120,8 +121,18 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 		if err := s.checkCurrent(ctx, tx, op, p.Scope, p.RecordID, p.ContentHash); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_leases WHERE record_id = $1 AND profile = $2`),
-			p.RecordID, p.Profile); err != nil {
+		// The lease row stays, marked stored, so a lease statement that
+		// started before this commit cannot lease the record again (see
+		// migration 0003).
+		if _, err := tx.Exec(ctx, s.q(`
+			INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
+				lease_expires_at, attempts, retry_at, parked, reason, updated_at, stored)
+			VALUES ($1, $2, $3, NULL, NULL, 0, NULL, false, '', $4, true)
+			ON CONFLICT (record_id, profile) DO UPDATE SET
+				content_hash = excluded.content_hash, worker_id = NULL, lease_expires_at = NULL,
+				retry_at = NULL, parked = false, reason = '', stored = true, updated_at = excluded.updated_at
+			WHERE NOT (l.stored AND l.content_hash = excluded.content_hash AND l.worker_id IS NULL)`),
+			p.RecordID, p.Profile, p.ContentHash, now); err != nil {
 			return err
 		}
 		// Storing the same vector again changes nothing, not even its time.
