@@ -25,7 +25,8 @@ import (
 //     bracketed template tags listed in the code) become "［INST］",
 //     markdown role headings such as "### Instruction" become
 //     "＃＃＃ Instruction", and a role label such as "system:",
-//     "assistant:" or "user:" becomes "system：";
+//     "assistant:" or "user:" becomes "system："; a Chinese or Japanese
+//     role label such as "系统：" or "ユーザー:" becomes "「系统」：";
 //   - the view delimiter's name "memory-view" becomes "memory view", and
 //     "nonce=" becomes "nonce＝", so text cannot imitate a delimiter even
 //     in escaped form.
@@ -86,6 +87,13 @@ var markers = []marker{
 	{regexp.MustCompile(`(?i)#{1,6}[ \t]*(instructions?|system|response|user|assistant|human|input|output|developer|context)\b`), fullwidth.Replace},
 	// Role labels ("system:", "Assistant :").
 	{regexp.MustCompile(`(?i)\b(system|assistant|user|human|developer|tool|function|model|ai|bot)[ \t]*:`), fullwidth.Replace},
+	// Chinese and Japanese role labels ("系统：", "助手:", "ユーザー："): these
+	// already use the fullwidth colon, so the role word is bracketed
+	// instead ("「系统」："), which no longer reads as a speaker label.
+	{regexp.MustCompile(`(系统|系統|助手|用户|用戶|人类|人類|システム|アシスタント|ユーザー|ユーザ)[ \t　]*[:：]`), func(m string) string {
+		word := strings.TrimRight(m, " \t　:：")
+		return "「" + word + "」："
+	}},
 	// Pipe-delimited template names left after "<" and ">" were escaped.
 	{regexp.MustCompile(`(?i)\|\s*(im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|`), fullwidth.Replace},
 	// The view delimiter's name and its nonce attribute.
