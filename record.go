@@ -34,11 +34,16 @@ func (k Kind) Valid() bool {
 	return false
 }
 
-// Status is a record's lifecycle state.
+// Status is a record's lifecycle state. A record is created active or
+// candidate and moves only by the lifecycle rules (LifecycleRule, the
+// Rule* values):
 //
 //	candidate -> active | rejected
 //	active    -> superseded | inactive
 //	inactive | rejected | superseded -> erased (tombstone)
+//
+// A correction keeps an active or candidate record's status; erased is
+// final.
 type Status string
 
 const (

@@ -319,7 +319,7 @@ type JobStore interface {
 
 	// ReapJobLeases handles leases past their expiry, counting the attempt
 	// already made: jobs with attempts left are queued and available now,
-	// the others become failed tombstones (reason "lease_expired"). It
+	// the others become failed tombstones (reason ReasonLeaseExpired). It
 	// returns how many leases it reaped.
 	ReapJobLeases(ctx context.Context) (int, error)
 
