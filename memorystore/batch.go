@@ -18,10 +18,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckBatchSize(op, len(items)); err != nil {
-		return nil, err
-	}
-	checked, err := s.checkBatchItems(ctx, op, items)
+	checked, err := s.guard.CheckBatch(ctx, op, items, noDimensionBound)
 	if err != nil {
 		return nil, err
 	}
@@ -55,41 +52,6 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	out := make([]memorykit.Record, len(checked))
 	for i, in := range checked {
 		out[i] = s.records[in.ID].rec.Clone()
-	}
-	return out, nil
-}
-
-// checkBatchItems validates every item without the lock: the WriteGuard (which
-// runs the Host's validator) and the embedding, if any.
-func (s *Store) checkBatchItems(ctx context.Context, op string, items []memorykit.BatchItem) ([]memorykit.NewRecord, error) {
-	out := make([]memorykit.NewRecord, len(items))
-	seen := make(map[string]bool)
-	for i, it := range items {
-		in := it.Record
-		in.Metadata = cloneMap(in.Metadata)
-		in.Sources = append([]memorykit.Source(nil), in.Sources...)
-		in, err := s.guard.CheckNew(ctx, op, in)
-		if err != nil {
-			return nil, memorykit.BatchItemError(i, err)
-		}
-		if in.ID != "" {
-			if seen[in.ID] {
-				return nil, memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_repeated"))
-			}
-			seen[in.ID] = true
-		}
-		if emb := it.Embedding; emb != nil {
-			if in.Status != memorykit.StatusActive {
-				return nil, memorykit.BatchItemError(i, memorykit.FieldError(op, "embedding", "record_not_active"))
-			}
-			if err := memorykit.ValidateProfile(op, emb.Profile); err != nil {
-				return nil, memorykit.BatchItemError(i, err)
-			}
-			if err := checkVector(op, "embedding.vector", emb.Vector); err != nil {
-				return nil, memorykit.BatchItemError(i, err)
-			}
-		}
-		out[i] = in
 	}
 	return out, nil
 }
@@ -141,9 +103,12 @@ func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time)
 			}
 		}
 		if x := in.Expect; x != nil {
-			conflict := x.None && h != nil || !x.None && (h == nil || h.id != x.ID || h.version != x.Version)
-			if conflict {
-				return memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrVersionConflict, "active_record_changed"))
+			holderID, version := "", int64(0)
+			if h != nil {
+				holderID, version = h.id, h.version
+			}
+			if err := x.Check(op, holderID, version); err != nil {
+				return memorykit.BatchItemError(i, err)
 			}
 		}
 		overlay[ak] = &holder{id: in.ID, version: 1}

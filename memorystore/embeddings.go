@@ -36,16 +36,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := memorykit.ValidateProfile(op, p.Profile); err != nil {
-		return nil, err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
-		return nil, err
-	}
-	if err := checkTTL(op, p.TTL); err != nil {
-		return nil, err
-	}
-	if err := s.checkBatch(op, p.Max); err != nil {
+	if err := s.guard.CheckEmbeddingLease(op, p); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -101,10 +92,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := checkEmbeddingRef(op, p.Scope, p.RecordID, p.Profile, p.ContentHash, p.WorkerID); err != nil {
-		return err
-	}
-	if err := checkVector(op, "vector", p.Vector); err != nil {
+	if err := p.Validate(op, noDimensionBound); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -139,10 +127,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := checkEmbeddingRef(op, r.Scope, r.RecordID, r.Profile, r.ContentHash, r.WorkerID); err != nil {
-		return err
-	}
-	if err := memorykit.CheckReasonCode(op, r.Reason); err != nil {
+	if err := r.Validate(op); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -170,22 +155,6 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 		st.retryAt = stamp(r.RetryAt)
 	}
 	return nil
-}
-
-func checkEmbeddingRef(op string, scope memorykit.Scope, recordID, profile, hash, worker string) error {
-	if err := scope.Validate(); err != nil {
-		return err
-	}
-	if err := memorykit.ValidateID(op, "record_id", recordID); err != nil {
-		return err
-	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
-		return err
-	}
-	if err := checkHash(op, hash); err != nil {
-		return err
-	}
-	return memorykit.ValidateID(op, "worker_id", worker)
 }
 
 // PendingEmbeddings implements memorykit.EmbeddingStore.

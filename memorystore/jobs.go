@@ -9,8 +9,9 @@ import (
 	"github.com/goagents/memorykit"
 )
 
-// ReasonLeaseExpired is the LastError of a job whose lease was reaped.
-const ReasonLeaseExpired = "lease_expired"
+// ReasonLeaseExpired is the LastError of a job whose lease was reaped
+// (memorykit.ReasonLeaseExpired).
+const ReasonLeaseExpired = memorykit.ReasonLeaseExpired
 
 // EnqueueJob implements memorykit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
@@ -18,16 +19,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := j.Scope.Validate(); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.ValidateID(op, "id", j.ID); err != nil {
-		return memorykit.Job{}, err
-	}
-	if j.MaxAttempts <= 0 {
-		return memorykit.Job{}, memorykit.FieldError(op, "max_attempts", "must_be_positive")
-	}
-	if err := s.guard.CheckPayload(op, j.Payload); err != nil {
+	if err := s.guard.CheckJob(op, j); err != nil {
 		return memorykit.Job{}, err
 	}
 	s.mu.Lock()
@@ -57,12 +49,6 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	return *job, nil
 }
 
-// holds reports whether worker holds an unexpired lease on job at now.
-// CompleteJob, FailJob and ReleaseJob all require it.
-func holds(job *memorykit.Job, worker string, now time.Time) bool {
-	return job.State == memorykit.JobLeased && job.LeasedBy == worker && now.Before(job.LeaseExpiresAt)
-}
-
 func leaseLost(op string) error {
 	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
 }
@@ -85,13 +71,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
-		return nil, err
-	}
-	if err := checkTTL(op, p.TTL); err != nil {
-		return nil, err
-	}
-	if err := s.checkBatch(op, p.Max); err != nil {
+	if err := s.guard.CheckJobLease(op, p); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -138,14 +118,8 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateID(op, "job_id", c.JobID); err != nil {
+	if err := s.guard.CheckJobCompletion(op, c); err != nil {
 		return 0, err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", c.WorkerID); err != nil {
-		return 0, err
-	}
-	if len(c.Candidates) > s.guard.Limits().MaxListSize {
-		return 0, memorykit.FieldError(op, "candidates", "above_max_list_size")
 	}
 	s.mu.RLock()
 	job := s.jobs[c.JobID]
@@ -154,7 +128,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	switch {
 	case job == nil:
 		err = notFound(op)
-	case !holds(job, c.WorkerID, s.now()):
+	case !job.HeldBy(c.WorkerID, s.now()):
 		err = leaseLost(op)
 	default:
 		scope = job.Scope
@@ -165,16 +139,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	}
 	checked := make([]memorykit.NewRecord, len(c.Candidates))
 	for i, in := range c.Candidates {
-		field := "candidates[" + strconv.Itoa(i) + "]"
-		if in.Status != memorykit.StatusCandidate {
-			return 0, memorykit.FieldError(op, field+".status", "must_be_candidate")
-		}
-		if in.Scope != scope {
-			return 0, memorykit.FieldError(op, field+".scope", "not_job_scope")
-		}
-		in.Metadata = cloneMap(in.Metadata)
-		in.Sources = append([]memorykit.Source(nil), in.Sources...)
-		nc, err := s.guard.CheckNew(ctx, op, in)
+		nc, err := s.guard.CheckCandidate(ctx, op, i, scope, in)
 		if err != nil {
 			return 0, err
 		}
@@ -187,7 +152,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	}
 	now := s.now()
 	job = s.jobs[c.JobID]
-	if !holds(job, c.WorkerID, now) {
+	if !job.HeldBy(c.WorkerID, now) {
 		return 0, leaseLost(op)
 	}
 	for i, in := range checked {
@@ -223,13 +188,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := memorykit.ValidateID(op, "job_id", f.JobID); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", f.WorkerID); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.CheckReasonCode(op, f.Reason); err != nil {
+	if err := f.Validate(op); err != nil {
 		return memorykit.Job{}, err
 	}
 	s.mu.Lock()
@@ -242,7 +201,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		return memorykit.Job{}, notFound(op)
 	}
 	now := s.now()
-	if !holds(job, f.WorkerID, now) {
+	if !job.HeldBy(f.WorkerID, now) {
 		return memorykit.Job{}, leaseLost(op)
 	}
 	job.LastError = f.Reason
@@ -266,10 +225,7 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := memorykit.ValidateID(op, "job_id", jobID); err != nil {
-		return err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", workerID); err != nil {
+	if err := memorykit.CheckJobHolder(op, jobID, workerID); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -282,7 +238,7 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 		return notFound(op)
 	}
 	now := s.now()
-	if !holds(job, workerID, now) {
+	if !job.HeldBy(workerID, now) {
 		return leaseLost(op)
 	}
 	clearLease(job)
@@ -331,10 +287,7 @@ func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (m
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := scope.Validate(); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.ValidateID(op, "id", id); err != nil {
+	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Job{}, err
 	}
 	s.mu.RLock()

@@ -51,7 +51,11 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 	ak := activeKey{scope: in.Scope, kind: in.Kind, key: in.Key}
 	current := s.activeEntry(ak)
 	if in.Status == memorykit.StatusActive && in.Expect != nil {
-		if err := checkExpect(op, in.Expect, current); err != nil {
+		holder, version := "", int64(0)
+		if current != nil {
+			holder, version = current.rec.ID, current.rec.Version
+		}
+		if err := in.Expect.Check(op, holder, version); err != nil {
 			return memorykit.Record{}, err
 		}
 	}
@@ -98,22 +102,6 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		s.sync(e)
 	}
 	return e.rec.Clone(), nil
-}
-
-// checkExpect tests an active create's optimistic condition against the
-// record currently holding the key (nil when none does).
-func checkExpect(op string, x *memorykit.ActiveExpectation, current *entry) error {
-	conflict := memorykit.NewError(op, memorykit.ErrVersionConflict, "active_record_changed")
-	if x.None {
-		if current != nil {
-			return conflict
-		}
-		return nil
-	}
-	if current == nil || current.rec.ID != x.ID || current.rec.Version != x.Version {
-		return conflict
-	}
-	return nil
 }
 
 // activeEntry returns the active record holding ak, or nil.
@@ -164,19 +152,19 @@ func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason st
 	})
 }
 
-// touch moves the record to a new status and version for a lifecycle
-// action, and records the revision.
-func (e *entry) touch(action memorykit.Action, to memorykit.Status, actor memorykit.Actor, reason string, now time.Time) {
-	e.rec.Status = to
+// touch applies a lifecycle rule the caller has checked: the record takes
+// the rule's status and a new version, and the revision is recorded.
+func (e *entry) touch(r memorykit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) {
+	e.rec.Status = r.Target(e.rec.Status)
 	e.rec.Version++
 	e.rec.TouchedBy = actor
 	e.rec.UpdatedAt = now
-	e.record(action, actor, reason, now)
+	e.record(r.Action(), actor, reason, now)
 }
 
 // supersede retires an active record replaced by another one.
 func (e *entry) supersede(actor memorykit.Actor, reason string, now time.Time) {
-	e.touch(memorykit.ActionSupersede, memorykit.StatusSuperseded, actor, reason, now)
+	e.touch(memorykit.RuleSupersede, actor, reason, now)
 }
 
 // Get implements memorykit.LifecycleStore.
@@ -185,10 +173,7 @@ func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := scope.Validate(); err != nil {
-		return memorykit.Record{}, err
-	}
-	if err := memorykit.ValidateID(op, "id", id); err != nil {
+	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Record{}, err
 	}
 	s.mu.RLock()
@@ -207,13 +192,7 @@ func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := scope.Validate(); err != nil {
-		return memorykit.Record{}, err
-	}
-	if !kind.Valid() {
-		return memorykit.Record{}, memorykit.FieldError(op, "kind", "unknown")
-	}
-	key, err := s.guard.CheckKey(op, key)
+	key, err := s.guard.CheckActiveKey(op, scope, kind, key)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
@@ -232,34 +211,13 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := f.Scope.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.guard.CheckListLimit(op, f.Limit); err != nil {
+	f, err := s.guard.CheckList(op, f)
+	if err != nil {
 		return nil, err
 	}
 	statuses := make(map[memorykit.Status]bool, len(f.Statuses))
 	for _, st := range f.Statuses {
-		if !st.Valid() {
-			return nil, memorykit.FieldError(op, "statuses", "unknown")
-		}
 		statuses[st] = true
-	}
-	if f.Kind != "" && !f.Kind.Valid() {
-		return nil, memorykit.FieldError(op, "kind", "unknown")
-	}
-	key := ""
-	if f.Key != "" {
-		k, err := s.guard.CheckKey(op, f.Key)
-		if err != nil {
-			return nil, err
-		}
-		key = k
-	}
-	if f.AfterID != "" {
-		if err := memorykit.ValidateID(op, "after_id", f.AfterID); err != nil {
-			return nil, err
-		}
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -270,7 +228,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		case f.AfterID != "" && id <= f.AfterID:
 		case len(statuses) > 0 && !statuses[r.Status]:
 		case f.Kind != "" && r.Kind != f.Kind:
-		case key != "" && r.Key != key:
+		case f.Key != "" && r.Key != f.Key:
 		default:
 			ids = append(ids, id)
 		}
@@ -286,57 +244,30 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	return out, nil
 }
 
-// rule says which statuses a lifecycle action starts from and where it
-// leads.
-type rule struct {
-	action memorykit.Action
-	from   []memorykit.Status
-	to     memorykit.Status
-}
-
-var (
-	activateRule = rule{memorykit.ActionActivate, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusActive}
-	rejectRule   = rule{memorykit.ActionReject, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusRejected}
-	forgetRule   = rule{memorykit.ActionForget, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusInactive}
-	eraseRule    = rule{memorykit.ActionErase, []memorykit.Status{
-		memorykit.StatusInactive, memorykit.StatusRejected, memorykit.StatusSuperseded,
-	}, memorykit.StatusErased}
-	correctFrom = []memorykit.Status{memorykit.StatusActive, memorykit.StatusCandidate}
-)
-
-func allowed(st memorykit.Status, from []memorykit.Status) bool {
-	for _, f := range from {
-		if st == f {
-			return true
-		}
-	}
-	return false
-}
-
 // Activate implements memorykit.LifecycleStore.
 func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.activate", t, activateRule)
+	return s.transition(ctx, "memorystore.activate", t, memorykit.RuleActivate)
 }
 
 // Reject implements memorykit.LifecycleStore.
 func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.reject", t, rejectRule)
+	return s.transition(ctx, "memorystore.reject", t, memorykit.RuleReject)
 }
 
 // Forget implements memorykit.LifecycleStore.
 func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.forget", t, forgetRule)
+	return s.transition(ctx, "memorystore.forget", t, memorykit.RuleForget)
 }
 
 // Erase implements memorykit.LifecycleStore.
 func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.erase", t, eraseRule)
+	return s.transition(ctx, "memorystore.erase", t, memorykit.RuleErase)
 }
 
 // begin validates a transition and finds its record under the write lock,
-// checking the expected version and the starting status. On success the
-// caller holds s.mu and must unlock it.
-func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, from []memorykit.Status) (*entry, error) {
+// checking it against rule r (expected version, starting status). On
+// success the caller holds s.mu and must unlock it.
+func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r memorykit.LifecycleRule) (*entry, error) {
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
@@ -348,7 +279,7 @@ func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, fr
 		s.mu.Unlock()
 		return nil, err
 	}
-	e, err := s.target(op, t, from)
+	e, err := s.target(op, t, r)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -356,30 +287,27 @@ func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, fr
 	return e, nil
 }
 
-// target finds a transition's record and checks its version and status.
-// The caller holds s.mu (read or write).
-func (s *Store) target(op string, t memorykit.Transition, from []memorykit.Status) (*entry, error) {
+// target finds a transition's record and checks it against rule r. The
+// caller holds s.mu (read or write).
+func (s *Store) target(op string, t memorykit.Transition, r memorykit.LifecycleRule) (*entry, error) {
 	e := s.lookup(t.Scope, t.ID)
 	if e == nil {
 		return nil, notFound(op)
 	}
-	if t.ExpectVersion != 0 && t.ExpectVersion != e.rec.Version {
-		return nil, memorykit.NewError(op, memorykit.ErrVersionConflict, "version_mismatch")
-	}
-	if !allowed(e.rec.Status, from) {
-		return nil, memorykit.NewError(op, memorykit.ErrInvalidTransition, "from_"+string(e.rec.Status))
+	if err := r.Check(op, t, e.rec); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
 
-func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r rule) (memorykit.Record, error) {
-	e, err := s.begin(ctx, op, t, r.from)
+func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
+	e, err := s.begin(ctx, op, t, r)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
 	defer s.mu.Unlock()
 	now := s.now()
-	switch r.action {
+	switch r.Action() {
 	case memorykit.ActionActivate:
 		ak := activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key}
 		if current := s.activeEntry(ak); current != nil {
@@ -392,7 +320,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	case memorykit.ActionErase:
 		s.scrub(e)
 	}
-	e.touch(r.action, r.to, t.Actor, t.Reason, now)
+	e.touch(r, t.Actor, t.Reason, now)
 	s.sync(e)
 	return e.rec.Clone(), nil
 }
@@ -431,7 +359,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		return memorykit.Record{}, err
 	}
 	s.mu.RLock()
-	e, err := s.target(op, c.Transition, correctFrom)
+	e, err := s.target(op, c.Transition, memorykit.RuleCorrect)
 	var kind memorykit.Kind
 	var key string
 	if e != nil {
@@ -446,7 +374,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	if err := s.guard.CheckCorrection(ctx, op, kind, key, c); err != nil {
 		return memorykit.Record{}, err
 	}
-	e, err = s.begin(ctx, op, c.Transition, correctFrom)
+	e, err = s.begin(ctx, op, c.Transition, memorykit.RuleCorrect)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
@@ -459,7 +387,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	}
 	e.rec = canonical(e.rec)
 	e.terms = termSet(e.rec.Key, e.rec.Content)
-	e.touch(memorykit.ActionCorrect, e.rec.Status, c.Actor, c.Reason, s.now())
+	e.touch(memorykit.RuleCorrect, c.Actor, c.Reason, s.now())
 	s.sync(e)
 	return e.rec.Clone(), nil
 }
@@ -481,10 +409,7 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := scope.Validate(); err != nil {
-		return nil, err
-	}
-	if err := memorykit.ValidateID(op, "id", id); err != nil {
+	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()

@@ -13,7 +13,6 @@ package memorystore
 
 import (
 	"context"
-	"math"
 	"sync"
 	"time"
 
@@ -154,63 +153,8 @@ func (s *Store) lookup(scope memorykit.Scope, id string) *entry {
 	return e
 }
 
-// checkVector rejects vectors no store can compare: empty, NaN or infinite
-// components, or all zeros (cosine similarity is undefined for them).
-func checkVector(op, field string, v []float32) error {
-	if len(v) == 0 {
-		return memorykit.FieldError(op, field, "empty")
-	}
-	zero := true
-	for _, x := range v {
-		f := float64(x)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return memorykit.FieldError(op, field, "not_finite")
-		}
-		if x != 0 {
-			zero = false
-		}
-	}
-	if zero {
-		return memorykit.FieldError(op, field, "zero_vector")
-	}
-	return nil
-}
-
-// checkTTL bounds a lease duration.
-func checkTTL(op string, ttl time.Duration) error {
-	if ttl <= 0 {
-		return memorykit.FieldError(op, "ttl", "must_be_positive")
-	}
-	if ttl < time.Microsecond {
-		return memorykit.FieldError(op, "ttl", "below_precision")
-	}
-	return nil
-}
-
-// checkBatch validates a lease batch size against Limits.MaxListSize.
-func (s *Store) checkBatch(op string, max int) error {
-	if max <= 0 {
-		return memorykit.FieldError(op, "max", "must_be_positive")
-	}
-	if max > s.guard.Limits().MaxListSize {
-		return memorykit.FieldError(op, "max", "above_max_list_size")
-	}
-	return nil
-}
+// noDimensionBound is the vector dimension bound memorystore passes to
+// memorykit.CheckVector: it keeps vectors of any length.
+const noDimensionBound = 0
 
 func cloneVector(v []float32) []float32 { return append([]float32(nil), v...) }
-
-// checkHash validates a content hash's shape: "sha256:" and 64 hex digits.
-func checkHash(op, h string) error {
-	const prefix = "sha256:"
-	if len(h) != len(prefix)+64 || h[:len(prefix)] != prefix {
-		return memorykit.FieldError(op, "content_hash", "malformed")
-	}
-	for i := len(prefix); i < len(h); i++ {
-		c := h[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return memorykit.FieldError(op, "content_hash", "malformed")
-		}
-	}
-	return nil
-}
