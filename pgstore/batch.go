@@ -39,9 +39,6 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckBatchSize(op, len(items)); err != nil {
-		return nil, err
-	}
 	rows, err := s.checkBatchItems(ctx, op, items)
 	if err != nil {
 		return nil, err
@@ -63,16 +60,16 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	return out, nil
 }
 
-// checkBatchItems validates every item as Create would, before any
-// database work.
+// checkBatchItems validates the batch as Create would (the WriteGuard's
+// CheckBatch, with pgvector's dimension bound), before any database work,
+// and prepares each item's statement values.
 func (s *Store) checkBatchItems(ctx context.Context, op string, items []memorykit.BatchItem) ([]batchRow, error) {
-	rows := make([]batchRow, len(items))
-	seen := make(map[string]bool)
-	for i, it := range items {
-		in, err := s.guard.CheckNew(ctx, op, it.Record)
-		if err != nil {
-			return nil, memorykit.BatchItemError(i, err)
-		}
+	checked, err := s.guard.CheckBatch(ctx, op, items, maxDims)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]batchRow, len(checked))
+	for i, in := range checked {
 		r := batchRow{in: in, superseder: -1}
 		if r.meta, err = encodeMetadata(in.Metadata); err != nil {
 			return nil, memorykit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err))
@@ -80,22 +77,7 @@ func (s *Store) checkBatchItems(ctx context.Context, op string, items []memoryki
 		if r.src, err = encodeSources(in.Sources); err != nil {
 			return nil, memorykit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err))
 		}
-		if in.ID != "" {
-			if seen[in.ID] {
-				return nil, memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_repeated"))
-			}
-			seen[in.ID] = true
-		}
-		if emb := it.Embedding; emb != nil {
-			if in.Status != memorykit.StatusActive {
-				return nil, memorykit.BatchItemError(i, memorykit.FieldError(op, "embedding", "record_not_active"))
-			}
-			if err := memorykit.ValidateProfile(op, emb.Profile); err != nil {
-				return nil, memorykit.BatchItemError(i, err)
-			}
-			if err := checkVector(op, "embedding.vector", emb.Vector); err != nil {
-				return nil, memorykit.BatchItemError(i, err)
-			}
+		if emb := items[i].Embedding; emb != nil {
 			r.emb = &memorykit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
 		}
 		r.terms = tsvectorText(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
@@ -248,11 +230,11 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		k := akey{r.in.Scope, r.in.Kind, r.in.Key}
 		h := holders[k]
 		if r.in.Expect != nil {
-			var current *memorykit.Record
+			holderID, version := "", int64(0)
 			if h != nil {
-				current = &memorykit.Record{ID: h.id, Version: h.version}
+				holderID, version = h.id, h.version
 			}
-			if err := checkExpect(op, r.in.Expect, current); err != nil {
+			if err := r.in.Expect.Check(op, holderID, version); err != nil {
 				return memorykit.BatchItemError(i, err)
 			}
 		}

@@ -3,8 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"math"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -62,16 +60,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := memorykit.ValidateProfile(op, p.Profile); err != nil {
-		return nil, err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
-		return nil, err
-	}
-	if err := checkTTL(op, p.TTL); err != nil {
-		return nil, err
-	}
-	if err := s.checkBatch(op, p.Max); err != nil {
+	if err := s.guard.CheckEmbeddingLease(op, p); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -109,10 +98,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := checkEmbeddingRef(op, p.Scope, p.RecordID, p.Profile, p.ContentHash, p.WorkerID); err != nil {
-		return err
-	}
-	if err := checkVector(op, "vector", p.Vector); err != nil {
+	if err := p.Validate(op, maxDims); err != nil {
 		return err
 	}
 	now := s.now()
@@ -181,10 +167,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := checkEmbeddingRef(op, r.Scope, r.RecordID, r.Profile, r.ContentHash, r.WorkerID); err != nil {
-		return err
-	}
-	if err := memorykit.CheckReasonCode(op, r.Reason); err != nil {
+	if err := r.Validate(op); err != nil {
 		return err
 	}
 	now := s.now()
@@ -281,83 +264,7 @@ func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-func checkEmbeddingRef(op string, scope memorykit.Scope, recordID, profile, hash, worker string) error {
-	if err := scope.Validate(); err != nil {
-		return err
-	}
-	if err := memorykit.ValidateID(op, "record_id", recordID); err != nil {
-		return err
-	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
-		return err
-	}
-	if err := checkHash(op, hash); err != nil {
-		return err
-	}
-	return memorykit.ValidateID(op, "worker_id", worker)
-}
-
-// checkHash validates a content hash's shape: "sha256:" and 64 hex digits.
-func checkHash(op, h string) error {
-	const prefix = "sha256:"
-	if len(h) != len(prefix)+64 || h[:len(prefix)] != prefix {
-		return memorykit.FieldError(op, "content_hash", "malformed")
-	}
-	for i := len(prefix); i < len(h); i++ {
-		c := h[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return memorykit.FieldError(op, "content_hash", "malformed")
-		}
-	}
-	return nil
-}
-
-// checkVector rejects vectors no store can compare: empty, NaN or infinite
-// components, or all zeros (cosine similarity is undefined for them).
-func checkVector(op, field string, v []float32) error {
-	if len(v) == 0 {
-		return memorykit.FieldError(op, field, "empty")
-	}
-	if len(v) > maxDims {
-		return memorykit.FieldError(op, field, "too_many_dimensions")
-	}
-	zero := true
-	for _, x := range v {
-		f := float64(x)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return memorykit.FieldError(op, field, "not_finite")
-		}
-		if x != 0 {
-			zero = false
-		}
-	}
-	if zero {
-		return memorykit.FieldError(op, field, "zero_vector")
-	}
-	return nil
-}
-
-// maxDims is pgvector's limit on a vector's dimensions.
+// maxDims is pgvector's limit on a vector's dimensions: the bound pgstore
+// passes to memorykit.CheckVector, and beyond which a query vector can
+// match nothing.
 const maxDims = 16000
-
-// checkTTL bounds a lease duration.
-func checkTTL(op string, ttl time.Duration) error {
-	if ttl <= 0 {
-		return memorykit.FieldError(op, "ttl", "must_be_positive")
-	}
-	if ttl < time.Microsecond {
-		return memorykit.FieldError(op, "ttl", "below_precision")
-	}
-	return nil
-}
-
-// checkBatch validates a lease batch size against Limits.MaxListSize.
-func (s *Store) checkBatch(op string, max int) error {
-	if max <= 0 {
-		return memorykit.FieldError(op, "max", "must_be_positive")
-	}
-	if max > s.guard.Limits().MaxListSize {
-		return memorykit.FieldError(op, "max", "above_max_list_size")
-	}
-	return nil
-}

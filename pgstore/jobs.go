@@ -5,15 +5,15 @@ import (
 	"errors"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
 )
 
-// ReasonLeaseExpired is the LastError of a job whose lease was reaped.
-const ReasonLeaseExpired = "lease_expired"
+// ReasonLeaseExpired is the LastError of a job whose lease was reaped
+// (memorykit.ReasonLeaseExpired).
+const ReasonLeaseExpired = memorykit.ReasonLeaseExpired
 
 // EnqueueJob implements memorykit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
@@ -21,16 +21,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := j.Scope.Validate(); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.ValidateID(op, "id", j.ID); err != nil {
-		return memorykit.Job{}, err
-	}
-	if j.MaxAttempts <= 0 {
-		return memorykit.Job{}, memorykit.FieldError(op, "max_attempts", "must_be_positive")
-	}
-	if err := s.guard.CheckPayload(op, j.Payload); err != nil {
+	if err := s.guard.CheckJob(op, j); err != nil {
 		return memorykit.Job{}, err
 	}
 	now := s.now()
@@ -55,12 +46,6 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	return memorykit.Job{}, taken
 }
 
-// holds reports whether worker holds an unexpired lease on job at now.
-// CompleteJob, FailJob and ReleaseJob all require it.
-func holds(job memorykit.Job, worker string, now time.Time) bool {
-	return job.State == memorykit.JobLeased && job.LeasedBy == worker && now.Before(job.LeaseExpiresAt)
-}
-
 func leaseLost(op string) error {
 	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
 }
@@ -73,13 +58,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := memorykit.ValidateID(op, "worker_id", p.WorkerID); err != nil {
-		return nil, err
-	}
-	if err := checkTTL(op, p.TTL); err != nil {
-		return nil, err
-	}
-	if err := s.checkBatch(op, p.Max); err != nil {
+	if err := s.guard.CheckJobLease(op, p); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -148,14 +127,8 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateID(op, "job_id", c.JobID); err != nil {
+	if err := s.guard.CheckJobCompletion(op, c); err != nil {
 		return 0, err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", c.WorkerID); err != nil {
-		return 0, err
-	}
-	if len(c.Candidates) > s.guard.Limits().MaxListSize {
-		return 0, memorykit.FieldError(op, "candidates", "above_max_list_size")
 	}
 	if len(c.Candidates) == 0 {
 		return 0, s.completeEmpty(ctx, op, c)
@@ -166,7 +139,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		return 0, mapErr(op, err)
 	case !found:
 		return 0, notFound(op)
-	case !holds(job, c.WorkerID, s.now()):
+	case !job.HeldBy(c.WorkerID, s.now()):
 		return 0, leaseLost(op)
 	}
 	type prepared struct {
@@ -177,14 +150,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	now := s.now()
 	checked := make([]prepared, len(c.Candidates))
 	for i, in := range c.Candidates {
-		field := "candidates[" + strconv.Itoa(i) + "]"
-		if in.Status != memorykit.StatusCandidate {
-			return 0, memorykit.FieldError(op, field+".status", "must_be_candidate")
-		}
-		if in.Scope != job.Scope {
-			return 0, memorykit.FieldError(op, field+".scope", "not_job_scope")
-		}
-		nc, err := s.guard.CheckNew(ctx, op, in)
+		nc, err := s.guard.CheckCandidate(ctx, op, i, job.Scope, in)
 		if err != nil {
 			return 0, err
 		}
@@ -203,7 +169,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		if !nc.EffectiveUntil.IsZero() {
 			u := pgTime(nc.EffectiveUntil)
 			if !u.After(from) {
-				return 0, memorykit.FieldError(op, field+".effective_until", "not_after_effective_from")
+				return 0, memorykit.FieldError(op, "candidates["+strconv.Itoa(i)+"].effective_until", "not_after_effective_from")
 			}
 			p.until = u
 		}
@@ -218,7 +184,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		if err != nil {
 			return err
 		}
-		if !found || !holds(job, c.WorkerID, now) {
+		if !found || !job.HeldBy(c.WorkerID, now) {
 			return leaseLost(op)
 		}
 		for _, p := range checked {
@@ -278,13 +244,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := memorykit.ValidateID(op, "job_id", f.JobID); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", f.WorkerID); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.CheckReasonCode(op, f.Reason); err != nil {
+	if err := f.Validate(op); err != nil {
 		return memorykit.Job{}, err
 	}
 	now := s.now()
@@ -301,7 +261,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		if !found {
 			return notFound(op)
 		}
-		if !holds(job, f.WorkerID, now) {
+		if !job.HeldBy(f.WorkerID, now) {
 			return leaseLost(op)
 		}
 		retry := !f.Final && job.Attempt < job.MaxAttempts
@@ -326,10 +286,7 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := memorykit.ValidateID(op, "job_id", jobID); err != nil {
-		return err
-	}
-	if err := memorykit.ValidateID(op, "worker_id", workerID); err != nil {
+	if err := memorykit.CheckJobHolder(op, jobID, workerID); err != nil {
 		return err
 	}
 	now := s.now()
@@ -341,7 +298,7 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 		if !found {
 			return notFound(op)
 		}
-		if !holds(job, workerID, now) {
+		if !job.HeldBy(workerID, now) {
 			return leaseLost(op)
 		}
 		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'queued', attempt = attempt - 1,
@@ -376,10 +333,7 @@ func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (m
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := scope.Validate(); err != nil {
-		return memorykit.Job{}, err
-	}
-	if err := memorykit.ValidateID(op, "id", id); err != nil {
+	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Job{}, err
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, s.q(`SELECT `+jobCols+` FROM {schema}.jobs

@@ -60,10 +60,11 @@ var (
 		search_tsv = array_to_tsvector($13::text[])`)
 )
 
-// touch runs a touch statement for one record.
-func (s *Store) touch(ctx context.Context, tx pgx.Tx, tmpl string, id string, to memorykit.Status,
-	action memorykit.Action, actor memorykit.Actor, reason string, now time.Time, extra ...any) (memorykit.Record, error) {
-	args := append([]any{id, string(to), string(actor.Kind), actor.ID, now, string(action), reason}, extra...)
+// touch runs a touch statement applying lifecycle rule r, which the caller
+// has checked, to rec: the record takes the rule's status.
+func (s *Store) touch(ctx context.Context, tx pgx.Tx, tmpl string, rec memorykit.Record, r memorykit.LifecycleRule,
+	actor memorykit.Actor, reason string, now time.Time, extra ...any) (memorykit.Record, error) {
+	args := append([]any{rec.ID, string(r.Target(rec.Status)), string(actor.Kind), actor.ID, now, string(r.Action()), reason}, extra...)
 	return scanRecord(tx.QueryRow(ctx, s.q(tmpl), args...))
 }
 
@@ -112,26 +113,22 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 			}
 			until = u
 		}
-		var current *memorykit.Record
 		if in.Status == memorykit.StatusActive {
 			if err := s.lockKey(ctx, tx, in.Scope, in.Kind, in.Key); err != nil {
 				return err
 			}
+			// cur is the zero Record when no record holds the key.
 			cur, found, err := s.activeForUpdate(ctx, tx, in.Scope, in.Kind, in.Key)
 			if err != nil {
 				return err
 			}
-			if found {
-				current = &cur
-			}
 			if in.Expect != nil {
-				if err := checkExpect(op, in.Expect, current); err != nil {
+				if err := in.Expect.Check(op, cur.ID, cur.Version); err != nil {
 					return err
 				}
 			}
-			if current != nil {
-				if _, err := s.touch(ctx, tx, touchPlain, current.ID, memorykit.StatusSuperseded,
-					memorykit.ActionSupersede, in.Actor, in.Reason, now); err != nil {
+			if found {
+				if _, err := s.touch(ctx, tx, touchPlain, cur, memorykit.RuleSupersede, in.Actor, in.Reason, now); err != nil {
 					return err
 				}
 			}
@@ -172,22 +169,6 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	return out, nil
 }
 
-// checkExpect tests an active create's optimistic condition against the
-// record currently holding the key (nil when none does).
-func checkExpect(op string, x *memorykit.ActiveExpectation, current *memorykit.Record) error {
-	conflict := memorykit.NewError(op, memorykit.ErrVersionConflict, "active_record_changed")
-	if x.None {
-		if current != nil {
-			return conflict
-		}
-		return nil
-	}
-	if current == nil || current.ID != x.ID || current.Version != x.Version {
-		return conflict
-	}
-	return nil
-}
-
 // getAny reads a record by ID in any Scope.
 func (s *Store) getAny(ctx context.Context, q pgx.Tx, id string) (memorykit.Record, bool, error) {
 	rec, err := scanRecord(q.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records WHERE id = $1`), id))
@@ -216,10 +197,7 @@ func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := scope.Validate(); err != nil {
-		return memorykit.Record{}, err
-	}
-	if err := memorykit.ValidateID(op, "id", id); err != nil {
+	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Record{}, err
 	}
 	rec, err := scanRecord(s.pool.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
@@ -241,13 +219,7 @@ func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := scope.Validate(); err != nil {
-		return memorykit.Record{}, err
-	}
-	if !kind.Valid() {
-		return memorykit.Record{}, memorykit.FieldError(op, "kind", "unknown")
-	}
-	key, err := s.guard.CheckKey(op, key)
+	key, err := s.guard.CheckActiveKey(op, scope, kind, key)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
@@ -270,34 +242,13 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := f.Scope.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.guard.CheckListLimit(op, f.Limit); err != nil {
+	f, err := s.guard.CheckList(op, f)
+	if err != nil {
 		return nil, err
 	}
 	statuses := make([]string, 0, len(f.Statuses))
 	for _, st := range f.Statuses {
-		if !st.Valid() {
-			return nil, memorykit.FieldError(op, "statuses", "unknown")
-		}
 		statuses = append(statuses, string(st))
-	}
-	if f.Kind != "" && !f.Kind.Valid() {
-		return nil, memorykit.FieldError(op, "kind", "unknown")
-	}
-	key := ""
-	if f.Key != "" {
-		k, err := s.guard.CheckKey(op, f.Key)
-		if err != nil {
-			return nil, err
-		}
-		key = k
-	}
-	if f.AfterID != "" {
-		if err := memorykit.ValidateID(op, "after_id", f.AfterID); err != nil {
-			return nil, err
-		}
 	}
 	rows, err := s.pool.Query(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
 		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
@@ -308,7 +259,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		ORDER BY id
 		LIMIT $8`),
 		f.Scope.TenantID, string(f.Scope.SubjectType), f.Scope.SubjectID, f.AfterID,
-		statuses, string(f.Kind), key, f.Limit)
+		statuses, string(f.Kind), f.Key, f.Limit)
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
@@ -327,59 +278,33 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	return out, nil
 }
 
-// rule says which statuses a lifecycle action starts from and where it
-// leads.
-type rule struct {
-	action memorykit.Action
-	from   []memorykit.Status
-	to     memorykit.Status
-}
-
-var (
-	activateRule = rule{memorykit.ActionActivate, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusActive}
-	rejectRule   = rule{memorykit.ActionReject, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusRejected}
-	forgetRule   = rule{memorykit.ActionForget, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusInactive}
-	eraseRule    = rule{memorykit.ActionErase, []memorykit.Status{
-		memorykit.StatusInactive, memorykit.StatusRejected, memorykit.StatusSuperseded,
-	}, memorykit.StatusErased}
-	correctFrom = []memorykit.Status{memorykit.StatusActive, memorykit.StatusCandidate}
-)
-
-func allowed(st memorykit.Status, from []memorykit.Status) bool {
-	for _, f := range from {
-		if st == f {
-			return true
-		}
-	}
-	return false
-}
-
 // Activate implements memorykit.LifecycleStore. Activations and active
 // creates of one Scope, kind and key serialise on a transaction advisory
 // lock, so concurrent activations leave exactly one active record.
 func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.activate", t, activateRule)
+	return s.transition(ctx, "pgstore.activate", t, memorykit.RuleActivate)
 }
 
 // Reject implements memorykit.LifecycleStore.
 func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.reject", t, rejectRule)
+	return s.transition(ctx, "pgstore.reject", t, memorykit.RuleReject)
 }
 
 // Forget implements memorykit.LifecycleStore.
 func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.forget", t, forgetRule)
+	return s.transition(ctx, "pgstore.forget", t, memorykit.RuleForget)
 }
 
 // Erase implements memorykit.LifecycleStore. The record, every revision
 // snapshot, its embeddings and its embedding lease rows are scrubbed in one
 // transaction.
 func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.erase", t, eraseRule)
+	return s.transition(ctx, "pgstore.erase", t, memorykit.RuleErase)
 }
 
-// lockTarget locks a transition's record and checks its version and status.
-func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, from []memorykit.Status) (memorykit.Record, error) {
+// lockTarget locks a transition's record and checks it against rule r
+// (expected version, starting status).
+func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
 	rec, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
 		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
 		FOR UPDATE`), t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
@@ -389,20 +314,10 @@ func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memoryki
 	if err != nil {
 		return memorykit.Record{}, err
 	}
-	return rec, checkTarget(op, t, rec, from)
+	return rec, r.Check(op, t, rec)
 }
 
-func checkTarget(op string, t memorykit.Transition, rec memorykit.Record, from []memorykit.Status) error {
-	if t.ExpectVersion != 0 && t.ExpectVersion != rec.Version {
-		return memorykit.NewError(op, memorykit.ErrVersionConflict, "version_mismatch")
-	}
-	if !allowed(rec.Status, from) {
-		return memorykit.NewError(op, memorykit.ErrInvalidTransition, "from_"+string(rec.Status))
-	}
-	return nil
-}
-
-func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r rule) (memorykit.Record, error) {
+func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
@@ -412,7 +327,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	now := s.now()
 	var out memorykit.Record
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
-		if r.action == memorykit.ActionActivate {
+		if r.Action() == memorykit.ActionActivate {
 			// Kind and key never change, so they can be read before the
 			// key lock, which must come before any row lock.
 			peek, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
@@ -428,19 +343,18 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 				return err
 			}
 		}
-		rec, err := s.lockTarget(ctx, tx, op, t, r.from)
+		rec, err := s.lockTarget(ctx, tx, op, t, r)
 		if err != nil {
 			return err
 		}
-		switch r.action {
+		switch r.Action() {
 		case memorykit.ActionActivate:
 			cur, found, err := s.activeForUpdate(ctx, tx, rec.Scope, rec.Kind, rec.Key)
 			if err != nil {
 				return err
 			}
 			if found && cur.ID != rec.ID {
-				if _, err := s.touch(ctx, tx, touchPlain, cur.ID, memorykit.StatusSuperseded,
-					memorykit.ActionSupersede, t.Actor, t.Reason, now); err != nil {
+				if _, err := s.touch(ctx, tx, touchPlain, cur, memorykit.RuleSupersede, t.Actor, t.Reason, now); err != nil {
 					return err
 				}
 			}
@@ -448,10 +362,10 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 			if err := s.scrub(ctx, tx, rec.ID); err != nil {
 				return err
 			}
-			out, err = s.touch(ctx, tx, touchErase, rec.ID, r.to, r.action, t.Actor, t.Reason, now)
+			out, err = s.touch(ctx, tx, touchErase, rec, r, t.Actor, t.Reason, now)
 			return err
 		}
-		out, err = s.touch(ctx, tx, touchPlain, rec.ID, r.to, r.action, t.Actor, t.Reason, now)
+		out, err = s.touch(ctx, tx, touchPlain, rec, r, t.Actor, t.Reason, now)
 		if isUniqueViolation(err, "records_one_active") {
 			return memorykit.WrapError(op, memorykit.ErrVersionConflict, "active_record_changed", err)
 		}
@@ -496,7 +410,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		}
 		return memorykit.Record{}, err
 	}
-	if err := checkTarget(op, c.Transition, peek, correctFrom); err != nil {
+	if err := memorykit.RuleCorrect.Check(op, c.Transition, peek); err != nil {
 		return memorykit.Record{}, err
 	}
 	if err := s.guard.CheckCorrection(ctx, op, peek.Kind, peek.Key, c); err != nil {
@@ -513,11 +427,11 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	now := s.now()
 	var out memorykit.Record
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		rec, err := s.lockTarget(ctx, tx, op, c.Transition, correctFrom)
+		rec, err := s.lockTarget(ctx, tx, op, c.Transition, memorykit.RuleCorrect)
 		if err != nil {
 			return err
 		}
-		out, err = s.touch(ctx, tx, touchCorrect, rec.ID, rec.Status, memorykit.ActionCorrect, c.Actor, c.Reason, now,
+		out, err = s.touch(ctx, tx, touchCorrect, rec, memorykit.RuleCorrect, c.Actor, c.Reason, now,
 			c.Content, memorykit.ContentHash(c.Content), src, c.Metadata != nil, meta,
 			ftsTerms(rec.Scope, memorykit.IndexTerms(rec.Key, c.Content)))
 		return err
@@ -534,10 +448,7 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := scope.Validate(); err != nil {
-		return nil, err
-	}
-	if err := memorykit.ValidateID(op, "id", id); err != nil {
+	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
 		return nil, err
 	}
 	// Every record has at least its "create" revision, so no row means no

@@ -23,7 +23,7 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if err := checkRecallQuery(op, q); err != nil {
+	if err := q.Validate(op); err != nil {
 		return memorykit.RecallResult{}, err
 	}
 	now := s.now()
@@ -201,40 +201,6 @@ func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
 		hits[i] = memorykit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
 	}
 	return hits
-}
-
-func checkRecallQuery(op string, q memorykit.RecallQuery) error {
-	if err := q.Scope.Validate(); err != nil {
-		return err
-	}
-	limits := []struct {
-		field string
-		n     int
-	}{
-		{"exact_limit", q.ExactLimit},
-		{"full_text_limit", q.FullTextLimit},
-		{"vector_limit", q.VectorLimit},
-	}
-	for _, l := range limits {
-		if l.n <= 0 {
-			return memorykit.FieldError(op, l.field, "must_be_positive")
-		}
-	}
-	if q.Vector == nil {
-		return nil
-	}
-	if err := memorykit.ValidateProfile(op, q.Profile); err != nil {
-		return err
-	}
-	if len(q.Vector) == 0 {
-		return memorykit.FieldError(op, "vector", "empty")
-	}
-	for _, x := range q.Vector {
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			return memorykit.FieldError(op, "vector", "not_finite")
-		}
-	}
-	return nil
 }
 
 func norm(v []float32) float64 {
