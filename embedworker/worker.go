@@ -203,35 +203,12 @@ func (r *Round) add(o Round) {
 // recovered: the supervisor restarts the worker and the reaper returns its
 // leases once they expire.
 func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
-	failures := 0
-	for fetchCtx.Err() == nil {
+	poll := supervisor.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
+		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
+	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
-		if fetchCtx.Err() != nil || workCtx.Err() != nil {
-			return nil
-		}
-		wait, reason := w.cfg.PollInterval, supervisor.WaitIdle
-		switch {
-		case err != nil && !memorykit.IsRecoverable(err):
-			w.log.Error("lease failed; returning to the supervisor",
-				zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
-			return err
-		case err != nil:
-			failures++
-			wait, reason = w.cfg.StoreBackoff.Delay(failures), supervisor.WaitStoreBackoff
-			w.log.Warn("lease failed; backing off",
-				zap.String("reason", memorykit.ReasonCode(err)), zap.Int("consecutive_failures", failures),
-				zap.Duration("backoff", wait))
-		case r.Leased > 0:
-			failures = 0
-			continue
-		default:
-			failures = 0
-		}
-		if !supervisor.Sleep(fetchCtx, w.cfg.Clock, wait, w.cfg.OnWait, reason) {
-			return nil
-		}
-	}
-	return nil
+		return r.Leased > 0, err
+	})
 }
 
 // RunOnce leases one batch with ctx and embeds and stores it under ctx:

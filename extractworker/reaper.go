@@ -137,30 +137,11 @@ func (r *Reaper) report(reason string, n int) {
 // fetchCtx and there is never work to hand back. Recoverable store errors
 // are logged as reason codes and retried after StoreBackoff; others are
 // returned to the supervisor.
-func (r *Reaper) Run(fetchCtx, _ context.Context) error {
-	failures := 0
-	for fetchCtx.Err() == nil {
+func (r *Reaper) Run(fetchCtx, workCtx context.Context) error {
+	poll := supervisor.Poll{Clock: r.cfg.Clock, Interval: r.cfg.Interval, Backoff: r.cfg.StoreBackoff,
+		OnWait: r.cfg.OnWait, Logger: r.log, What: "reap"}
+	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		_, err := r.RunOnce(fetchCtx)
-		if fetchCtx.Err() != nil {
-			return nil
-		}
-		wait, reason := r.cfg.Interval, supervisor.WaitIdle
-		if err != nil {
-			if !memorykit.IsRecoverable(err) {
-				r.log.Error("reap failed; returning to the supervisor",
-					zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
-				return err
-			}
-			failures++
-			wait, reason = r.cfg.StoreBackoff.Delay(failures), supervisor.WaitStoreBackoff
-			r.log.Warn("reap failed; backing off", zap.String("reason", memorykit.ReasonCode(err)),
-				zap.Int("consecutive_failures", failures), zap.Duration("backoff", wait))
-		} else {
-			failures = 0
-		}
-		if !supervisor.Sleep(fetchCtx, r.cfg.Clock, wait, r.cfg.OnWait, reason) {
-			return nil
-		}
-	}
-	return nil
+		return false, err
+	})
 }

@@ -176,35 +176,12 @@ type Round struct {
 // supervisor (which restarts the worker), and the job's lease is left to
 // expire so the Reaper returns it, counting the attempt.
 func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
-	failures := 0
-	for fetchCtx.Err() == nil {
+	poll := supervisor.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
+		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
+	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
-		if fetchCtx.Err() != nil || workCtx.Err() != nil {
-			return nil
-		}
-		wait, reason := w.cfg.PollInterval, supervisor.WaitIdle
-		switch {
-		case err != nil && !memorykit.IsRecoverable(err):
-			w.log.Error("lease failed; returning to the supervisor",
-				zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
-			return err
-		case err != nil:
-			failures++
-			wait, reason = w.cfg.StoreBackoff.Delay(failures), supervisor.WaitStoreBackoff
-			w.log.Warn("lease failed; backing off",
-				zap.String("reason", memorykit.ReasonCode(err)), zap.Int("consecutive_failures", failures),
-				zap.Duration("backoff", wait))
-		case r.Leased > 0:
-			failures = 0
-			continue
-		default:
-			failures = 0
-		}
-		if !supervisor.Sleep(fetchCtx, w.cfg.Clock, wait, w.cfg.OnWait, reason) {
-			return nil
-		}
-	}
-	return nil
+		return r.Leased > 0, err
+	})
 }
 
 // RunOnce leases one batch with ctx and processes it to the end under

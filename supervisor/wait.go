@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"go.uber.org/zap"
 
+	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/clockctx"
 )
 
@@ -41,4 +43,54 @@ func Sleep(ctx context.Context, clk clock.Clock, d time.Duration, hook func(Wait
 		armed = func() { hook(Wait{Reason: reason, Delay: d}) }
 	}
 	return clockctx.Sleep(ctx, clk, d, armed)
+}
+
+// Poll is the loop of a polling actor. It calls round while fetchCtx is
+// live; after a round that did work (busy) it calls round again at once,
+// after an idle round it waits Interval, and after a recoverable error it
+// waits Backoff.Delay(n) for the n-th consecutive failure. A
+// non-recoverable error is logged (as a reason code) and returned, so the
+// supervisor restarts the actor. Poll returns nil once fetchCtx or workCtx
+// ends. Every wait is measured on Clock and reported to OnWait.
+type Poll struct {
+	Clock    clock.Clock
+	Interval time.Duration
+	Backoff  interface{ Delay(n int) time.Duration }
+	OnWait   func(Wait)
+	Logger   *zap.Logger
+	// What names the polled operation in logs, such as "lease" or "reap".
+	What string
+}
+
+// Run runs the loop; see Poll.
+func (p Poll) Run(fetchCtx, workCtx context.Context, round func() (busy bool, err error)) error {
+	failures := 0
+	for fetchCtx.Err() == nil {
+		busy, err := round()
+		if fetchCtx.Err() != nil || workCtx.Err() != nil {
+			return nil
+		}
+		wait, reason := p.Interval, WaitIdle
+		switch {
+		case err != nil && !memorykit.IsRecoverable(err):
+			p.Logger.Error(p.What+" failed; returning to the supervisor",
+				zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
+			return err
+		case err != nil:
+			failures++
+			wait, reason = p.Backoff.Delay(failures), WaitStoreBackoff
+			p.Logger.Warn(p.What+" failed; backing off",
+				zap.String("reason", memorykit.ReasonCode(err)), zap.Int("consecutive_failures", failures),
+				zap.Duration("backoff", wait))
+		case busy:
+			failures = 0
+			continue
+		default:
+			failures = 0
+		}
+		if !Sleep(fetchCtx, p.Clock, wait, p.OnWait, reason) {
+			return nil
+		}
+	}
+	return nil
 }
