@@ -2,10 +2,7 @@ package pgstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,81 +12,40 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-const (
-	envDSN     = "MEMORYKIT_POSTGRES_TEST_DSN"
-	envRequire = "MEMORYKIT_REQUIRE_POSTGRES"
-)
-
 // requirePostgres reports whether a missing database must fail the test.
-func requirePostgres() bool { return os.Getenv(envRequire) == "1" }
+func requirePostgres() bool { return pgtest.Required() }
 
-// testDSN returns the test database's DSN. Without one it skips the test,
-// or fails it when MEMORYKIT_REQUIRE_POSTGRES=1.
+// testDSN returns the test database's DSN under pgtest's skip/fail rule.
 func testDSN(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		if requirePostgres() {
-			t.Fatalf("%s=1 but %s is not set", envRequire, envDSN)
-		}
-		t.Skipf("%s is not set: skipping the PostgreSQL test (set it, and %s=1 to make a missing database fail)", envDSN, envRequire)
-	}
-	return dsn
+	return pgtest.DSN(t)
 }
 
 // unusable fails or skips when the database or pgvector cannot be used.
 func unusable(t testing.TB, what string, err error) {
 	t.Helper()
-	if requirePostgres() || !errors.Is(err, memorykit.ErrUnavailable) {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("%s: %v (set %s=1 to fail instead)", what, err, envRequire)
+	pgtest.Unusable(t, what, err)
 }
 
 // uniqueSchema returns a fresh schema name and drops the schema when the
 // test ends.
 func uniqueSchema(t testing.TB) string {
 	t.Helper()
-	dsn := testDSN(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "mk_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { dropSchema(t, dsn, name) })
-	return name
-}
-
-func dropSchema(t testing.TB, dsn, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Errorf("drop schema %s: connect: %v", name, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+quoteIdent(name)+" CASCADE"); err != nil {
-		t.Errorf("drop schema %s: %v", name, err)
-	}
+	return pgtest.Schema(t, testDSN(t))
 }
 
 // adminConn opens a plain connection to the test database, closed when the
 // test ends.
 func adminConn(t testing.TB) *pgx.Conn {
 	t.Helper()
-	dsn := testDSN(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		unusable(t, "connect to the test database", mapErr("test.connect", err))
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return conn
+	return pgtest.Connect(t, testDSN(t))
 }
 
 // acceptAll is a ContentValidator that rejects only content containing
