@@ -19,9 +19,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// requirePostgres reports whether a missing database must fail the test.
-func requirePostgres() bool { return pgtest.Required() }
-
 // testDSN returns the test database's DSN under pgtest's skip/fail rule.
 func testDSN(t testing.TB) string {
 	t.Helper()
