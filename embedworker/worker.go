@@ -247,8 +247,16 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	tasks, err := w.cfg.Store.LeaseEmbeddings(leaseCtx, memorykit.EmbeddingLease{
 		Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 	})
+	expired := clockctx.Expired(leaseCtx)
 	cancel()
 	if err != nil {
+		if expired {
+			// The store took longer than HandBackTimeout: treat it like
+			// an unavailable store (back off and try again) rather than
+			// a failure that restarts the actor. A lease granted as the
+			// call was cut short returns to the queue when it expires.
+			return Round{}, memorykit.Recoverable(err)
+		}
 		return Round{}, err
 	}
 	r := Round{Leased: len(tasks)}

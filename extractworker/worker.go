@@ -229,8 +229,16 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	jobs, err := w.cfg.Store.LeaseJobs(leaseCtx, memorykit.JobLease{
 		WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 	})
+	expired := clockctx.Expired(leaseCtx)
 	cancel()
 	if err != nil {
+		if expired {
+			// The store took longer than HandBackTimeout: treat it like
+			// an unavailable store (back off and try again) rather than
+			// a failure that restarts the actor. A lease granted as the
+			// call was cut short returns to the queue when it expires.
+			return Round{}, memorykit.Recoverable(err)
+		}
 		return Round{}, err
 	}
 	r := Round{Leased: len(jobs)}

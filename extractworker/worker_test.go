@@ -608,3 +608,39 @@ func TestManyJobsOneWorkerBatches(t *testing.T) {
 		}
 	})
 }
+
+// slowLeaseStore blocks LeaseJobs until its context ends, signalling once
+// it is blocked.
+type slowLeaseStore struct {
+	memorykit.Store
+	blocked chan struct{}
+}
+
+func (s *slowLeaseStore) LeaseJobs(ctx context.Context, _ memorykit.JobLease) ([]memorykit.Job, error) {
+	close(s.blocked)
+	<-ctx.Done()
+	return nil, memorykit.WrapError("test.lease_jobs", memorykit.ErrUnavailable, "context_done", ctx.Err())
+}
+
+// TestLeaseSlowerThanHandBackTimeoutIsRecoverable: a lease call the store
+// does not answer within HandBackTimeout is cut off on the clock and
+// reported as recoverable, so Run backs off instead of failing the actor.
+func TestLeaseSlowerThanHandBackTimeoutIsRecoverable(t *testing.T) {
+	e := newEnv(t)
+	e.store = testkit.MemStore(t, e.Clock)
+	slow := &slowLeaseStore{Store: e.store, blocked: make(chan struct{})}
+	cfg := e.config("w1", newExtractor(e.Clock))
+	cfg.Store = slow
+	w := e.worker(cfg)
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.RunOnce(context.Background())
+		done <- err
+	}()
+	<-slow.blocked
+	e.Clock.Add(cfg.HandBackTimeout)
+	err := <-done
+	if err == nil || !memorykit.IsRecoverable(err) {
+		t.Fatalf("RunOnce = %v, want a recoverable error", err)
+	}
+}

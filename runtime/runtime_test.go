@@ -64,11 +64,16 @@ func (e *extractor) Calls() int {
 
 func workers() mkruntime.Workers {
 	b := memorykit.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
+	// eventually advances the mock clock by at most 1000 one-second steps
+	// while real goroutines work. Leases and deadlines are longer than
+	// that, so no lease expires and no deadline passes just because the
+	// mock clock ran ahead of a descheduled worker; a job extracted twice
+	// would then be a real double lease.
 	return mkruntime.Workers{
-		LeaseTTL: time.Minute, EmbedBatch: 16, EmbedPoll: time.Second, EmbedDeadline: 10 * time.Second,
-		EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Second,
+		LeaseTTL: time.Hour, EmbedBatch: 16, EmbedPoll: time.Second, EmbedDeadline: 20 * time.Minute,
+		EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
 		JobRetry: b, JobMaxAttempts: 3, ReapInterval: 5 * time.Second, StoreBackoff: b,
-		HandBackTimeout: 5 * time.Second,
+		HandBackTimeout: 20 * time.Minute,
 		Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
 	}
 }
@@ -189,7 +194,7 @@ func userTurn(text string) []projector.Message {
 // workers poll on the mock clock, so each step lets them run one round.
 func eventually(t *testing.T, clk *clock.Mock, step time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < 1000; i++ {
 		if cond() {
 			return
 		}
