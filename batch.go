@@ -71,3 +71,25 @@ func (g *WriteGuard) CheckBatchSize(op string, n int) error {
 	}
 	return nil
 }
+
+// EmbeddingBatchPutter is implemented by stores that can store many
+// vectors in one step, which is what the embedding worker does after each
+// Embed call. memorystore and pgstore implement it; embedworker uses it
+// when its Store has it and calls PutEmbedding per record otherwise.
+//
+// PutEmbeddings applies each put exactly as PutEmbedding would, in order,
+// and returns one result per put: nil when the vector is stored (or was
+// already), ErrStale when the record is no longer active at the put's
+// content hash, ErrNotFound when the record is not in the put's Scope, or
+// ErrInvalidInput for a malformed put, each with the put's position in
+// Field ("items[3]"). A refused put does not hold back the others. When
+// two puts name the same record and profile, the later one's vector is the
+// one kept.
+//
+// The error result reports a failure of the whole call (more than
+// Limits.MaxListSize puts, a context that ended, an unavailable store);
+// then no put was applied and the results are nil. An empty call does
+// nothing.
+type EmbeddingBatchPutter interface {
+	PutEmbeddings(ctx context.Context, puts []EmbeddingPut) ([]error, error)
+}

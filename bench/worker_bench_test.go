@@ -19,7 +19,7 @@ import (
 
 // BenchmarkEmbedWorker measures the embedding worker draining b.N pending
 // records (active, no embedding) with the local embedder: embedworker's
-// RunUntilEmpty, batches of 100 (lease, embed, PutEmbedding each). It also
+// RunUntilEmpty, batches of 100 (lease, embed, one PutEmbeddings). It also
 // reports embed-only/s, the local embedder alone on the same texts, to
 // show how much of the time is the store's.
 //

@@ -216,3 +216,45 @@ func (f *faultStore) ReleaseEmbedding(ctx context.Context, r memorykit.Embedding
 	}
 	return f.Store.ReleaseEmbedding(ctx, r)
 }
+
+// batchFaultStore is a faultStore that also offers PutEmbeddings (faults
+// under that name) and counts the calls of both put methods.
+type batchFaultStore struct {
+	*faultStore
+	mu             sync.Mutex
+	batches, singl int
+	short          bool // answer with one result too few
+}
+
+func newBatchFaultStore(s memorykit.Store) *batchFaultStore {
+	return &batchFaultStore{faultStore: newFaultStore(s)}
+}
+
+func (f *batchFaultStore) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+	f.mu.Lock()
+	f.batches++
+	short := f.short
+	f.mu.Unlock()
+	if err := f.Fault("PutEmbeddings"); err != nil {
+		return nil, err
+	}
+	errs, err := f.faultStore.Store.(memorykit.EmbeddingBatchPutter).PutEmbeddings(ctx, puts)
+	if short && len(errs) > 0 {
+		errs = errs[:len(errs)-1]
+	}
+	return errs, err
+}
+
+func (f *batchFaultStore) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+	f.mu.Lock()
+	f.singl++
+	f.mu.Unlock()
+	return f.faultStore.PutEmbedding(ctx, p)
+}
+
+// calls returns how many PutEmbeddings and PutEmbedding calls were made.
+func (f *batchFaultStore) calls() (batches, singles int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.batches, f.singl
+}

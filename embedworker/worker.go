@@ -335,14 +335,17 @@ type batch struct {
 // the store refuses parks its record.
 func (b *batch) put(vecs [][]float32) {
 	w := b.w
+	puts := make([]memorykit.EmbeddingPut, len(b.tasks))
+	for i, t := range b.tasks {
+		puts[i] = memorykit.EmbeddingPut{
+			Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
+			Vector: vecs[i], WorkerID: w.cfg.WorkerID,
+		}
+	}
+	errs := b.putAll(puts)
 	var stored, parked []memorykit.EmbeddingTask
 	for i, t := range b.tasks {
-		err := b.retryStore(func(ctx context.Context) error {
-			return w.cfg.Store.PutEmbedding(ctx, memorykit.EmbeddingPut{
-				Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
-				Vector: vecs[i], WorkerID: w.cfg.WorkerID,
-			})
-		})
+		err := errs[i]
 		switch {
 		case err == nil:
 			b.r.Stored++
@@ -362,6 +365,43 @@ func (b *batch) put(vecs [][]float32) {
 	}
 	b.emit(memorykit.EventEmbeddingStored, stored, "")
 	b.emit(memorykit.EventEmbeddingFailed, parked, "store_refused")
+}
+
+// putAll stores the puts and returns each one's outcome. A store that
+// implements memorykit.EmbeddingBatchPutter gets them in one call (retried
+// as a whole while the store is unavailable); a call it refuses as a whole
+// for its size, and any other store, gets one PutEmbedding per put.
+func (b *batch) putAll(puts []memorykit.EmbeddingPut) []error {
+	w := b.w
+	errs := make([]error, len(puts))
+	if bp, ok := w.cfg.Store.(memorykit.EmbeddingBatchPutter); ok {
+		var got []error
+		err := b.retryStore(func(ctx context.Context) error {
+			var err error
+			got, err = bp.PutEmbeddings(ctx, puts)
+			return err
+		})
+		switch {
+		case err == nil && len(got) == len(puts):
+			return got
+		case err == nil:
+			err = memorykit.NewError("embedworker.put", memorykit.ErrIntegrity, "result_count_mismatch")
+			fallthrough
+		case !errors.Is(err, memorykit.ErrInvalidInput):
+			for i := range errs {
+				errs[i] = err
+			}
+			return errs
+		}
+		w.log.Debug("batch put refused as a whole; storing one by one", zap.Int("count", len(puts)),
+			zap.String("reason", memorykit.ReasonCode(err)))
+	}
+	for i, p := range puts {
+		errs[i] = b.retryStore(func(ctx context.Context) error {
+			return w.cfg.Store.PutEmbedding(ctx, p)
+		})
+	}
+	return errs
 }
 
 // release hands every record back after a failed Embed: with a retry time

@@ -3,6 +3,7 @@ package embedworker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -520,6 +521,103 @@ func TestRecoverableStoreErrors(t *testing.T) {
 		cancel()
 		if err := <-ran; err != nil {
 			t.Fatalf("Run = %v", err)
+		}
+	})
+}
+
+// TestBatchPut: a store with PutEmbeddings gets one call per batch; a
+// recoverable failure of the whole call is retried after StoreBackoff; a
+// call refused as a whole for its input falls back to one PutEmbedding per
+// record; any other failure, or an answer of the wrong length, leaves the
+// leases to the reaper and stores nothing.
+func TestBatchPut(t *testing.T) {
+	eachStore(t, func(t *testing.T, e *env) {
+		fs := newBatchFaultStore(e.store)
+		waits := make(chan supervisor.Wait, 10)
+		cfg := e.config("embed-1", newEmbedder(e.Clock))
+		cfg.Store = fs
+		cfg.OnWait = func(w supervisor.Wait) { waits <- w }
+		w := e.worker(cfg)
+
+		e.createN(3)
+		if r := runOnce(t, w); r.Stored != 3 {
+			t.Fatalf("round = %+v", r)
+		}
+		if b, s := fs.calls(); b != 1 || s != 0 {
+			t.Fatalf("PutEmbeddings %d calls, PutEmbedding %d; want 1 and 0", b, s)
+		}
+
+		// Recoverable: retried as a whole.
+		e.create("second", "a second round of records")
+		e.create("second-b", "and one more for it")
+		fs.FailCalls("PutEmbeddings", 2, testkit.DBDown)
+		done := make(chan embedworker.Round)
+		go func() {
+			r, _ := w.RunOnce(context.Background())
+			done <- r
+		}()
+		for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+			got := <-waits
+			if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
+				t.Fatalf("wait %+v, want store_retry %v", got, want)
+			}
+			e.Clock.Add(got.Delay)
+		}
+		if r := <-done; r.Stored != 2 {
+			t.Fatalf("round after recoverable failures = %+v", r)
+		}
+		if b, s := fs.calls(); b != 4 || s != 0 {
+			t.Fatalf("PutEmbeddings %d calls, PutEmbedding %d; want 4 and 0", b, s)
+		}
+
+		// Refused as a whole for its input: one by one instead.
+		e.create("third", "records stored one by one")
+		e.create("third-b", "another stored alone")
+		fs.FailCalls("PutEmbeddings", 1, memorykit.FieldError("test.put", "items", "above_max_list_size"))
+		if r := runOnce(t, w); r.Stored != 2 {
+			t.Fatalf("round after a refused batch = %+v", r)
+		}
+		if b, s := fs.calls(); b != 5 || s != 2 {
+			t.Fatalf("PutEmbeddings %d calls, PutEmbedding %d; want 5 and 2", b, s)
+		}
+		if e.pending() != 0 {
+			t.Fatalf("pending = %d", e.pending())
+		}
+
+		// A permanent failure, then a short answer: nothing is stored and
+		// the leases stay until they expire.
+		for i, fault := range []func(){
+			func() {
+				fs.FailCalls("PutEmbeddings", 1, &memorykit.Error{Op: "test.put", Kind: memorykit.ErrIntegrity, Reason: "broken"})
+			},
+			func() { fs.mu.Lock(); fs.short = true; fs.mu.Unlock() },
+		} {
+			e.create(fmt.Sprintf("fourth-%d", i), "records whose put fails")
+			fault()
+			if r := runOnce(t, w); r.Stored != 0 || r.Abandoned != 1 {
+				t.Fatalf("fault %d: round = %+v", i, r)
+			}
+			if r := runOnce(t, w); r.Leased != 0 {
+				t.Fatalf("fault %d: an abandoned lease was leased again before expiry", i)
+			}
+			e.Clock.Add(leaseTTL)
+			if _, err := e.store.ReapEmbeddingLeases(e.Ctx); err != nil {
+				t.Fatal(err)
+			}
+			fs.mu.Lock()
+			fs.short = false
+			fs.mu.Unlock()
+			// The short answer came after the store had applied the
+			// put, so that record needs nothing more.
+			if r := runOnce(t, w); r.Stored != 1-i {
+				t.Fatalf("fault %d: round after the reaper = %+v", i, r)
+			}
+		}
+		if n := len(e.Sink.OfKind(memorykit.EventWorkerError)); n != 2 {
+			t.Fatalf("worker error events = %d, want 2", n)
+		}
+		if e.pending() != 0 {
+			t.Fatalf("pending = %d", e.pending())
 		}
 	})
 }

@@ -7,7 +7,10 @@ import (
 	"github.com/goagents/memorykit"
 )
 
-var _ memorykit.BatchCreator = (*Store)(nil)
+var (
+	_ memorykit.BatchCreator         = (*Store)(nil)
+	_ memorykit.EmbeddingBatchPutter = (*Store)(nil)
+)
 
 // CreateBatch implements memorykit.BatchCreator: every item is validated as
 // Create validates it, then, under one hold of the write lock, the whole

@@ -100,12 +100,71 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := live(ctx, op); err != nil {
 		return err
 	}
+	return s.putLocked(op, p)
+}
+
+// PutEmbeddings implements memorykit.EmbeddingBatchPutter: each put is
+// applied as PutEmbedding would, all under one hold of the lock.
+func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+	const op = "memorystore.put_embeddings"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := s.guard.CheckBatchSize(op, len(puts)); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(puts))
+	for i, p := range puts {
+		if err := p.Validate(op, noDimensionBound); err != nil {
+			errs[i] = memorykit.BatchItemError(i, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	// Only the last accepted put of each record and profile is applied,
+	// as pgstore does: the earlier ones would have been overwritten.
+	last := make(map[embKey]int)
+	for i, p := range puts {
+		if errs[i] != nil {
+			continue
+		}
+		if _, err := s.checkPut(op, p); err != nil {
+			errs[i] = memorykit.BatchItemError(i, err)
+			continue
+		}
+		last[embKey{recordID: p.RecordID, profile: p.Profile}] = i
+	}
+	for i, p := range puts {
+		if errs[i] == nil && last[embKey{recordID: p.RecordID, profile: p.Profile}] == i {
+			if err := s.putLocked(op, p); err != nil {
+				errs[i] = memorykit.BatchItemError(i, err)
+			}
+		}
+	}
+	return errs, nil
+}
+
+// checkPut returns the entry a validated put is for, or the error
+// PutEmbedding reports for it; s.mu is held.
+func (s *Store) checkPut(op string, p memorykit.EmbeddingPut) (*entry, error) {
 	e := s.lookup(p.Scope, p.RecordID)
 	if e == nil {
-		return notFound(op)
+		return nil, notFound(op)
 	}
 	if e.rec.Status != memorykit.StatusActive || e.rec.ContentHash != p.ContentHash {
-		return memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+		return nil, memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+	}
+	return e, nil
+}
+
+// putLocked stores a validated put; s.mu is held.
+func (s *Store) putLocked(op string, p memorykit.EmbeddingPut) error {
+	e, err := s.checkPut(op, p)
+	if err != nil {
+		return err
 	}
 	k := embKey{recordID: p.RecordID, profile: p.Profile}
 	delete(s.embStates, k)

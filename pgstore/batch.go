@@ -12,7 +12,10 @@ import (
 	"github.com/goagents/memorykit"
 )
 
-var _ memorykit.BatchCreator = (*Store)(nil)
+var (
+	_ memorykit.BatchCreator         = (*Store)(nil)
+	_ memorykit.EmbeddingBatchPutter = (*Store)(nil)
+)
 
 // batchRow is one validated batch item with everything the statements need.
 type batchRow struct {

@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -139,6 +141,142 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 			p.ContentHash, len(p.Vector), vec, now)
 		return err
 	})
+}
+
+// PutEmbeddings implements memorykit.EmbeddingBatchPutter in one
+// transaction of three statements, whatever the number of puts: the
+// records are share-locked in ID order and checked in Go as checkCurrent
+// does, then the lease rows and the vectors of the puts that passed are
+// upserted as PutEmbedding upserts them.
+func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+	const op = "pgstore.put_embeddings"
+	if err := live(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := s.guard.CheckBatchSize(op, len(puts)); err != nil {
+		return nil, err
+	}
+	invalid := make([]error, len(puts))
+	var ids []string
+	for i, p := range puts {
+		if err := p.Validate(op, maxDims); err != nil {
+			invalid[i] = memorykit.BatchItemError(i, err)
+			continue
+		}
+		ids = append(ids, p.RecordID)
+	}
+	if len(ids) == 0 {
+		return invalid, nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	now := s.now()
+	var errs []error
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		errs = slices.Clone(invalid)
+		type current struct {
+			scope        memorykit.Scope
+			status, hash string
+		}
+		recs := make(map[string]current, len(ids))
+		rows, err := tx.Query(ctx, s.q(`SELECT id, tenant_id, subject_type, subject_id, status, content_hash
+			FROM {schema}.records WHERE id = ANY ($1::text[]) ORDER BY id FOR SHARE`), ids)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var (
+				id, subjectType string
+				c               current
+			)
+			if err := rows.Scan(&id, &c.scope.TenantID, &subjectType, &c.scope.SubjectID, &c.status, &c.hash); err != nil {
+				rows.Close()
+				return err
+			}
+			c.scope.SubjectType = memorykit.SubjectType(subjectType)
+			recs[id] = c
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// The last accepted put of each record and profile is the one
+		// written; earlier ones were overwritten by it, as in a sequence
+		// of PutEmbedding calls.
+		type target struct{ id, profile string }
+		last := make(map[target]int)
+		for i, p := range puts {
+			if errs[i] != nil {
+				continue
+			}
+			c, ok := recs[p.RecordID]
+			switch {
+			case !ok || c.scope != p.Scope:
+				errs[i] = memorykit.BatchItemError(i, notFound(op))
+			case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
+				errs[i] = memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrStale, "content_changed"))
+			default:
+				last[target{p.RecordID, p.Profile}] = i
+			}
+		}
+		if len(last) == 0 {
+			return nil
+		}
+		keep := make([]int, 0, len(last))
+		for _, i := range last {
+			keep = append(keep, i)
+		}
+		// Rows are written in key order, like the locks above.
+		slices.SortFunc(keep, func(a, b int) int {
+			if c := strings.Compare(puts[a].RecordID, puts[b].RecordID); c != 0 {
+				return c
+			}
+			return strings.Compare(puts[a].Profile, puts[b].Profile)
+		})
+		var (
+			recIDs, profiles, tenants, types, subjects, hashes = make([]string, len(keep)), make([]string, len(keep)),
+				make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep))
+			dims = make([]int32, len(keep))
+			vecs = make([]pgvector.Vector, len(keep))
+		)
+		for j, i := range keep {
+			p := puts[i]
+			recIDs[j], profiles[j], hashes[j] = p.RecordID, p.Profile, p.ContentHash
+			tenants[j], types[j], subjects[j] = p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID
+			dims[j] = int32(len(p.Vector))
+			vecs[j] = pgvector.NewVector(append([]float32(nil), p.Vector...))
+		}
+		if _, err := tx.Exec(ctx, s.q(`
+			INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
+				lease_expires_at, attempts, retry_at, parked, reason, updated_at, stored)
+			SELECT u.id, u.profile, u.hash, NULL, NULL, 0, NULL, false, '', $4, true
+			FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, profile, hash)
+			ON CONFLICT (record_id, profile) DO UPDATE SET
+				content_hash = excluded.content_hash, worker_id = NULL, lease_expires_at = NULL,
+				retry_at = NULL, parked = false, reason = '', stored = true, updated_at = excluded.updated_at
+			WHERE NOT (l.stored AND l.content_hash = excluded.content_hash AND l.worker_id IS NULL)`),
+			recIDs, profiles, hashes, now); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, s.q(`
+			INSERT INTO {schema}.embeddings AS e (record_id, profile, tenant_id, subject_type, subject_id,
+				content_hash, dims, embedding, created_at, live)
+			SELECT u.id, u.profile, u.tenant, u.stype, u.sid, u.hash, u.dims, u.vec, $9, true
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
+				$8::{ext}.vector[]) AS u(id, profile, tenant, stype, sid, hash, dims, vec)
+			ON CONFLICT (record_id, profile) DO UPDATE SET
+				content_hash = excluded.content_hash, dims = excluded.dims,
+				embedding = excluded.embedding, created_at = excluded.created_at, live = true
+			WHERE e.content_hash <> excluded.content_hash
+			   OR e.embedding::real[] <> excluded.embedding::real[]
+			   OR NOT e.live`),
+			recIDs, profiles, tenants, types, subjects, hashes, dims, vecs, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
 }
 
 // checkCurrent share-locks a record in scope and checks it is active at

@@ -1,6 +1,11 @@
 package storetest
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +20,10 @@ const embProfile = "test/emb-v1"
 // RunEmbeddingConformance checks the embedding work queue: which records
 // are pending, leasing with worker IDs and TTLs on the store's clock,
 // reaping, the content-hash guard on PutEmbedding, retry and park on
-// release, attempt counting and rebuilds with DeleteEmbeddings.
+// release, attempt counting and rebuilds with DeleteEmbeddings. A store
+// that implements memorykit.EmbeddingBatchPutter must give each put of a
+// PutEmbeddings call the outcome PutEmbedding would, and leave the store
+// exactly as the same PutEmbedding calls in order would.
 func RunEmbeddingConformance(t *testing.T, h Harness) {
 	runCases(t, h, []tcase{
 		{"PendingAndLease", testEmbPendingAndLease},
@@ -31,6 +39,8 @@ func RunEmbeddingConformance(t *testing.T, h Harness) {
 		{"AttemptCounting", testEmbAttempts},
 		{"NonActiveNeverPending", testEmbNonActive},
 		{"DeleteEmbeddingsRebuild", testEmbDelete},
+		{"PutEmbeddingsAsSinglePuts", testEmbPutBatch},
+		{"PutEmbeddingsWholeCallRefused", testEmbPutBatchRefused},
 	})
 }
 
@@ -392,4 +402,150 @@ func testEmbDelete(t *testing.T, e *env) {
 	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, nil); err != nil || n != 0 {
 		t.Fatalf("DeleteEmbeddings again = %d, %v; want 0", n, err)
 	}
+}
+
+func batchPutter(t *testing.T, e *env) memorykit.EmbeddingBatchPutter {
+	t.Helper()
+	b, ok := e.s.(memorykit.EmbeddingBatchPutter)
+	if !ok {
+		t.Skip("the store does not implement memorykit.EmbeddingBatchPutter")
+	}
+	return b
+}
+
+// putBatchScenario builds the same records and leases on a fresh store and
+// returns the puts of one mixed batch: accepted ones, a stale hash, an
+// unknown record, a record of another Scope, a malformed vector, a
+// candidate and two puts for one record (the later must win), plus the
+// outcome each must have.
+func putBatchScenario(t *testing.T, e *env) ([]memorykit.EmbeddingPut, []error) {
+	t.Helper()
+	a, b, c := e.embRecord("mem-emb-a"), e.embRecord("mem-emb-b"), e.embRecord("mem-emb-c")
+	other := Scope(t, "tenant-b", "project-1")
+	in := newRec(other, memorykit.KindFact, "embed elsewhere", "content of another scope", memorykit.StatusActive)
+	in.ID = "mem-emb-o"
+	o := e.create(in)
+	cin := e.candidate(memorykit.KindFact, "embed cand", "candidate content")
+	cin.ID = "mem-emb-cand"
+	cand := e.create(cin)
+	tasks := e.lease("embedder-1", time.Minute, 10)
+	if len(tasks) != 4 {
+		t.Fatalf("leased %d records, want 4", len(tasks))
+	}
+	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, b.ID, reviewer), Content: "b corrected"}); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(time.Second)
+	ref := func(r memorykit.Record, v ...float32) memorykit.EmbeddingPut {
+		return memorykit.EmbeddingPut{Scope: r.Scope, RecordID: r.ID, Profile: embProfile, ContentHash: r.ContentHash,
+			Vector: v, WorkerID: "embedder-1"}
+	}
+	wrongScope := ref(o, 1, 0)
+	wrongScope.Scope = e.scope
+	unknown := ref(a, 1, 0)
+	unknown.RecordID = "mem-emb-unknown"
+	nan := ref(c, float32(math.NaN()), 1)
+	puts := []memorykit.EmbeddingPut{
+		ref(a, 1, 0),
+		ref(b, 0, 1), // b was corrected after the lease
+		unknown,
+		wrongScope,
+		nan,
+		ref(cand, 1, 1),
+		ref(a, 0.6, 0.8),
+		ref(c, 0, 1),
+		ref(o, 1, 1),
+	}
+	want := []error{nil, memorykit.ErrStale, memorykit.ErrNotFound, memorykit.ErrNotFound,
+		memorykit.ErrInvalidInput, memorykit.ErrStale, nil, nil, nil}
+	return puts, want
+}
+
+func testEmbPutBatch(t *testing.T, e *env) {
+	bp := batchPutter(t, e)
+	puts, want := putBatchScenario(t, e)
+	errs, err := bp.PutEmbeddings(e.ctx, puts)
+	if err != nil {
+		t.Fatalf("PutEmbeddings: %v", err)
+	}
+	if len(errs) != len(puts) {
+		t.Fatalf("PutEmbeddings returned %d results for %d puts", len(errs), len(puts))
+	}
+	for i, got := range errs {
+		switch {
+		case want[i] == nil && got != nil:
+			t.Errorf("put %d: %v, want it stored", i, got)
+		case want[i] != nil && !errors.Is(got, want[i]):
+			t.Errorf("put %d: %v, want %v", i, got, want[i])
+		case got != nil:
+			var me *memorykit.Error
+			if !errors.As(got, &me) || !strings.HasPrefix(me.Field, fmt.Sprintf("items[%d]", i)) {
+				t.Errorf("put %d: error %v does not name its position", i, got)
+			}
+			contentFree(t, fmt.Sprintf("put %d", i), got)
+		}
+	}
+	batched := e.dump()
+
+	// The same puts one by one on a twin store built the same way.
+	twin := setup(t, e.h)
+	puts2, _ := putBatchScenario(t, twin)
+	for i, p := range puts2 {
+		err := twin.s.PutEmbedding(twin.ctx, p)
+		if (err == nil) != (errs[i] == nil) || (err != nil && !errors.Is(errs[i], want[i])) {
+			t.Errorf("put %d: PutEmbedding %v, PutEmbeddings %v", i, err, errs[i])
+		}
+	}
+	if single := twin.dump(); single != batched {
+		t.Fatalf("PutEmbeddings left another state than the same PutEmbedding calls:\n%s",
+			cmp.Diff(strings.Split(single, "\n"), strings.Split(batched, "\n")))
+	}
+
+	// a holds the later of its two vectors; b is still pending.
+	q := query(e.scope)
+	q.Vector, q.Profile = []float32{0.6, 0.8}, embProfile
+	res := e.recall(q)
+	if len(res.Vector) == 0 || res.Vector[0].ID != "mem-emb-a" || math.Abs(res.Vector[0].Score-1) > 1e-6 {
+		t.Fatalf("vector recall after the batch: %v", ids(res.Vector))
+	}
+	wantIDs(t, "still pending", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{"mem-emb-b"})
+
+	// Repeating the batch changes nothing.
+	before := e.dump()
+	e.advance(time.Minute)
+	if _, err := bp.PutEmbeddings(e.ctx, puts); err != nil {
+		t.Fatal(err)
+	}
+	e.unchanged(t, before, "a repeated PutEmbeddings")
+}
+
+func testEmbPutBatchRefused(t *testing.T, e *env) {
+	bp := batchPutter(t, e)
+	a := e.embRecord("mem-emb-a")
+	p := memorykit.EmbeddingPut{Scope: e.scope, RecordID: a.ID, Profile: embProfile, ContentHash: a.ContentHash,
+		Vector: []float32{1, 0}, WorkerID: "embedder-1"}
+	many := make([]memorykit.EmbeddingPut, Limits().MaxListSize+1)
+	for i := range many {
+		many[i] = p
+	}
+	e.refused(t, "PutEmbeddings over MaxListSize", memorykit.ErrInvalidInput, func() error {
+		errs, err := bp.PutEmbeddings(e.ctx, many)
+		if errs != nil {
+			t.Errorf("a refused call returned %d results", len(errs))
+		}
+		return err
+	})
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	e.refused(t, "PutEmbeddings with an ended context", memorykit.ErrUnavailable, func() error {
+		_, err := bp.PutEmbeddings(ctx, []memorykit.EmbeddingPut{p})
+		return err
+	})
+	if errs, err := bp.PutEmbeddings(e.ctx, nil); err != nil || len(errs) != 0 {
+		t.Fatalf("an empty PutEmbeddings: %v, %v", errs, err)
+	}
+	if errs, err := bp.PutEmbeddings(e.ctx, many[:Limits().MaxListSize]); err != nil || errs[0] != nil {
+		t.Fatalf("PutEmbeddings of MaxListSize puts: %v", err)
+	}
+	e.wantPending(t, 0)
 }

@@ -68,6 +68,10 @@ var mutants = map[string]mutant{
 		suite: storetest.RunEmbeddingConformance, failCase: "StaleAfterCorrect",
 		wrap: func(s *memorystore.Store) memorykit.Store { return ignoresHash{s} },
 	},
+	"put-embeddings-first-wins": {
+		suite: storetest.RunEmbeddingConformance, failCase: "PutEmbeddingsAsSinglePuts",
+		wrap: func(s *memorystore.Store) memorykit.Store { return batchPutFirstWins{s} },
+	},
 	"get-crosses-scopes": {
 		suite: storetest.RunIsolationConformance, failCase: "OtherScopeIsNotFound",
 		wrap: func(s *memorystore.Store) memorykit.Store { return &crossScope{Store: s} },
@@ -285,6 +289,32 @@ func (m ignoresHash) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut)
 		}
 	}
 	return err
+}
+
+// batchPutFirstWins applies only the first put of a record in a
+// PutEmbeddings call, reporting the later ones as stored.
+type batchPutFirstWins struct{ *memorystore.Store }
+
+func (m batchPutFirstWins) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+	seen := make(map[string]bool)
+	var keep []memorykit.EmbeddingPut
+	var at []int
+	errs := make([]error, len(puts))
+	for i, p := range puts {
+		if !seen[p.RecordID] {
+			seen[p.RecordID] = true
+			keep = append(keep, p)
+			at = append(at, i)
+		}
+	}
+	kept, err := m.Store.PutEmbeddings(ctx, keep)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		errs[i] = kept[j]
+	}
+	return errs, nil
 }
 
 // crossScope answers Get from any Scope it has seen.
