@@ -34,8 +34,12 @@ type Progress struct {
 	Rounds int
 	// Totals of every round's counts.
 	Round
-	// Pending is PendingEmbeddings for the profile, read before the most
-	// recent round (and once more at the end).
+	// Pending is how many records were pending before the most recent
+	// round (and, at the end, after it). PendingEmbeddings is counted
+	// before the first round, after every round that leased less than a
+	// full batch and whenever the estimate reaches zero; after other
+	// rounds it is the last count less the vectors stored since, so a
+	// long rebuild does not make a pass over the queue every round.
 	Pending int
 }
 
@@ -51,14 +55,16 @@ func (w *Worker) RunUntilEmpty(ctx context.Context, opts RebuildOptions) (Progre
 	if opts.MaxIdleRounds <= 0 {
 		return p, memorykit.FieldError(op, "max_idle_rounds", "not_positive")
 	}
-	idle := 0
+	idle, count := 0, true
 	for {
-		pending, err := w.cfg.Store.PendingEmbeddings(ctx, w.profile)
-		if err != nil {
-			return p, err
+		if count {
+			pending, err := w.cfg.Store.PendingEmbeddings(ctx, w.profile)
+			if err != nil {
+				return p, err
+			}
+			p.Pending = pending
 		}
-		p.Pending = pending
-		if pending == 0 {
+		if p.Pending == 0 {
 			return p, nil
 		}
 		if idle >= opts.MaxIdleRounds {
@@ -80,6 +86,11 @@ func (w *Worker) RunUntilEmpty(ctx context.Context, opts RebuildOptions) (Progre
 			idle++
 		} else {
 			idle = 0
+		}
+		// A full batch with more left to do is not counted again.
+		count = r.Leased < w.cfg.BatchSize || p.Pending-r.Stored <= 0
+		if !count {
+			p.Pending -= r.Stored
 		}
 	}
 }

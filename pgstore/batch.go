@@ -279,6 +279,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 
 	recRows := make([][]any, len(rows))
 	var revRows, embRows [][]any
+	var embIDs []string
 	for i, r := range rows {
 		var until any
 		if !r.rec.EffectiveUntil.IsZero() {
@@ -296,6 +297,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, now})
 		}
 		if r.emb != nil {
+			embIDs = append(embIDs, r.rec.ID)
 			embRows = append(embRows, []any{r.rec.ID, r.emb.Profile, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType),
 				r.rec.Scope.SubjectID, r.rec.ContentHash, int32(len(r.emb.Vector)), pgvector.NewVector(r.emb.Vector), now,
 				r.rec.Status == memorykit.StatusActive})
@@ -322,6 +324,14 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "embeddings"}, []string{"record_id", "profile",
 			"tenant_id", "subject_type", "subject_id", "content_hash", "dims", "embedding", "created_at", "live"},
 			pgx.CopyFromRows(embRows)); err != nil {
+			return err
+		}
+		// The records trigger queued these records for every registered
+		// profile; the ones just given a vector need no work for it.
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_queue q
+			USING {schema}.embeddings e
+			WHERE e.record_id = ANY ($1::text[]) AND q.record_id = e.record_id AND q.profile = e.profile`),
+			embIDs); err != nil {
 			return err
 		}
 	}

@@ -13,24 +13,42 @@ import (
 )
 
 // leaseEmbeddingsSQL picks active records lacking a current embedding of
-// the profile and leases them. The candidate rows are share-locked with
-// SKIP LOCKED, so a record in the middle of a lifecycle change is left for
-// the next round; the upsert's WHERE is evaluated against the latest lease
-// row under its row lock, so two workers racing for one record never both
-// win it.
+// the profile and leases them. It starts from the profile's queue rows
+// (migration 0004), in record ID order, and checks each exactly. The
+// candidate rows are share-locked with SKIP LOCKED, so a record in the
+// middle of a lifecycle change is left for the next round; the upsert's
+// WHERE is evaluated against the latest lease row under its row lock, so
+// two workers racing for one record never both win it.
+// noCurrentEmbedding is true for a record (alias r) with no embedding of
+// profile $1 at its content hash.
+//
+// The lease statement walks the queue in record order and looks at one
+// record at a time: a LATERAL sub-select holding the row lock, which the
+// planner cannot flatten, with the embedding and lease checks as scalar
+// sub-selects (one primary-key probe each). Written as joins, the planner
+// merged with the profile's whole embeddings index (every record embedded
+// so far, on every round), and on fresh tables without statistics it
+// hash-joined the whole queue with every active record: 470 ms per round
+// at 10k records instead of ~2 ms.
+const noCurrentEmbedding = `(SELECT e.content_hash FROM {schema}.embeddings e
+	       WHERE e.record_id = r.id AND e.profile = $1) IS DISTINCT FROM r.content_hash`
+
 const leaseEmbeddingsSQL = `
 WITH cand AS (
 	SELECT r.id, r.tenant_id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
-	FROM {schema}.records r
-	LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
-	LEFT JOIN {schema}.embedding_leases l ON l.record_id = r.id AND l.profile = $1
-	WHERE r.status = 'active'
-	  AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)
-	  AND (l.record_id IS NULL OR l.content_hash <> r.content_hash
-	       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2)))
-	ORDER BY r.id
+	FROM (SELECT record_id FROM {schema}.embedding_queue WHERE profile = $1 ORDER BY record_id) q
+	CROSS JOIN LATERAL (
+		SELECT r.id, r.tenant_id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
+		FROM {schema}.records r
+		WHERE r.id = q.record_id AND r.status = 'active'
+		  AND ` + noCurrentEmbedding + `
+		  AND coalesce((SELECT l.content_hash <> r.content_hash
+		       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
+		       FROM {schema}.embedding_leases l WHERE l.record_id = r.id AND l.profile = $1), true)
+		FOR SHARE SKIP LOCKED
+	) r
+	ORDER BY q.record_id
 	LIMIT $5
-	FOR SHARE OF r SKIP LOCKED
 ), up AS (
 	INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
 		lease_expires_at, attempts, retry_at, parked, reason, updated_at)
@@ -63,6 +81,9 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		return nil, err
 	}
 	if err := s.guard.CheckEmbeddingLease(op, p); err != nil {
+		return nil, err
+	}
+	if err := s.registerProfile(ctx, op, p.Profile); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -123,6 +144,10 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 			p.RecordID, p.Profile, p.ContentHash, now); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_queue WHERE profile = $1 AND record_id = $2`),
+			p.Profile, p.RecordID); err != nil {
+			return err
+		}
 		// Storing the same vector again changes nothing, not even its time.
 		// The record is share-locked and current, so the vector is live;
 		// the records trigger (migration 0002) clears live when the record
@@ -144,7 +169,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 }
 
 // PutEmbeddings implements memorykit.EmbeddingBatchPutter in one
-// transaction of three statements, whatever the number of puts: the
+// transaction of four statements, whatever the number of puts: the
 // records are share-locked in ID order and checked in Go as checkCurrent
 // does, then the lease rows and the vectors of the puts that passed are
 // upserted as PutEmbedding upserts them.
@@ -258,6 +283,11 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 			recIDs, profiles, hashes, now); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_queue q
+			USING unnest($1::text[], $2::text[]) AS u(id, profile)
+			WHERE q.profile = u.profile AND q.record_id = u.id`), recIDs, profiles); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, s.q(`
 			INSERT INTO {schema}.embeddings AS e (record_id, profile, tenant_id, subject_type, subject_id,
 				content_hash, dims, embedding, created_at, live)
@@ -338,15 +368,68 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	if err := memorykit.ValidateProfile(op, profile); err != nil {
 		return 0, err
 	}
+	// A registered profile's queue holds every pending record (see
+	// migration 0004); another profile has to be counted the long way.
 	var n int
-	err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {schema}.records r
-		LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
-		WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)`),
+	err := s.pool.QueryRow(ctx, s.q(`SELECT CASE WHEN EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)
+		THEN (SELECT count(*) FROM {schema}.embedding_queue q
+			JOIN {schema}.records r ON r.id = q.record_id
+			WHERE q.profile = $1 AND r.status = 'active' AND `+noCurrentEmbedding+`)
+		ELSE (SELECT count(*) FROM {schema}.records r
+			LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
+			WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)) END`),
 		profile).Scan(&n)
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
 	return n, nil
+}
+
+// registerProfile makes sure the profile's embedding queue exists
+// (migration 0004). The first call for a profile fills the queue with
+// every active record lacking a current embedding of it, holding a lock
+// on records that waits for every open writer and keeps new ones out
+// until the profile is registered: from then on the records triggers
+// queue the records that become active. Registered profiles are
+// remembered, so later calls cost nothing.
+func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
+	if _, ok := s.profiles.Load(profile); ok {
+		return nil
+	}
+	var known bool
+	if err := s.pool.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)`),
+		profile).Scan(&known); err != nil {
+		return mapErr(op, err)
+	}
+	if !known {
+		err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, s.q(`LOCK TABLE {schema}.records IN SHARE ROW EXCLUSIVE MODE`)); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, s.q(`INSERT INTO {schema}.embedding_profiles (profile) VALUES ($1)
+				ON CONFLICT DO NOTHING`), profile)
+			if err != nil || tag.RowsAffected() == 0 {
+				return err
+			}
+			_, err = tx.Exec(ctx, s.q(`INSERT INTO {schema}.embedding_queue (profile, record_id)
+				SELECT $1, r.id FROM {schema}.records r
+				WHERE r.status = 'active' AND NOT EXISTS (
+					SELECT 1 FROM {schema}.embeddings e
+					WHERE e.record_id = r.id AND e.profile = $1 AND e.content_hash = r.content_hash)
+				ON CONFLICT DO NOTHING`), profile)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		// Fresh statistics, so the lease statement reads the queue in
+		// index order rather than sorting it.
+		if _, err := s.pool.Exec(ctx, s.q(`ANALYZE {schema}.embedding_queue`)); err != nil {
+			return mapErr(op, err)
+		}
+	}
+	s.profiles.Store(profile, struct{}{})
+	return nil
 }
 
 // DeleteEmbeddings implements memorykit.EmbeddingStore.
@@ -377,6 +460,13 @@ func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *mem
 			DELETE FROM {schema}.embedding_leases l USING {schema}.records r
 			WHERE l.profile = $1 AND r.id = l.record_id
 			  AND ($2::boolean OR (r.tenant_id = $3 AND r.subject_type = $4 AND r.subject_id = $5))
+		), q AS (
+			INSERT INTO {schema}.embedding_queue (profile, record_id)
+			SELECT $1, r.id FROM {schema}.records r
+			WHERE r.status = 'active'
+			  AND ($2::boolean OR (r.tenant_id = $3 AND r.subject_type = $4 AND r.subject_id = $5))
+			  AND EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)
+			ON CONFLICT DO NOTHING
 		)
 		SELECT count(*) FROM d`),
 		profile, all, sc.TenantID, string(sc.SubjectType), sc.SubjectID).Scan(&n)

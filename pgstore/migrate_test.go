@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,25 @@ func TestPostgresMigratesVersion1Forward(t *testing.T) {
 				t.Fatalf("recall %q in %s differs (-current +migrated):\n%s", text, sc, d)
 			}
 		}
+	}
+
+	// Version 4 registers the profiles in use and queues their pending
+	// records; leasing gives what the current store gives.
+	mb := &bundle{s: migrated, ctx: ctx}
+	if got, want := mb.queueRows(t, "p"), mb.pendingRecords(t, "p"); len(want) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("queue after migration %v, pending records %v", got, want)
+	}
+	lease := memorykit.EmbeddingLease{Profile: "p", WorkerID: "w", TTL: time.Minute, Max: 10}
+	want, err := cur.LeaseEmbeddings(ctx, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := migrated.LeaseEmbeddings(ctx, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" || len(want) == 0 {
+		t.Fatalf("leases differ (-current +migrated):\n%s", d)
 	}
 }
 

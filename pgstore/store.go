@@ -90,6 +90,9 @@ type Store struct {
 	// recallSQL holds the rendered recall statements by number of query
 	// lexemes (see recallSQLFor).
 	recallSQL []string
+	// profiles remembers the embedding profiles known to be registered
+	// (see registerProfile).
+	profiles  sync.Map
 	closeOnce sync.Once
 }
 

@@ -1,0 +1,190 @@
+package pgstore
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/goagents/memorykit"
+)
+
+// queueRows returns the record IDs queued for profile (migration 0004).
+func (b *bundle) queueRows(t *testing.T, profile string) []string {
+	t.Helper()
+	rows, err := b.s.pool.Query(b.ctx, b.s.q(`SELECT record_id FROM {schema}.embedding_queue
+		WHERE profile = $1 ORDER BY record_id`), profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// pendingRecords computes, without the queue, the active records that
+// lack a current embedding of profile.
+func (b *bundle) pendingRecords(t *testing.T, profile string) []string {
+	t.Helper()
+	rows, err := b.s.pool.Query(b.ctx, b.s.q(`SELECT r.id FROM {schema}.records r
+		LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
+		WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)
+		ORDER BY r.id`), profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestPostgresEmbeddingQueueTracksPendingRecords walks a profile through
+// every way a record can start or stop needing a vector and checks after
+// each step that the queue holds exactly the pending records, and that
+// PendingEmbeddings agrees.
+func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
+	b := setup(t)
+	const profile = "test/queue-v1"
+	check := func(step string, registered bool) {
+		t.Helper()
+		want := b.pendingRecords(t, profile)
+		got := b.queueRows(t, profile)
+		if !registered {
+			want = nil
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("%s: queue (-want +got):\n%s", step, d)
+		}
+		n, err := b.s.PendingEmbeddings(b.ctx, profile)
+		if err != nil || n != len(b.pendingRecords(t, profile)) {
+			t.Fatalf("%s: PendingEmbeddings = %d, %v; want %d", step, n, err, len(b.pendingRecords(t, profile)))
+		}
+	}
+	lease := func(max int) []memorykit.EmbeddingTask {
+		t.Helper()
+		tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tasks
+	}
+	put := func(tasks ...memorykit.EmbeddingTask) {
+		t.Helper()
+		puts := make([]memorykit.EmbeddingPut, len(tasks))
+		for i, tk := range tasks {
+			puts[i] = memorykit.EmbeddingPut{Scope: tk.Scope, RecordID: tk.RecordID, Profile: tk.Profile,
+				ContentHash: tk.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: "w1"}
+		}
+		errs, err := b.s.PutEmbeddings(b.ctx, puts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range errs {
+			if e != nil {
+				t.Fatalf("put %d: %v", i, e)
+			}
+		}
+	}
+
+	a := b.create(t, memorykit.KindFact, "a", "alpha", memorykit.StatusActive)
+	b.create(t, memorykit.KindFact, "b", "bravo", memorykit.StatusActive)
+	cand := b.create(t, memorykit.KindFact, "c", "charlie", memorykit.StatusCandidate)
+	check("before the profile is registered", false)
+
+	tasks := lease(1)
+	if len(tasks) != 1 || tasks[0].RecordID != min(a.ID, tasks[0].RecordID) {
+		t.Fatalf("first lease: %+v", tasks)
+	}
+	check("after registration", true)
+	put(tasks[0])
+	check("after a put", true)
+
+	d := b.create(t, memorykit.KindFact, "d", "delta", memorykit.StatusActive)
+	check("after a create", true)
+	if _, err := b.s.Activate(b.ctx, memorykit.Transition{Scope: b.scope, ID: cand.ID, Actor: author, Reason: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after an activation", true)
+	put(lease(10)...)
+	check("after embedding everything", true)
+	if got := b.queueRows(t, profile); len(got) != 0 {
+		t.Fatalf("queue not empty: %v", got)
+	}
+
+	if _, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: a.ID,
+		Actor: author, Reason: "fix"}, Content: "alpha, corrected"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a correction", true)
+	if _, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: d.ID, Actor: author, Reason: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a forget", true)
+
+	// A batch: items with a vector of the profile are not queued.
+	items := []memorykit.BatchItem{
+		{Record: memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "e", Content: "echo",
+			Status: memorykit.StatusActive, Actor: author, Reason: "import"},
+			Embedding: &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{0, 1}}},
+		{Record: memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "f", Content: "foxtrot",
+			Status: memorykit.StatusActive, Actor: author, Reason: "import"}},
+		{Record: memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "g", Content: "golf",
+			Status: memorykit.StatusActive, Actor: author, Reason: "import"},
+			Embedding: &memorykit.BatchEmbedding{Profile: "test/other-v1", Vector: []float32{0, 1}}},
+	}
+	if _, err := b.s.CreateBatch(b.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	check("after a batch", true)
+	put(lease(10)...)
+	check("after embedding everything again", true)
+
+	other, _ := memorykit.ProjectScope("tenant-a", "project-2")
+	if _, err := b.s.Create(b.ctx, memorykit.NewRecord{Scope: other, Kind: memorykit.KindFact, Key: "h", Content: "hotel",
+		Status: memorykit.StatusActive, Actor: author, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	put(lease(10)...)
+	if n, err := b.s.DeleteEmbeddings(b.ctx, profile, &b.scope); err != nil || n == 0 {
+		t.Fatalf("DeleteEmbeddings = %d, %v", n, err)
+	}
+	check("after a rebuild of one scope", true)
+	if q := b.queueRows(t, profile); len(q) == 0 || slices.Contains(q, "") {
+		t.Fatalf("the rebuild queued %v", q)
+	}
+	put(lease(20)...)
+	check("after the rebuild", true)
+	if _, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: a.ID,
+		Actor: author, Reason: "fix"}, Content: "alpha, corrected again"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a second correction", true)
+	if _, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: a.ID, Actor: author, Reason: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.Erase(b.ctx, memorykit.Transition{Scope: b.scope, ID: a.ID, Actor: author, Reason: "gdpr"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after forget and erase", true)
+}
