@@ -496,3 +496,46 @@ func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 // passes to memorykit.CheckVector, and beyond which a query vector can
 // match nothing.
 const maxDims = 16000
+
+// ScopeCounts are the work-queue numbers of one Scope, for operators: the
+// numbers PendingEmbeddings and CountJobs give for the whole database,
+// restricted to the Scope. They hold no content.
+type ScopeCounts struct {
+	// PendingEmbeddings counts the Scope's active records lacking a
+	// current embedding of the profile, parked ones included.
+	PendingEmbeddings int
+	// Jobs counts the Scope's extraction jobs by state.
+	Jobs memorykit.JobCounts
+}
+
+// CountScope returns the ScopeCounts of one Scope for an embedding
+// profile, in one statement.
+func (s *Store) CountScope(ctx context.Context, profile string, scope memorykit.Scope) (ScopeCounts, error) {
+	const op = "pgstore.count_scope"
+	if err := live(ctx, op); err != nil {
+		return ScopeCounts{}, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return ScopeCounts{}, err
+	}
+	if err := scope.Validate(); err != nil {
+		return ScopeCounts{}, err
+	}
+	var c ScopeCounts
+	err := s.pool.QueryRow(ctx, s.q(`SELECT
+			(SELECT count(*) FROM {schema}.records r
+			 WHERE r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4 AND r.status = 'active'
+			   AND `+noCurrentEmbedding+`),
+			count(*) FILTER (WHERE j.state = 'queued'),
+			count(*) FILTER (WHERE j.state = 'leased'),
+			count(*) FILTER (WHERE j.state = 'done'),
+			count(*) FILTER (WHERE j.state = 'failed')
+		FROM {schema}.jobs j
+		WHERE j.tenant_id = $2 AND j.subject_type = $3 AND j.subject_id = $4`),
+		profile, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(
+		&c.PendingEmbeddings, &c.Jobs.Queued, &c.Jobs.Leased, &c.Jobs.Done, &c.Jobs.Failed)
+	if err != nil {
+		return ScopeCounts{}, mapErr(op, err)
+	}
+	return c, nil
+}

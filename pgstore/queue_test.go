@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -187,4 +189,60 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after forget and erase", true)
+}
+
+// TestPostgresCountScope: the operator counts of one Scope leave out the
+// records and jobs of every other Scope, and agree with the database-wide
+// counters when only one Scope has any.
+func TestPostgresCountScope(t *testing.T) {
+	b := setup(t)
+	const profile = "test/count-v1"
+	other, _ := memorykit.ProjectScope("tenant-a", "project-2")
+	mk := func(sc memorykit.Scope, key string, st memorykit.Status) memorykit.Record {
+		r, err := b.s.Create(b.ctx, memorykit.NewRecord{Scope: sc, Kind: memorykit.KindFact, Key: key, Content: "text of " + key,
+			Status: st, Actor: author, Reason: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := mk(b.scope, "a", memorykit.StatusActive)
+	mk(b.scope, "b", memorykit.StatusActive)
+	mk(b.scope, "c", memorykit.StatusCandidate)
+	for _, k := range []string{"x", "y", "z"} {
+		mk(other, k, memorykit.StatusActive)
+	}
+	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: a.ID, Profile: profile,
+		ContentHash: a.ContentHash, Vector: []float32{1, 0}, WorkerID: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, sc := range []memorykit.Scope{b.scope, other, other} {
+		if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%d", i), Scope: sc, Payload: "turn", MaxAttempts: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.s.LeaseJobs(b.ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.s.CountScope(b.ctx, profile, b.scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ScopeCounts{PendingEmbeddings: 1, Jobs: memorykit.JobCounts{Leased: 1}}); got != want {
+		t.Fatalf("CountScope = %+v, want %+v", got, want)
+	}
+	got, err = b.s.CountScope(b.ctx, profile, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ScopeCounts{PendingEmbeddings: 3, Jobs: memorykit.JobCounts{Queued: 2}}); got != want {
+		t.Fatalf("CountScope(other) = %+v, want %+v", got, want)
+	}
+	all, err := b.s.PendingEmbeddings(b.ctx, profile)
+	if err != nil || all != 4 {
+		t.Fatalf("PendingEmbeddings = %d, %v; want 4", all, err)
+	}
+	if _, err := b.s.CountScope(b.ctx, profile, memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectUser, SubjectID: "u"}); !errors.Is(err, memorykit.ErrInvalidScope) {
+		t.Fatalf("CountScope of a user Scope: %v", err)
+	}
 }

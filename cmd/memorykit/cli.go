@@ -88,7 +88,7 @@ var commands = []command{
 	},
 	{
 		name:    "status",
-		summary: "schema version, record counts by status, pending embeddings and job counts (numbers only)",
+		summary: "schema version, record counts by status, pending embeddings and job counts for the project and for all projects (numbers only)",
 		scoped:  true,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.profile, "profile", defaultProfile, "embedding profile whose pending records are counted")

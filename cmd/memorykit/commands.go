@@ -14,6 +14,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
+	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/reviewer"
 )
 
@@ -39,6 +40,8 @@ type Stats struct {
 	SchemaVersion int
 	// ByStatus counts the Scope's records per status.
 	ByStatus map[memorykit.Status]int
+	// Scope holds the Scope's pending embeddings and jobs.
+	Scope pgstore.ScopeCounts
 	// PendingEmbeddings counts active records of every Scope that lack a
 	// current embedding of the profile (parked ones included).
 	PendingEmbeddings int
@@ -66,6 +69,9 @@ func CollectStats(ctx context.Context, s *session, profile string) (Stats, error
 		page.AfterID = recs[len(recs)-1].ID
 	}
 	var err error
+	if st.Scope, err = s.store.CountScope(ctx, profile, s.scope); err != nil {
+		return Stats{}, err
+	}
 	if st.PendingEmbeddings, err = s.store.PendingEmbeddings(ctx, profile); err != nil {
 		return Stats{}, err
 	}
@@ -95,6 +101,11 @@ func runStatus(ctx context.Context, c *cli, o *options) error {
 		total += st.ByStatus[status]
 	}
 	fmt.Fprintf(w, "records total\t%d\n", total)
+	fmt.Fprintf(w, "pending embeddings (%s)\t%d\n", o.profile, st.Scope.PendingEmbeddings)
+	fmt.Fprintf(w, "jobs queued\t%d\n", st.Scope.Jobs.Queued)
+	fmt.Fprintf(w, "jobs leased\t%d\n", st.Scope.Jobs.Leased)
+	fmt.Fprintf(w, "jobs failed\t%d\n", st.Scope.Jobs.Failed)
+	fmt.Fprintf(w, "jobs done\t%d\n", st.Scope.Jobs.Done)
 	fmt.Fprintf(w, "pending embeddings (%s, all projects)\t%d\n", o.profile, st.PendingEmbeddings)
 	fmt.Fprintf(w, "jobs queued (all projects)\t%d\n", st.Jobs.Queued)
 	fmt.Fprintf(w, "jobs leased (all projects)\t%d\n", st.Jobs.Leased)

@@ -214,7 +214,8 @@ func TestCLIPostgres(t *testing.T) {
 	r = runCLI(t, bin, scoped("status")...).want(t, 0, "status")
 	for _, line := range []string{
 		fmt.Sprintf("schema version %d", pgstore.SchemaVersion), "scope acme/project/apollo", "records candidate 2", "records active 2",
-		"records total 4", "pending embeddings (memorykit/hash-v1, all projects) 3", "jobs queued (all projects) 1",
+		"records total 4", "pending embeddings (memorykit/hash-v1) 2", "jobs queued 1", "jobs leased 0",
+		"pending embeddings (memorykit/hash-v1, all projects) 3", "jobs queued (all projects) 1",
 	} {
 		if !strings.Contains(squeeze(r.stdout), line+"\n") {
 			t.Errorf("status lacks %q:\n%s", line, r.stdout)
@@ -317,7 +318,7 @@ func TestCLIPostgres(t *testing.T) {
 		t.Errorf("second rebuild (only this project's vector is deleted):\n%s", r.stdout)
 	}
 	r = runCLI(t, bin, scoped("status")...).want(t, 0, "status after")
-	for _, line := range []string{"records active 1", "records superseded 1", "records rejected 1", "records erased 1", "records total 4", "pending embeddings (memorykit/hash-v1, all projects) 0"} {
+	for _, line := range []string{"records active 1", "records superseded 1", "records rejected 1", "records erased 1", "records total 4", "pending embeddings (memorykit/hash-v1) 0"} {
 		if !strings.Contains(squeeze(r.stdout), line+"\n") {
 			t.Errorf("status after lacks %q:\n%s", line, r.stdout)
 		}
