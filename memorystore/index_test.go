@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,7 +126,88 @@ func (allowAll) ValidateContent(context.Context, memorykit.ContentCheck) error {
 // without windows, activations, corrections, forgets, erasures, embedding
 // puts and deletions in several dimensions) and compares every recall with
 // a full scan. The history is long enough to compact the index many times.
-func TestIndexMatchesFullScan(t *testing.T) {
+func TestIndexMatchesFullScan(t *testing.T) { indexMatchesFullScan(t) }
+
+// TestParallelVectorScanMatchesFullScan runs the same check with every
+// vector scan on its own goroutine (see parallelScanRows).
+func TestParallelVectorScanMatchesFullScan(t *testing.T) {
+	defer func(n int) { parallelScanRows = n }(parallelScanRows)
+	parallelScanRows = 1
+	indexMatchesFullScan(t)
+}
+
+// TestParallelVectorScanUnderWrites recalls with the vector scan on its
+// own goroutine while other goroutines write to the same Scope; the race
+// detector checks that the scan reads only what the read lock guards.
+func TestParallelVectorScanUnderWrites(t *testing.T) {
+	defer func(n int) { parallelScanRows = n }(parallelScanRows)
+	parallelScanRows = 1
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
+		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
+		MaxJobPayloadBytes: 1000}, allowAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Clock: clk, Guard: guard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p1"}
+	actor := memorykit.Actor{Kind: memorykit.ActorUser, ID: "u"}
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 150; i++ {
+				rec, err := s.Create(ctx, memorykit.NewRecord{Scope: sc, Kind: memorykit.KindNote, Key: fmt.Sprintf("k%d-%d", w, i),
+					Content: fmt.Sprintf("deploy note %d", i), Status: memorykit.StatusActive, Actor: actor})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
+					ContentHash: rec.ContentHash, Vector: []float32{1, float32(i), float32(w)}, WorkerID: "w"}); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%10 == 0 {
+					if _, err := s.Forget(ctx, memorykit.Transition{Scope: sc, ID: rec.ID, Actor: actor}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 150; i++ {
+				res, err := s.Recall(ctx, memorykit.RecallQuery{Scope: sc, Terms: []string{"deploy", "note"}, Vector: []float32{1, 2, 3},
+					Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, h := range res.Vector {
+					if _, ok := res.Records[h.ID]; !ok {
+						t.Errorf("vector hit %s without its record", h.ID)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// indexMatchesFullScan applies random writes and compares every few steps
+// the indexed Recall with naiveRecall.
+func indexMatchesFullScan(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewMock()
 	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))

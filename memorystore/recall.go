@@ -32,9 +32,22 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 		return res, nil
 	}
 	dorm := x.dormant(now)
+	// A large vector scan runs on another goroutine while this one does
+	// the lookups; both only read the index, under the read lock held
+	// here until both are done.
+	var vecDone chan []memorykit.Hit
+	if q.Vector != nil {
+		if v := x.vectors[vecKey{q.Profile, len(q.Vector)}]; v != nil && len(v.slots) >= parallelScanRows {
+			vecDone = make(chan []memorykit.Hit, 1)
+			go func() { vecDone <- x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit) }()
+		}
+	}
 	res.Exact = x.exactHits(dorm, q.ExactKeys, q.ExactLimit)
 	res.FullText, res.FullTextBelow = x.fullTextHits(dorm, q.Terms, q.FullTextLimit)
-	if q.Vector != nil {
+	switch {
+	case vecDone != nil:
+		res.Vector = <-vecDone
+	case q.Vector != nil:
 		res.Vector = x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit)
 	}
 	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
@@ -44,6 +57,12 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	}
 	return res, nil
 }
+
+// parallelScanRows is the number of vectors from which Recall scans them
+// on a goroutine of their own, beside the exact and full-text lookups: at
+// 384 dimensions that scan takes about 0.15 ms per thousand rows here, well
+// above the cost of starting a goroutine.
+var parallelScanRows = 2048
 
 // recallable reports whether the record in slot may be recalled: it is
 // live and not dormant.
