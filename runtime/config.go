@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"io"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -25,8 +26,9 @@ func StoresOf(s memorykit.Store) Stores {
 	return Stores{Lifecycle: s, Recall: s, Embeddings: s, Jobs: s}
 }
 
-// Config is everything a Runtime needs. Every field is required: there is no
-// permissive default, no allow-all authorizer and no fallback policy.
+// Config is everything a Runtime needs. Every field but Hooks is required:
+// there is no permissive default, no allow-all authorizer and no fallback
+// policy.
 type Config struct {
 	// Guard holds the validated Limits and the Host's ContentValidator. Pass
 	// the same guard the stores were built with.
@@ -54,6 +56,32 @@ type Config struct {
 	Workers Workers
 	// Tools bounds the memory tools' arguments and results.
 	Tools memorytools.Limits
+
+	// Hooks are optional test seams; the zero value is what production
+	// wants.
+	Hooks Hooks
+}
+
+// Actor names passed to Hooks.OnWait.
+const (
+	ActorEmbed   = "embed"
+	ActorExtract = "extract"
+	ActorReap    = "reap"
+)
+
+// Hooks are optional seams for deterministic tests of a Host. Leaving them
+// nil changes nothing in how the Runtime behaves.
+type Hooks struct {
+	// OnWait, if set, is called on an actor's goroutine (ActorEmbed,
+	// ActorExtract or ActorReap) right after the timer of one of its waits
+	// is armed on the Clock: a test that advances a mock clock only after
+	// it has seen the wait is sure to wake that actor, and one that has
+	// seen every actor wait idle knows the background work is done. It
+	// must not block for long.
+	OnWait func(actor string, w supervisor.Wait)
+	// Random, if set, is the source of the projector's per-view nonces
+	// (crypto/rand otherwise), so a test can pin the rendered view.
+	Random io.Reader
 }
 
 // Workers sets the background actors' leases, retries and schedule.

@@ -73,7 +73,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	proj, err := projector.New(projector.Config{Engine: engine, Logger: log.Named("projector")})
+	proj, err := projector.New(projector.Config{Engine: engine, Logger: log.Named("projector"), Random: cfg.Hooks.Random})
 	if err != nil {
 		return nil, err
 	}
@@ -110,12 +110,19 @@ func New(cfg Config) (*Runtime, error) {
 
 func newActors(cfg Config) ([]supervisor.Actor, error) {
 	w := cfg.Workers
+	onWait := func(actor string) func(supervisor.Wait) {
+		if cfg.Hooks.OnWait == nil {
+			return nil
+		}
+		return func(wt supervisor.Wait) { cfg.Hooks.OnWait(actor, wt) }
+	}
 	embed, err := embedworker.New(embedworker.Config{
 		Store: cfg.Stores.Embeddings, Embedder: cfg.Embedder, Clock: cfg.Clock,
 		Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":embed",
 		LeaseTTL: w.LeaseTTL, BatchSize: w.EmbedBatch, PollInterval: w.EmbedPoll,
 		EmbedDeadline: w.EmbedDeadline, Retry: embedworker.Backoff(w.EmbedRetry),
 		StoreBackoff: embedworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+		OnWait: onWait(ActorEmbed),
 	})
 	if err != nil {
 		return nil, err
@@ -126,6 +133,7 @@ func newActors(cfg Config) ([]supervisor.Actor, error) {
 		LeaseTTL: w.LeaseTTL, BatchSize: w.ExtractBatch, PollInterval: w.ExtractPoll,
 		JobDeadline: w.JobDeadline, Retry: extractworker.Backoff(w.JobRetry),
 		StoreBackoff: extractworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+		OnWait: onWait(ActorExtract),
 	})
 	if err != nil {
 		return nil, err
@@ -133,7 +141,7 @@ func newActors(cfg Config) ([]supervisor.Actor, error) {
 	reaper, err := extractworker.NewReaper(extractworker.ReaperConfig{
 		Store: reapStores{jobs: cfg.Stores.Jobs, emb: cfg.Stores.Embeddings}, Clock: cfg.Clock,
 		Logger: cfg.Logger, Events: cfg.Events, Interval: w.ReapInterval,
-		StoreBackoff: extractworker.Backoff(w.StoreBackoff),
+		StoreBackoff: extractworker.Backoff(w.StoreBackoff), OnWait: onWait(ActorReap),
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,9 +141,12 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 	if _, err := mkruntime.New(cfg); err != nil {
 		t.Fatalf("full config: %v", err)
 	}
-	// Zero each top-level field in turn.
+	// Zero each top-level field in turn; Hooks alone is optional.
 	v := reflect.ValueOf(cfg)
 	for i := 0; i < v.NumField(); i++ {
+		if v.Type().Field(i).Name == "Hooks" {
+			continue
+		}
 		c := cfg
 		f := reflect.ValueOf(&c).Elem().Field(i)
 		f.Set(reflect.Zero(f.Type()))
@@ -181,6 +185,83 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 			t.Errorf("%s: New() = %v", name, err)
 		}
 	}
+}
+
+// TestHooksStepTheActorsDeterministically drives the background work
+// through Config.Hooks alone: the clock is advanced only after every actor
+// has said it waits idle, and the next idle wait of each proves its work is
+// done, so nothing is polled for. The Random hook pins the view's nonce.
+func TestHooksStepTheActorsDeterministically(t *testing.T) {
+	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+		clk := testkit.NewClock()
+		cfg, b := configOn(t, clk, be.Open(t, clk))
+		type wait struct {
+			actor string
+			w     supervisor.Wait
+		}
+		waits := make(chan wait, 1000)
+		cfg.Hooks.OnWait = func(actor string, w supervisor.Wait) { waits <- wait{actor, w} }
+		cfg.Hooks.Random = bytes.NewReader(bytes.Repeat([]byte{0xab}, 1024))
+		start(t, cfg, b)
+		// idle returns once each of the actors has waited idle.
+		idle := func(actors ...string) {
+			t.Helper()
+			left := map[string]bool{}
+			for _, a := range actors {
+				left[a] = true
+			}
+			for len(left) > 0 {
+				select {
+				case w := <-waits:
+					if w.w.Reason != supervisor.WaitIdle {
+						t.Fatalf("unexpected wait %+v", w)
+					}
+					delete(left, w.actor)
+				case <-time.After(time.Minute): // a real-time guard against a hang, not a wait for work
+					t.Fatalf("actors %v never waited idle", left)
+				}
+			}
+		}
+		ctx := context.Background()
+		if err := b.rt.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		idle(mkruntime.ActorEmbed, mkruntime.ActorExtract, mkruntime.ActorReap)
+
+		s, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1", WriteIntent: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Remember(ctx, writer.Input{Kind: memorykit.KindFact, Key: "deploy region", Content: "The API runs in eu-west-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if enq := s.FinishTurn(ctx, "run-1/turn-1", "remember: oncall = Bob"); enq.Status != extractworker.EnqueueQueued {
+			t.Fatalf("enqueue = %+v", enq)
+		}
+		// Nothing happens until the clock moves.
+		if n, err := b.store.PendingEmbeddings(ctx, "memorykit/hash-v1"); err != nil || n != 1 {
+			t.Fatalf("pending before the clock moved = %d, %v", n, err)
+		}
+		clk.Add(time.Second) // EmbedPoll and ExtractPoll; the reaper sleeps on
+		idle(mkruntime.ActorEmbed, mkruntime.ActorExtract)
+		if n, err := b.store.PendingEmbeddings(ctx, "memorykit/hash-v1"); err != nil || n != 0 {
+			t.Fatalf("pending after one poll = %d, %v", n, err)
+		}
+		if c, err := b.store.CountJobs(ctx); err != nil || c.Done != 1 || b.ext.Calls() != 1 {
+			t.Fatalf("jobs after one poll = %+v, %v; extractor calls %d", c, err, b.ext.Calls())
+		}
+
+		p, err := s.Project(ctx, userTurn("Which region does the API deploy to?"))
+		if err != nil || !p.Injected {
+			t.Fatalf("projection = %+v, %v", p, err)
+		}
+		if want := `nonce="` + strings.Repeat("ab", 16) + `"`; !strings.Contains(p.Messages[p.Index].Content, want) {
+			t.Fatalf("view does not carry the pinned nonce %s:\n%s", want, p.Messages[p.Index].Content)
+		}
+		if err := b.rt.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func userTurn(text string) []projector.Message {
