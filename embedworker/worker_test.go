@@ -467,6 +467,26 @@ func TestPanicLeavesLeaseForReaper(t *testing.T) {
 	})
 }
 
+// roundThroughStoreRetries runs one round of w and, each time the worker
+// waits to retry the store, checks the wait against the next of delays and
+// advances the clock past it.
+func (e *env) roundThroughStoreRetries(w *embedworker.Worker, waits <-chan supervisor.Wait, delays ...time.Duration) embedworker.Round {
+	e.T.Helper()
+	done := make(chan embedworker.Round)
+	go func() {
+		r, _ := w.RunOnce(context.Background())
+		done <- r
+	}()
+	for _, want := range delays {
+		got := <-waits
+		if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
+			e.T.Fatalf("wait %+v, want store_retry %v", got, want)
+		}
+		e.Clock.Add(got.Delay)
+	}
+	return <-done
+}
+
 // TestRecoverableStoreErrors: a recoverable PutEmbedding failure is retried
 // after StoreBackoff within the lease; a recoverable lease failure in Run
 // backs off and then works again.
@@ -480,19 +500,7 @@ func TestRecoverableStoreErrors(t *testing.T) {
 		cfg.Store = fs
 		cfg.OnWait = func(w supervisor.Wait) { waits <- w }
 		w := e.worker(cfg)
-		done := make(chan embedworker.Round)
-		go func() {
-			r, _ := w.RunOnce(context.Background())
-			done <- r
-		}()
-		for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
-			got := <-waits
-			if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
-				t.Fatalf("wait %+v, want store_retry %v", got, want)
-			}
-			e.Clock.Add(got.Delay)
-		}
-		if r := <-done; r.Stored != 2 {
+		if r := e.roundThroughStoreRetries(w, waits, 100*time.Millisecond, 200*time.Millisecond); r.Stored != 2 {
 			t.Fatalf("round = %+v", r)
 		}
 
@@ -551,19 +559,7 @@ func TestBatchPut(t *testing.T) {
 		e.create("second", "a second round of records")
 		e.create("second-b", "and one more for it")
 		fs.FailCalls("PutEmbeddings", 2, testkit.DBDown)
-		done := make(chan embedworker.Round)
-		go func() {
-			r, _ := w.RunOnce(context.Background())
-			done <- r
-		}()
-		for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
-			got := <-waits
-			if got.Reason != supervisor.WaitStoreRetry || got.Delay != want {
-				t.Fatalf("wait %+v, want store_retry %v", got, want)
-			}
-			e.Clock.Add(got.Delay)
-		}
-		if r := <-done; r.Stored != 2 {
+		if r := e.roundThroughStoreRetries(w, waits, 100*time.Millisecond, 200*time.Millisecond); r.Stored != 2 {
 			t.Fatalf("round after recoverable failures = %+v", r)
 		}
 		if b, s := fs.calls(); b != 4 || s != 0 {

@@ -143,18 +143,7 @@ func TestParallelVectorScanUnderWrites(t *testing.T) {
 	defer func(n int) { parallelScanRows = n }(parallelScanRows)
 	parallelScanRows = 1
 	ctx := context.Background()
-	clk := clock.NewMock()
-	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
-		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
-		MaxJobPayloadBytes: 1000}, allowAll{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Clock: clk, Guard: guard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := randomTestStore(t)
 	sc := memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p1"}
 	actor := memorykit.Actor{Kind: memorykit.ActorUser, ID: "u"}
 	var wg sync.WaitGroup
@@ -205,10 +194,10 @@ func TestParallelVectorScanUnderWrites(t *testing.T) {
 	wg.Wait()
 }
 
-// indexMatchesFullScan applies random writes and compares every few steps
-// the indexed Recall with naiveRecall.
-func indexMatchesFullScan(t *testing.T) {
-	ctx := context.Background()
+// randomTestStore returns an empty store with permissive limits on a mock
+// clock, for the randomized tests.
+func randomTestStore(t *testing.T) (*clock.Mock, *Store) {
+	t.Helper()
 	clk := clock.NewMock()
 	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
@@ -221,6 +210,14 @@ func indexMatchesFullScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return clk, s
+}
+
+// indexMatchesFullScan applies random writes and compares every few steps
+// the indexed Recall with naiveRecall.
+func indexMatchesFullScan(t *testing.T) {
+	ctx := context.Background()
+	clk, s := randomTestStore(t)
 	words := []string{"the", "the", "the", "a", "deploy", "region", "backup", "db", "数据库", "备份", "東京", "rare1", "rare2", "rare3", "x"}
 	text := func(r *rand.Rand, n int) string {
 		w := make([]string, n)

@@ -115,7 +115,8 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	return tasks, nil
 }
 
-// PutEmbedding implements memorykit.EmbeddingStore.
+// PutEmbedding implements memorykit.EmbeddingStore: one put, stored as
+// PutEmbeddings stores each.
 func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
 	const op = "pgstore.put_embedding"
 	if err := live(ctx, op); err != nil {
@@ -124,55 +125,16 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := p.Validate(op, maxDims); err != nil {
 		return err
 	}
-	now := s.now()
-	vec := pgvector.NewVector(append([]float32(nil), p.Vector...))
-	return s.inTx(ctx, op, func(tx pgx.Tx) error {
-		if err := s.checkCurrent(ctx, tx, op, p.Scope, p.RecordID, p.ContentHash); err != nil {
-			return err
-		}
-		// The lease row stays, marked stored, so a lease statement that
-		// started before this commit cannot lease the record again (see
-		// migration 0003).
-		if _, err := tx.Exec(ctx, s.q(`
-			INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
-				lease_expires_at, attempts, retry_at, parked, reason, updated_at, stored)
-			VALUES ($1, $2, $3, NULL, NULL, 0, NULL, false, '', $4, true)
-			ON CONFLICT (record_id, profile) DO UPDATE SET
-				content_hash = excluded.content_hash, worker_id = NULL, lease_expires_at = NULL,
-				retry_at = NULL, parked = false, reason = '', stored = true, updated_at = excluded.updated_at
-			WHERE NOT (l.stored AND l.content_hash = excluded.content_hash AND l.worker_id IS NULL)`),
-			p.RecordID, p.Profile, p.ContentHash, now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_queue WHERE profile = $1 AND record_id = $2`),
-			p.Profile, p.RecordID); err != nil {
-			return err
-		}
-		// Storing the same vector again changes nothing, not even its time.
-		// The record is share-locked and current, so the vector is live;
-		// the records trigger (migration 0002) clears live when the record
-		// leaves that state.
-		_, err := tx.Exec(ctx, s.q(`
-			INSERT INTO {schema}.embeddings AS e (record_id, profile, tenant_id, subject_type, subject_id,
-				content_hash, dims, embedding, created_at, live)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::{ext}.vector, $9, true)
-			ON CONFLICT (record_id, profile) DO UPDATE SET
-				content_hash = excluded.content_hash, dims = excluded.dims,
-				embedding = excluded.embedding, created_at = excluded.created_at, live = true
-			WHERE e.content_hash <> excluded.content_hash
-			   OR e.embedding::real[] <> excluded.embedding::real[]
-			   OR NOT e.live`),
-			p.RecordID, p.Profile, p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID,
-			p.ContentHash, len(p.Vector), vec, now)
+	errs, err := s.putValidated(ctx, op, []memorykit.EmbeddingPut{p})
+	if err != nil {
 		return err
-	})
+	}
+	return errs[0]
 }
 
 // PutEmbeddings implements memorykit.EmbeddingBatchPutter in one
-// transaction of four statements, whatever the number of puts: the
-// records are share-locked in ID order and checked in Go as checkCurrent
-// does, then the lease rows and the vectors of the puts that passed are
-// upserted as PutEmbedding upserts them.
+// transaction of four statements, whatever the number of puts (see
+// putValidated).
 func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
 	const op = "pgstore.put_embeddings"
 	if err := live(ctx, op); err != nil {
@@ -181,24 +143,53 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	if err := s.guard.CheckBatchSize(op, len(puts)); err != nil {
 		return nil, err
 	}
-	invalid := make([]error, len(puts))
-	var ids []string
+	errs := make([]error, len(puts))
+	valid := make([]memorykit.EmbeddingPut, 0, len(puts))
+	at := make([]int, 0, len(puts))
 	for i, p := range puts {
 		if err := p.Validate(op, maxDims); err != nil {
-			invalid[i] = memorykit.BatchItemError(i, err)
+			errs[i] = memorykit.BatchItemError(i, err)
 			continue
 		}
-		ids = append(ids, p.RecordID)
+		valid = append(valid, p)
+		at = append(at, i)
 	}
-	if len(ids) == 0 {
-		return invalid, nil
+	if len(valid) == 0 {
+		return errs, nil
+	}
+	got, err := s.putValidated(ctx, op, valid)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		if got[j] != nil {
+			errs[i] = memorykit.BatchItemError(i, got[j])
+		}
+	}
+	return errs, nil
+}
+
+// putValidated stores validated puts in one transaction and returns each
+// one's outcome: the records are share-locked in ID order and checked as
+// checkCurrent checks one; then the lease rows (kept, marked stored, so a
+// lease statement that started before this commit cannot lease the record
+// again: migration 0003), the queue rows (migration 0004) and the vectors
+// of the puts that passed are written with one statement each. Storing the
+// same vector again changes nothing, not even its time. The records stay
+// share-locked and current until the commit, so the vectors are live; the
+// records trigger (migration 0002) clears live when a record leaves that
+// state.
+func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.EmbeddingPut) ([]error, error) {
+	ids := make([]string, 0, len(puts))
+	for _, p := range puts {
+		ids = append(ids, p.RecordID)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	now := s.now()
 	var errs []error
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
-		errs = slices.Clone(invalid)
+		errs = make([]error, len(puts))
 		type current struct {
 			scope        memorykit.Scope
 			status, hash string
@@ -231,15 +222,12 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 		type target struct{ id, profile string }
 		last := make(map[target]int)
 		for i, p := range puts {
-			if errs[i] != nil {
-				continue
-			}
 			c, ok := recs[p.RecordID]
 			switch {
 			case !ok || c.scope != p.Scope:
-				errs[i] = memorykit.BatchItemError(i, notFound(op))
+				errs[i] = notFound(op)
 			case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
-				errs[i] = memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrStale, "content_changed"))
+				errs[i] = memorykit.NewError(op, memorykit.ErrStale, "content_changed")
 			default:
 				last[target{p.RecordID, p.Profile}] = i
 			}

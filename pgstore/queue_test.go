@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
 )
@@ -15,47 +17,28 @@ import (
 // queueRows returns the record IDs queued for profile (migration 0004).
 func (b *bundle) queueRows(t *testing.T, profile string) []string {
 	t.Helper()
-	rows, err := b.s.pool.Query(b.ctx, b.s.q(`SELECT record_id FROM {schema}.embedding_queue
-		WHERE profile = $1 ORDER BY record_id`), profile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
+	return b.idList(t, `SELECT record_id FROM {schema}.embedding_queue WHERE profile = $1 ORDER BY record_id`, profile)
 }
 
 // pendingRecords computes, without the queue, the active records that
 // lack a current embedding of profile.
 func (b *bundle) pendingRecords(t *testing.T, profile string) []string {
 	t.Helper()
-	rows, err := b.s.pool.Query(b.ctx, b.s.q(`SELECT r.id FROM {schema}.records r
+	return b.idList(t, `SELECT r.id FROM {schema}.records r
 		LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
 		WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)
-		ORDER BY r.id`), profile)
+		ORDER BY r.id`, profile)
+}
+
+// idList runs a query returning one text column.
+func (b *bundle) idList(t *testing.T, query string, args ...any) []string {
+	t.Helper()
+	rows, err := b.s.pool.Query(b.ctx, b.s.q(query), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ids
@@ -75,7 +58,7 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 		if !registered {
 			want = nil
 		}
-		if d := cmp.Diff(want, got); d != "" {
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("%s: queue (-want +got):\n%s", step, d)
 		}
 		n, err := b.s.PendingEmbeddings(b.ctx, profile)
