@@ -3,8 +3,10 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -373,6 +375,10 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	return n, nil
 }
 
+// registerLockTimeout bounds how long registering a profile waits for the
+// lock on records (see registerProfile).
+var registerLockTimeout = 2 * time.Second
+
 // registerProfile makes sure the profile's embedding queue exists
 // (migration 0004). The first call for a profile fills the queue with
 // every active record lacking a current embedding of it, holding a lock
@@ -391,6 +397,13 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 	}
 	if !known {
 		err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+			// Writers queue behind a waiting lock request, so a long
+			// transaction holding records must not stall them for long:
+			// past registerLockTimeout the registration fails
+			// recoverably and the worker tries again after its backoff.
+			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", registerLockTimeout.Milliseconds())); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, s.q(`LOCK TABLE {schema}.records IN SHARE ROW EXCLUSIVE MODE`)); err != nil {
 				return err
 			}

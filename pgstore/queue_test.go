@@ -229,3 +229,34 @@ func TestPostgresCountScope(t *testing.T) {
 		t.Fatalf("CountScope of a user Scope: %v", err)
 	}
 }
+
+// TestPostgresProfileRegistrationGivesWayToLongWriters: a transaction that
+// holds records keeps the first lease of a new profile from registering it;
+// the lease fails recoverably after registerLockTimeout instead of queueing
+// every writer behind it, and succeeds once the writer is gone.
+func TestPostgresProfileRegistrationGivesWayToLongWriters(t *testing.T) {
+	defer func(d time.Duration) { registerLockTimeout = d }(registerLockTimeout)
+	registerLockTimeout = 50 * time.Millisecond
+	b := setup(t)
+	b.create(t, memorykit.KindFact, "a", "alpha", memorykit.StatusActive)
+	conn := adminConn(t)
+	tx, err := conn.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(b.ctx, `LOCK TABLE `+quoteIdent(b.schema)+`.records IN ROW EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	lease := memorykit.EmbeddingLease{Profile: "test/late-v1", WorkerID: "w", TTL: time.Minute, Max: 5}
+	_, err = b.s.LeaseEmbeddings(b.ctx, lease)
+	if me := wantKind(t, err, memorykit.ErrUnavailable); !memorykit.IsRecoverable(err) {
+		t.Fatalf("lease while a writer holds records: %v (%+v), want a recoverable error", err, me)
+	}
+	if err := tx.Rollback(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := b.s.LeaseEmbeddings(b.ctx, lease)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("lease after the writer ended: %d tasks, %v", len(tasks), err)
+	}
+}
