@@ -13,6 +13,14 @@
 // comes from the injected clock and is passed into SQL as a parameter; the
 // database's now() is never used.
 //
+// Schema versions (the files in migrations/ say why each looks as it does):
+// 1, the tables; 2, the recall layout (per-scope document frequencies, a
+// scope-tagged GIN index, half-precision vector candidates); 3, embedding
+// lease rows that outlive the put; 4, the queue of records that may need an
+// embedding. Opening a store on an older schema applies the missing
+// versions in order; 2 and 4 fill derived tables from the records, in time
+// proportional to their number.
+//
 // Errors are *memorykit.Error values. Driver messages are never printed,
 // because they may quote stored values: only SQLSTATE codes appear as reason
 // codes. Connection failures, serialization failures, deadlocks and server
