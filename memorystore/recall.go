@@ -33,20 +33,24 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	}
 	dorm := x.dormant(now)
 	// A large vector scan runs on another goroutine while this one does
-	// the lookups; both only read the index, under the read lock held
-	// here until both are done.
-	var vecDone chan []memorykit.Hit
+	// the lookups; both only read the index. The deferred Wait runs before
+	// the deferred RUnlock, so the scan never outlives the read lock.
+	var (
+		scan    sync.WaitGroup
+		scanned bool
+	)
+	defer scan.Wait()
 	if q.Vector != nil {
 		if v := x.vectors[vecKey{q.Profile, len(q.Vector)}]; v != nil && len(v.slots) >= parallelScanRows {
-			vecDone = make(chan []memorykit.Hit, 1)
-			go func() { vecDone <- x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit) }()
+			scanned = true
+			scan.Go(func() { res.Vector = x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit) })
 		}
 	}
 	res.Exact = x.exactHits(dorm, q.ExactKeys, q.ExactLimit)
 	res.FullText, res.FullTextBelow = x.fullTextHits(dorm, q.Terms, q.FullTextLimit)
 	switch {
-	case vecDone != nil:
-		res.Vector = <-vecDone
+	case scanned:
+		scan.Wait()
 	case q.Vector != nil:
 		res.Vector = x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit)
 	}
