@@ -70,6 +70,46 @@ func BenchmarkEmbedWorker(b *testing.B) {
 	}
 }
 
+// BenchmarkEmbedIdleLease measures what an idle embedding worker's poll
+// costs: one LeaseEmbeddings call (Max 100) that finds nothing, in a store
+// of records=N active records that all have a current embedding. On
+// PostgreSQL the profile is registered by a first lease before timing, so
+// the call reads the (empty) embedding queue of schema version 4.
+//
+//	go test ./bench -run '^$' -bench 'BenchmarkEmbedIdleLease' -benchtime 2000x -count 5
+func BenchmarkEmbedIdleLease(b *testing.B) {
+	for _, kind := range []string{"memory", "postgres"} {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("store=%s/records=%d", kind, n), func(b *testing.B) {
+				s := writeStore(b, kind)
+				ws := newWriteSet(b, min(n, 20000), 91)
+				sc := scopeOf(b, "idle")
+				ctx := context.Background()
+				bc := s.(memorykit.BatchCreator)
+				for i := 0; i < n; i += batchSize {
+					its := make([]memorykit.BatchItem, 0, batchSize)
+					for j := i; j < min(i+batchSize, n); j++ {
+						its = append(its, ws.item(sc, j, true))
+					}
+					if _, err := bc.CreateBatch(ctx, its); err != nil {
+						b.Fatal(err)
+					}
+				}
+				lease := memorykit.EmbeddingLease{Profile: embedder.LocalProfile, WorkerID: "bench-idle", TTL: time.Minute, Max: 100}
+				if tasks, err := s.LeaseEmbeddings(ctx, lease); err != nil || len(tasks) != 0 {
+					b.Fatalf("first lease: %d tasks, %v", len(tasks), err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if tasks, err := s.LeaseEmbeddings(ctx, lease); err != nil || len(tasks) != 0 {
+						b.Fatalf("lease: %d tasks, %v", len(tasks), err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkJobs measures extraction-job throughput through the JobStore:
 // workers=1, 2 or 4 goroutines, each leasing up to 10 jobs at a time
 // (LeaseJobs, FOR UPDATE SKIP LOCKED) and completing each one
