@@ -366,8 +366,8 @@ lv AS MATERIALIZED (
 		// cb is the most terms an unread record below the threshold can
 		// hold, tb the most weight it can have (the cb largest IDFs of C).
 		fmt.Fprintf(b, `x%d AS (%s),
-v%d AS MATERIALIZED (
-	SELECT coalesce(%slv.c = 0 OR (s.best >= lv.c
+v%d AS MATERIALIZED (%s
+	SELECT coalesce(lv.c = 0 OR (s.best >= lv.c
 		AND (2 * lv.c <= s.best OR (kl.m IS NOT NULL AND (kl.m > lv.c OR (kl.m = lv.c AND kl.w > lv.wc))))
 		AND (s.cb = 0 OR (bl.m IS NOT NULL AND (bl.m > s.cb OR (bl.m = s.cb AND bl.w > coalesce(
 			(SELECT `+weightSum+` FROM qp WHERE pos <= lv.c AND pos > lv.c - s.cb), 0)))))), false) AS ok
@@ -382,9 +382,9 @@ v%d AS MATERIALIZED (
 		ORDER BY m DESC, w DESC, updated_at DESC, id
 		OFFSET $9 - 1 LIMIT 1
 	) bl ON true
-	WHERE lv.l = %d
+	WHERE lv.l = %d%s
 ),
-`, c, union(top, c), c, prevOK(c, top), c, c, c, c, c)
+`, c, union(top, c), c, prevPassed(c, top), c, c, c, c, c, prevFailed(c, top))
 	}
 	fmt.Fprintf(b, "fx AS (%s),", union(top, 0))
 }
@@ -400,12 +400,23 @@ const weightSum = `round(sum(idf ORDER BY i) * 1e6) / 1e6`
 // weights it receives, so the final order is memorystore's.
 const roundedRaw = `round(s.raw * 1e6) / 1e6`
 
-// prevOK is the part of vC that carries an earlier level's success.
-func prevOK(c, top int) string {
+// prevPassed and prevFailed split vC on an earlier level's success: when
+// level C+1 already decided the result, vC is that one true row, and the
+// failed branch's condition (an uncorrelated sub-select, so a one-time
+// filter) keeps PostgreSQL from computing the check over the rows read so
+// far at all, which cost 0.1-0.25 ms per level on the benchmark corpus.
+func prevPassed(c, top int) string {
 	if c == top {
 		return ""
 	}
-	return fmt.Sprintf("(SELECT ok FROM v%d) OR ", c+1)
+	return fmt.Sprintf("\n\tSELECT true AS ok WHERE (SELECT ok FROM v%d)\n\tUNION ALL", c+1)
+}
+
+func prevFailed(c, top int) string {
+	if c == top {
+		return ""
+	}
+	return fmt.Sprintf(" AND NOT (SELECT ok FROM v%d)", c+1)
 }
 
 // recallStatement renders the recall statement for k distinct terms.
