@@ -22,7 +22,7 @@ type Backoff struct {
 // policy is zero, partial or out of range.
 func (b Backoff) Validate(op, prefix string) error {
 	bad := func(field, reason string) error {
-		return &Error{Op: op, Kind: ErrInvalidConfig, Field: prefix + "." + field, Reason: reason}
+		return ConfigError(op, prefix+"."+field, reason)
 	}
 	switch {
 	case b.Initial <= 0:

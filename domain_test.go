@@ -603,3 +603,10 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigError(t *testing.T) {
+	err := memorykit.ConfigError("comp.new", "clock", "missing")
+	if !errors.Is(err, memorykit.ErrInvalidConfig) || err.Op != "comp.new" || err.Field != "clock" || err.Reason != "missing" || err.Err != nil {
+		t.Fatalf("ConfigError = %+v", err)
+	}
+}

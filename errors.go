@@ -120,6 +120,12 @@ func FieldError(op, field, reason string) *Error {
 	return &Error{Op: op, Kind: ErrInvalidInput, Field: field, Reason: reason}
 }
 
+// ConfigError builds an ErrInvalidConfig *Error for a missing or invalid
+// part of a component's configuration.
+func ConfigError(op, field, reason string) *Error {
+	return &Error{Op: op, Kind: ErrInvalidConfig, Field: field, Reason: reason}
+}
+
 // WrapError builds an *Error of the given kind around a cause that stays
 // unprinted.
 func WrapError(op string, kind error, reason string, cause error) *Error {

@@ -90,7 +90,7 @@ func NewWriteGuard(limits Limits, validator ContentValidator) (*WriteGuard, erro
 		return nil, err
 	}
 	if validator == nil {
-		return nil, &Error{Op: "writeguard.new", Kind: ErrInvalidConfig, Field: "content_validator", Reason: "missing"}
+		return nil, ConfigError("writeguard.new", "content_validator", "missing")
 	}
 	return &WriteGuard{limits: limits, validator: validator}, nil
 }

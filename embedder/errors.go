@@ -31,5 +31,5 @@ func integrity(op, reason string) error {
 
 // configError is a bad constructor argument.
 func configError(op, field, reason string) error {
-	return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: reason}
+	return memorykit.ConfigError(op, field, reason)
 }

@@ -191,7 +191,7 @@ func (c *httpCore) post(ctx context.Context, body []byte, n int) ([]byte, error)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, &memorykit.Error{Op: c.op, Kind: memorykit.ErrInvalidConfig, Field: "base_url", Reason: "bad_request_url"}
+		return nil, memorykit.ConfigError(c.op, "base_url", "bad_request_url")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")

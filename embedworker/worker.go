@@ -86,10 +86,7 @@ const namePrefix = "embed:"
 
 func (cfg Config) validate(op string) error {
 	missing := func(field string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
-	}
-	bad := func(field, reason string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: reason}
+		return memorykit.ConfigError(op, field, "missing")
 	}
 	switch {
 	case cfg.Store == nil:
@@ -106,31 +103,15 @@ func (cfg Config) validate(op string) error {
 	if err := memorykit.ValidateProfile(op, cfg.Embedder.Profile()); err != nil {
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "embedder.profile", Reason: memorykit.ReasonCode(err), Err: err}
 	}
-	if err := memorykit.ValidateID(op, "worker_id", cfg.WorkerID); err != nil {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "worker_id", Reason: memorykit.ReasonCode(err), Err: err}
+	if cfg.Embedder.Dimension() <= 0 {
+		return memorykit.ConfigError(op, "embedder.dimension", "not_positive")
 	}
-	switch {
-	case cfg.Embedder.Dimension() <= 0:
-		return bad("embedder.dimension", "not_positive")
-	case len(namePrefix)+len(cfg.WorkerID) > memorykit.MaxIDBytes:
-		return bad("worker_id", "too_long")
-	case cfg.LeaseTTL < time.Microsecond:
-		return bad("lease_ttl", "not_positive")
-	case cfg.EmbedDeadline <= 0:
-		return bad("embed_deadline", "not_positive")
-	case cfg.LeaseTTL <= cfg.EmbedDeadline:
-		return bad("lease_ttl", "not_above_embed_deadline")
-	case cfg.BatchSize <= 0:
-		return bad("batch_size", "not_positive")
-	case cfg.PollInterval <= 0:
-		return bad("poll_interval", "not_positive")
-	case cfg.HandBackTimeout <= 0:
-		return bad("hand_back_timeout", "not_positive")
-	}
-	if err := cfg.Retry.Validate(op, "retry"); err != nil {
-		return err
-	}
-	return cfg.StoreBackoff.Validate(op, "store_backoff")
+	return supervisor.LeaseSettings{
+		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
+		Deadline: cfg.EmbedDeadline, DeadlineField: "embed_deadline", BatchSize: cfg.BatchSize,
+		PollInterval: cfg.PollInterval, HandBackTimeout: cfg.HandBackTimeout,
+		Retry: cfg.Retry, StoreBackoff: cfg.StoreBackoff,
+	}.Check(op)
 }
 
 // Worker is the embedding actor. One Worker should run at most one Run or

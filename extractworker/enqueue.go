@@ -46,7 +46,7 @@ type Enqueuer struct {
 func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	const op = "extractworker.new_enqueuer"
 	missing := func(field string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+		return memorykit.ConfigError(op, field, "missing")
 	}
 	switch {
 	case cfg.Store == nil:
@@ -60,7 +60,7 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	case cfg.Events == nil:
 		return nil, missing("events")
 	case cfg.MaxAttempts <= 0:
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "max_attempts", Reason: "not_positive"}
+		return nil, memorykit.ConfigError(op, "max_attempts", "not_positive")
 	}
 	return &Enqueuer{cfg: cfg, log: cfg.Logger.Named("extractworker.enqueue")}, nil
 }

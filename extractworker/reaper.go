@@ -70,7 +70,7 @@ type Reaper struct {
 func NewReaper(cfg ReaperConfig) (*Reaper, error) {
 	const op = "extractworker.new_reaper"
 	missing := func(field string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+		return memorykit.ConfigError(op, field, "missing")
 	}
 	switch {
 	case cfg.Store == nil:
@@ -82,7 +82,7 @@ func NewReaper(cfg ReaperConfig) (*Reaper, error) {
 	case cfg.Events == nil:
 		return nil, missing("events")
 	case cfg.Interval <= 0:
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "interval", Reason: "not_positive"}
+		return nil, memorykit.ConfigError(op, "interval", "not_positive")
 	}
 	if err := cfg.StoreBackoff.Validate(op, "store_backoff"); err != nil {
 		return nil, err

@@ -72,10 +72,7 @@ const namePrefix = "extract:"
 // validate checks cfg; op names the caller.
 func (cfg Config) validate(op string) error {
 	missing := func(field string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
-	}
-	bad := func(field, reason string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: reason}
+		return memorykit.ConfigError(op, field, "missing")
 	}
 	switch {
 	case cfg.Store == nil:
@@ -91,31 +88,18 @@ func (cfg Config) validate(op string) error {
 	case cfg.Events == nil:
 		return missing("events")
 	}
-	if err := memorykit.ValidateID(op, "worker_id", cfg.WorkerID); err != nil {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "worker_id", Reason: memorykit.ReasonCode(err), Err: err}
-	}
-	switch {
-	case len(namePrefix)+len(cfg.WorkerID) > memorykit.MaxIDBytes:
-		return bad("worker_id", "too_long")
-	case cfg.LeaseTTL < time.Microsecond:
-		return bad("lease_ttl", "not_positive")
-	case cfg.JobDeadline <= 0:
-		return bad("job_deadline", "not_positive")
-	case cfg.LeaseTTL <= cfg.JobDeadline:
-		return bad("lease_ttl", "not_above_job_deadline")
-	case cfg.BatchSize <= 0:
-		return bad("batch_size", "not_positive")
-	case cfg.BatchSize > cfg.Guard.Limits().MaxListSize:
-		return bad("batch_size", "above_max_list_size")
-	case cfg.PollInterval <= 0:
-		return bad("poll_interval", "not_positive")
-	case cfg.HandBackTimeout <= 0:
-		return bad("hand_back_timeout", "not_positive")
-	}
-	if err := cfg.Retry.Validate(op, "retry"); err != nil {
+	if err := (supervisor.LeaseSettings{
+		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
+		Deadline: cfg.JobDeadline, DeadlineField: "job_deadline", BatchSize: cfg.BatchSize,
+		PollInterval: cfg.PollInterval, HandBackTimeout: cfg.HandBackTimeout,
+		Retry: cfg.Retry, StoreBackoff: cfg.StoreBackoff,
+	}).Check(op); err != nil {
 		return err
 	}
-	return cfg.StoreBackoff.Validate(op, "store_backoff")
+	if cfg.BatchSize > cfg.Guard.Limits().MaxListSize {
+		return memorykit.ConfigError(op, "batch_size", "above_max_list_size")
+	}
+	return nil
 }
 
 // Worker is the extraction actor. Its methods are safe for concurrent use,

@@ -103,10 +103,10 @@ type embState struct {
 func New(cfg Config) (*Store, error) {
 	const op = "memorystore.new"
 	if cfg.Clock == nil {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "clock", Reason: "missing"}
+		return nil, memorykit.ConfigError(op, "clock", "missing")
 	}
 	if cfg.Guard == nil {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "guard", Reason: "missing"}
+		return nil, memorykit.ConfigError(op, "guard", "missing")
 	}
 	return &Store{
 		clk:       cfg.Clock,

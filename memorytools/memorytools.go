@@ -163,7 +163,7 @@ type Provider struct {
 func New(cfg Config) (*Provider, error) {
 	const op = "memorytools.new"
 	missing := func(field string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+		return memorykit.ConfigError(op, field, "missing")
 	}
 	switch {
 	case cfg.Engine == nil:
@@ -188,10 +188,10 @@ func New(cfg Config) (*Provider, error) {
 		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "principal", Reason: "invalid", Err: err}
 	}
 	if cfg.Principal.TenantID != cfg.Scope.TenantID {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "principal", Reason: "tenant_mismatch"}
+		return nil, memorykit.ConfigError(op, "principal", "tenant_mismatch")
 	}
 	if cfg.WriteIntent && cfg.Principal.Actor.Kind != memorykit.ActorModel {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "principal", Reason: "actor_not_model"}
+		return nil, memorykit.ConfigError(op, "principal", "actor_not_model")
 	}
 	if err := cfg.Limits.validate(op); err != nil {
 		return nil, err

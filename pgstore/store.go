@@ -67,20 +67,20 @@ var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 func (c Config) check(op string) (string, error) {
 	if c.Clock == nil {
-		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "clock", Reason: "missing"}
+		return "", memorykit.ConfigError(op, "clock", "missing")
 	}
 	if c.Guard == nil {
-		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "guard", Reason: "missing"}
+		return "", memorykit.ConfigError(op, "guard", "missing")
 	}
 	if c.MaxConns < 0 {
-		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "max_conns", Reason: "negative"}
+		return "", memorykit.ConfigError(op, "max_conns", "negative")
 	}
 	schema := c.Schema
 	if schema == "" {
 		schema = DefaultSchema
 	}
 	if !schemaPattern.MatchString(schema) || strings.HasPrefix(schema, "pg_") {
-		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "schema", Reason: "bad_name"}
+		return "", memorykit.ConfigError(op, "schema", "bad_name")
 	}
 	return schema, nil
 }
@@ -126,7 +126,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// The parse error can quote the DSN, password included: keep it out.
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "dsn", Reason: "unparsable"}
+		return nil, memorykit.ConfigError(op, "dsn", "unparsable")
 	}
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
@@ -151,7 +151,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "dsn", Reason: "pool_config"}
+		return nil, memorykit.ConfigError(op, "dsn", "pool_config")
 	}
 	s := newStore(pool, true, cfg, schema, ext)
 	if err := s.checkVector(ctx, op); err != nil {
@@ -182,7 +182,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if pool == nil {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "pool", Reason: "missing"}
+		return nil, memorykit.ConfigError(op, "pool", "missing")
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -232,10 +232,10 @@ func checkRegistered(ctx context.Context, op string, conn *pgx.Conn, ext string)
 	}
 	t, ok := conn.TypeMap().TypeForOID(oid)
 	if !ok {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "pool", Reason: "pgvector_types_not_registered"}
+		return memorykit.ConfigError(op, "pool", "pgvector_types_not_registered")
 	}
 	if _, isVec := t.Codec.(*pgxvec.VectorCodec); !isVec {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "pool", Reason: "pgvector_types_not_registered"}
+		return memorykit.ConfigError(op, "pool", "pgvector_types_not_registered")
 	}
 	return nil
 }

@@ -100,10 +100,10 @@ type Projector struct {
 func New(cfg Config) (*Projector, error) {
 	const op = "projector.new"
 	if cfg.Engine == nil {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "engine", Reason: "missing"}
+		return nil, memorykit.ConfigError(op, "engine", "missing")
 	}
 	if cfg.Logger == nil {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "logger", Reason: "missing"}
+		return nil, memorykit.ConfigError(op, "logger", "missing")
 	}
 	r := cfg.Random
 	if r == nil {

@@ -52,7 +52,7 @@ type Engine struct {
 func New(cfg Config) (*Engine, error) {
 	const op = "recall.new"
 	missing := func(field string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+		return memorykit.ConfigError(op, field, "missing")
 	}
 	switch {
 	case cfg.Store == nil:
@@ -72,10 +72,10 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if cfg.Embedder.Profile() != cfg.Policy.EmbeddingProfile {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "embedder", Reason: "profile_mismatch"}
+		return nil, memorykit.ConfigError(op, "embedder", "profile_mismatch")
 	}
 	if cfg.Embedder.Dimension() != cfg.Policy.EmbeddingDimension {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "embedder", Reason: "dimension_mismatch"}
+		return nil, memorykit.ConfigError(op, "embedder", "dimension_mismatch")
 	}
 	return &Engine{
 		store:  cfg.Store,

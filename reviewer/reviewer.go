@@ -34,7 +34,7 @@ type Reviewer struct {
 // New validates cfg and returns a Reviewer.
 func New(cfg Config) (*Reviewer, error) {
 	missing := func(field string) error {
-		return &memorykit.Error{Op: "reviewer.new", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+		return memorykit.ConfigError("reviewer.new", field, "missing")
 	}
 	switch {
 	case cfg.Store == nil:

@@ -118,11 +118,11 @@ type Workers struct {
 }
 
 func missing(field string) error {
-	return &memorykit.Error{Op: "runtime.new", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+	return memorykit.ConfigError("runtime.new", field, "missing")
 }
 
 func invalid(field, reason string) error {
-	return &memorykit.Error{Op: "runtime.new", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: reason}
+	return memorykit.ConfigError("runtime.new", field, reason)
 }
 
 // validate checks every part; the worker packages re-check their own parts.

@@ -29,7 +29,7 @@ type BackoffPolicy struct {
 // ErrInvalidConfig *memorykit.Error naming the field.
 func (p BackoffPolicy) Validate() error {
 	bad := func(field, reason string) error {
-		return &memorykit.Error{Op: "supervisor.backoff", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: reason}
+		return memorykit.ConfigError("supervisor.backoff", field, reason)
 	}
 	switch {
 	case p.Initial <= 0:

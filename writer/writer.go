@@ -40,7 +40,7 @@ type Writer struct {
 // New validates cfg and returns a Writer.
 func New(cfg Config) (*Writer, error) {
 	missing := func(field string) error {
-		return &memorykit.Error{Op: "writer.new", Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+		return memorykit.ConfigError("writer.new", field, "missing")
 	}
 	switch {
 	case cfg.Store == nil:

@@ -84,7 +84,7 @@ func LoadDirectory(path string) (*Directory, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, &memorykit.Error{Op: "directory.load", Kind: memorykit.ErrInvalidConfig, Field: "tokens", Reason: "unreadable"}
+			return nil, memorykit.ConfigError("directory.load", "tokens", "unreadable")
 		}
 		raw = b
 	}
@@ -93,7 +93,7 @@ func LoadDirectory(path string) (*Directory, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		// The decoder's message could quote a token: keep it out.
-		return nil, &memorykit.Error{Op: "directory.load", Kind: memorykit.ErrInvalidConfig, Field: "tokens", Reason: "malformed"}
+		return nil, memorykit.ConfigError("directory.load", "tokens", "malformed")
 	}
 	return NewDirectory(f)
 }
@@ -103,7 +103,7 @@ func LoadDirectory(path string) (*Directory, error) {
 func NewDirectory(f DirectoryFile) (*Directory, error) {
 	const op = "directory.new"
 	bad := func(field, reason string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: reason}
+		return memorykit.ConfigError(op, field, reason)
 	}
 	d := &Directory{
 		byToken: make(map[[sha256.Size]byte]*member),

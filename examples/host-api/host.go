@@ -65,7 +65,7 @@ type Host struct {
 func NewHost(ctx context.Context, o Options) (*Host, error) {
 	const op = "host.new"
 	missing := func(field string) error {
-		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: field, Reason: "missing"}
+		return memorykit.ConfigError(op, field, "missing")
 	}
 	switch {
 	case o.Directory == nil:
