@@ -59,7 +59,7 @@ func validLimits() memorykit.Limits {
 	return memorykit.Limits{
 		Version: 1, MaxKeyBytes: 64, MaxContentBytes: 256, MaxMetadataEntries: 2,
 		MaxMetadataBytes: 64, MaxSources: 2, MaxSourceBytes: 64, MaxListSize: 10,
-		MaxJobPayloadBytes: 128,
+		MaxJobPayloadBytes: 128, MaxReasonBytes: 1024,
 	}
 }
 
@@ -70,6 +70,11 @@ func TestLimitsValidateRejectsEveryZeroField(t *testing.T) {
 	}
 	if err := (memorykit.Limits{}).Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
 		t.Fatalf("zero limits = %v, want ErrInvalidPolicy", err)
+	}
+	above := validLimits()
+	above.MaxReasonBytes = memorykit.MaxReasonBytes + 1
+	if err := above.Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
+		t.Fatalf("MaxReasonBytes above the package ceiling = %v, want ErrInvalidPolicy", err)
 	}
 	v := reflect.ValueOf(validLimits())
 	for i := 0; i < v.NumField(); i++ {

@@ -15,7 +15,7 @@ import (
 type rejectEmpty struct{}
 
 func (rejectEmpty) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
-	if len(c.Content) == 0 {
+	if c.Action == memorykit.ActionCreate && len(c.Content) == 0 {
 		return errors.New("empty")
 	}
 	return nil
@@ -28,7 +28,7 @@ func Example() {
 	limits := memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
 		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 65536,
+		MaxJobPayloadBytes: 65536, MaxReasonBytes: 1024,
 	}
 	guard, err := memorykit.NewWriteGuard(limits, rejectEmpty{})
 	if err != nil {

@@ -6,7 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// MaxReasonBytes bounds the free-text audit reason of a lifecycle action.
+// MaxReasonBytes is the ceiling on Limits.MaxReasonBytes: no Limits may
+// allow a free-text audit reason longer than this, whatever the Host sets.
 const MaxReasonBytes = 1024
 
 // Limits bounds every write. It is versioned so a Host can tell which bounds
@@ -29,9 +30,14 @@ type Limits struct {
 	MaxListSize int
 	// MaxJobPayloadBytes bounds an extraction job's payload.
 	MaxJobPayloadBytes int
+	// MaxReasonBytes bounds the free-text audit reason of a write, a
+	// correction or a lifecycle action. It must be at most the package
+	// constant MaxReasonBytes.
+	MaxReasonBytes int
 }
 
-// Validate reports ErrInvalidPolicy unless every bound is positive.
+// Validate reports ErrInvalidPolicy unless every bound is positive and
+// MaxReasonBytes is at most the package constant MaxReasonBytes.
 func (l Limits) Validate() error {
 	checks := []struct {
 		name string
@@ -46,16 +52,29 @@ func (l Limits) Validate() error {
 		{"max_source_bytes", l.MaxSourceBytes},
 		{"max_list_size", l.MaxListSize},
 		{"max_job_payload_bytes", l.MaxJobPayloadBytes},
+		{"max_reason_bytes", l.MaxReasonBytes},
 	}
 	for _, c := range checks {
 		if c.v <= 0 {
 			return &Error{Op: "limits.validate", Kind: ErrInvalidPolicy, Field: c.name, Reason: "must_be_positive"}
 		}
 	}
+	if l.MaxReasonBytes > MaxReasonBytes {
+		return &Error{Op: "limits.validate", Kind: ErrInvalidPolicy, Field: "max_reason_bytes", Reason: "too_large"}
+	}
 	return nil
 }
 
 // ContentCheck is what a ContentValidator inspects.
+//
+// Action says what is being checked. For ActionCreate (a write or an
+// extracted candidate) and ActionCorrect every field is set, and Reason is
+// the actor's free-text audit reason ("" when none was given). For the
+// lifecycle actions that carry no content (ActionActivate, ActionReject,
+// ActionForget, ActionErase) only Scope, Origin, Action and Reason are set,
+// and the check is made only when Reason is non-empty: the reason is the
+// one piece of free text such an action stores, so a Host's policy that
+// refuses secrets in content must refuse them in Reason too.
 type ContentCheck struct {
 	Scope    Scope
 	Kind     Kind
@@ -65,12 +84,18 @@ type ContentCheck struct {
 	Sources  []Source
 	// Origin is the actor whose write is being validated.
 	Origin Actor
+	// Action is the write or lifecycle action being validated.
+	Action Action
+	// Reason is the free-text audit reason stored with the action.
+	Reason string
 }
 
-// ContentValidator is the Host's content policy for direct writes and
-// extracted candidates (secret detection, PII rules, allow-lists...). A
-// non-nil error rejects the write; memorykit reports it as ErrInvalidInput
-// with reason "content_rejected" and never prints the validator's message.
+// ContentValidator is the Host's content policy for direct writes,
+// corrections, extracted candidates and the free-text reasons of lifecycle
+// actions (secret detection, PII rules, allow-lists...). A non-nil error
+// rejects the write or action; memorykit reports it as ErrInvalidInput with
+// reason "content_rejected" (field "reason" for a reason-only check) and
+// never prints the validator's message.
 type ContentValidator interface {
 	ValidateContent(ctx context.Context, c ContentCheck) error
 }
@@ -123,7 +148,7 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 	if err := in.Actor.Validate(); err != nil {
 		return NewRecord{}, err
 	}
-	if err := CheckReason(op, in.Reason); err != nil {
+	if err := g.CheckReason(op, in.Reason); err != nil {
 		return NewRecord{}, err
 	}
 	if !in.EffectiveUntil.IsZero() && !in.EffectiveFrom.IsZero() && !in.EffectiveUntil.After(in.EffectiveFrom) {
@@ -148,6 +173,7 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 	if err := g.checkBody(ctx, op, ContentCheck{
 		Scope: in.Scope, Kind: in.Kind, Key: in.Key, Content: in.Content,
 		Metadata: in.Metadata, Sources: in.Sources, Origin: in.Actor,
+		Action: ActionCreate, Reason: in.Reason,
 	}); err != nil {
 		return NewRecord{}, err
 	}
@@ -160,10 +186,43 @@ func (g *WriteGuard) CheckCorrection(ctx context.Context, op string, kind Kind, 
 	if err := CheckTransition(op, c.Transition); err != nil {
 		return err
 	}
+	if err := g.CheckReason(op, c.Reason); err != nil {
+		return err
+	}
 	return g.checkBody(ctx, op, ContentCheck{
 		Scope: c.Scope, Kind: kind, Key: key, Content: c.Content,
 		Metadata: c.Metadata, Sources: c.Sources, Origin: c.Actor,
+		Action: ActionCorrect, Reason: c.Reason,
 	})
+}
+
+// CheckAction validates a lifecycle action that stores no content
+// (activate, reject, forget, erase): the common fields (CheckTransition),
+// the reason against Limits.MaxReasonBytes and, when a reason is given,
+// the Host's ContentValidator on it (a ContentCheck with only Scope,
+// Origin, Action and Reason set). A refused reason is ErrInvalidInput,
+// field "reason", reason "content_rejected". Stores call it before they
+// read or write anything, so a refused action changes nothing.
+func (g *WriteGuard) CheckAction(ctx context.Context, op string, action Action, t Transition) error {
+	if err := CheckTransition(op, t); err != nil {
+		return err
+	}
+	if err := g.CheckReason(op, t.Reason); err != nil {
+		return err
+	}
+	if t.Reason == "" {
+		return nil
+	}
+	return g.validate(ctx, op, "reason", ContentCheck{Scope: t.Scope, Origin: t.Actor, Action: action, Reason: t.Reason})
+}
+
+// CheckReason validates an audit reason as CheckReason does and bounds it
+// by Limits.MaxReasonBytes. It does not call the ContentValidator.
+func (g *WriteGuard) CheckReason(op, reason string) error {
+	if len(reason) > g.limits.MaxReasonBytes {
+		return FieldError(op, "reason", "too_long")
+	}
+	return CheckReason(op, reason)
 }
 
 // CheckKey validates and canonicalises a key.
@@ -254,11 +313,17 @@ func (g *WriteGuard) checkBody(ctx context.Context, op string, c ContentCheck) e
 			return FieldError(op, field+".ref", r)
 		}
 	}
+	return g.validate(ctx, op, "content", c)
+}
+
+// validate runs the Host's ContentValidator; field names the input a
+// refusal is reported on.
+func (g *WriteGuard) validate(ctx context.Context, op, field string, c ContentCheck) error {
 	if err := g.validator.ValidateContent(ctx, c); err != nil {
 		if ctx.Err() != nil {
 			return WrapError(op, ErrUnavailable, "context_done", ctx.Err())
 		}
-		return &Error{Op: op, Kind: ErrInvalidInput, Field: "content", Reason: "content_rejected", Err: err}
+		return &Error{Op: op, Kind: ErrInvalidInput, Field: field, Reason: "content_rejected", Err: err}
 	}
 	return nil
 }
@@ -280,7 +345,9 @@ func CheckTransition(op string, t Transition) error {
 	return CheckReason(op, t.Reason)
 }
 
-// CheckReason validates an audit reason: optional, bounded, clean text.
+// CheckReason validates an audit reason: optional, clean text of at most
+// the package constant MaxReasonBytes. WriteGuard.CheckReason also applies
+// Limits.MaxReasonBytes; stores call that one.
 func CheckReason(op, reason string) error {
 	if len(reason) > MaxReasonBytes {
 		return FieldError(op, "reason", "too_long")

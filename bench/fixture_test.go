@@ -73,7 +73,7 @@ func benchGuard(tb testing.TB) *memorykit.WriteGuard {
 	tb.Helper()
 	g, err := memorykit.NewWriteGuard(memorykit.Limits{
 		Version: 1, MaxKeyBytes: 256, MaxContentBytes: 8192, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 4, MaxSourceBytes: 256, MaxListSize: batchSize, MaxJobPayloadBytes: 16384,
+		MaxSources: 4, MaxSourceBytes: 256, MaxListSize: batchSize, MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
 	}, acceptAll{})
 	if err != nil {
 		tb.Fatal(err)

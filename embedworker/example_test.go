@@ -26,7 +26,7 @@ func ExampleWorker_RunUntilEmpty() {
 	clk := clock.New()
 	guard, err := memorykit.NewWriteGuard(memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 16384,
+		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
 	}, acceptAll{})
 	if err != nil {
 		panic(err)

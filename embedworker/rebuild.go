@@ -60,7 +60,7 @@ func (w *Worker) RunUntilEmpty(ctx context.Context, opts RebuildOptions) (Progre
 		if count {
 			pending, err := w.cfg.Store.PendingEmbeddings(ctx, w.profile)
 			if err != nil {
-				return p, err
+				return p, memorykit.Contain(op, err)
 			}
 			p.Pending = pending
 		}

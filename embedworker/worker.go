@@ -236,9 +236,9 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 			// an unavailable store (back off and try again) rather than
 			// a failure that restarts the actor. A lease granted as the
 			// call was cut short returns to the queue when it expires.
-			return Round{}, memorykit.Recoverable(err)
+			return Round{}, memorykit.Contain("embedworker.lease", memorykit.Recoverable(err))
 		}
-		return Round{}, err
+		return Round{}, memorykit.Contain("embedworker.lease", err)
 	}
 	r := Round{Leased: len(tasks)}
 	if len(tasks) == 0 {

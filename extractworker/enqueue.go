@@ -147,7 +147,7 @@ func (e *Enqueuer) failed(scope memorykit.Scope, jobID string, err error) Enqueu
 		ev = ev.WithScope(scope)
 	}
 	e.cfg.Events.Emit(ev)
-	return EnqueueResult{Status: EnqueueFailed, JobID: jobID, Reason: reason, Err: err}
+	return EnqueueResult{Status: EnqueueFailed, JobID: jobID, Reason: reason, Err: memorykit.Contain("extractworker.enqueue", err)}
 }
 
 func (e *Enqueuer) event(kind memorykit.EventKind, scope memorykit.Scope, jobID string, count int, reason string) memorykit.Event {

@@ -56,7 +56,7 @@ func Example() {
 	log := zap.NewNop()
 	limits := memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 16384,
+		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
 	}
 	guard, err := memorykit.NewWriteGuard(limits, acceptAll{})
 	if err != nil {

@@ -115,7 +115,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (Reaped, error) {
 		out.Embeddings = embs
 		r.report(ReapedEmbeddingLeases, embs)
 	}
-	return out, errors.Join(jerr, eerr)
+	return out, memorykit.Contain("extractworker.reap", errors.Join(jerr, eerr))
 }
 
 func (r *Reaper) report(reason string, n int) {

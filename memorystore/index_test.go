@@ -202,7 +202,7 @@ func randomTestStore(t *testing.T) (*clock.Mock, *Store) {
 	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
 		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
-		MaxJobPayloadBytes: 1000}, allowAll{})
+		MaxJobPayloadBytes: 1000, MaxReasonBytes: 1024}, allowAll{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestVectorScreenIsExactOnNearTies(t *testing.T) {
 	clk := clock.NewMock()
 	guard, _ := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
 		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
-		MaxJobPayloadBytes: 1000}, allowAll{})
+		MaxJobPayloadBytes: 1000, MaxReasonBytes: 1024}, allowAll{})
 	s, _ := New(Config{Clock: clk, Guard: guard})
 	sc := memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p"}
 	r := rand.New(rand.NewPCG(9, 9))

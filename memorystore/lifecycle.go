@@ -301,6 +301,13 @@ func (s *Store) target(op string, t memorykit.Transition, r memorykit.LifecycleR
 }
 
 func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
+	if err := live(ctx, op); err != nil {
+		return memorykit.Record{}, err
+	}
+	// The Host's validator sees the reason before the lock is taken.
+	if err := s.guard.CheckAction(ctx, op, r.Action(), t); err != nil {
+		return memorykit.Record{}, err
+	}
 	e, err := s.begin(ctx, op, t, r)
 	if err != nil {
 		return memorykit.Record{}, err

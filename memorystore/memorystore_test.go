@@ -242,3 +242,9 @@ func TestConcurrentMixedOperations(t *testing.T) {
 		t.Fatalf("job counts %+v sum to %d, want %d", c, total, workers*rounds)
 	}
 }
+
+// TestReasonsGoThroughContentPolicy: every stored reason passes the Host's
+// ContentValidator and Limits.MaxReasonBytes (issue 10, hole 8).
+func TestReasonsGoThroughContentPolicy(t *testing.T) {
+	storetest.RunReasonPolicyConformance(t, harness())
+}

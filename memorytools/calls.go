@@ -142,7 +142,7 @@ func (p *Provider) read(ctx context.Context, raw json.RawMessage) (Result, error
 		return Result{Content: textUnavailable, IsError: true}, nil
 	case err != nil:
 		p.log.Warn("read_memory failed closed", zap.String("reason", memorykit.ReasonCode(err)))
-		return Result{}, err
+		return Result{}, memorykit.Contain("memorytools.read", err)
 	}
 	// Only what recall could show may be read: active, effective, same
 	// Scope. Anything else looks exactly like a missing id.

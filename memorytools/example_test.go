@@ -44,7 +44,7 @@ func Example() {
 	clk.Set(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	guard, _ := memorykit.NewWriteGuard(memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 8192,
+		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 8192, MaxReasonBytes: 1024,
 	}, rejectSecrets{})
 	store, _ := memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
 

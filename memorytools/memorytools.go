@@ -55,13 +55,24 @@ const (
 
 // ErrNotSaved is returned by ValidateOutput for an output that claims a
 // memory was saved after a write failed. Its Error() is exactly
-// NotSavedText, and it matches memorykit.ErrInvalidInput with errors.Is.
+// NotSavedText, it matches memorykit.ErrInvalidInput with errors.Is, and
+// errors.As finds in it a *memorykit.Error with reason
+// "claims_unsaved_write", as in every other memorykit error.
 var ErrNotSaved error = notSavedError{}
 
 type notSavedError struct{}
 
 func (notSavedError) Error() string { return NotSavedText }
 func (notSavedError) Unwrap() error { return memorykit.ErrInvalidInput }
+
+// As gives errors.As the *memorykit.Error form of ErrNotSaved.
+func (notSavedError) As(target any) bool {
+	p, ok := target.(**memorykit.Error)
+	if ok {
+		*p = &memorykit.Error{Op: "memorytools.validate_output", Kind: memorykit.ErrInvalidInput, Reason: "claims_unsaved_write"}
+	}
+	return ok
+}
 
 // Limits bound the tools' arguments and results. Every field must be
 // positive; recall's policy still applies on top (the smaller bound wins).

@@ -13,8 +13,19 @@ import (
 // TestPostgresConformance runs the shared conformance suites on pgstore:
 // every case gets its own schema (and pool), dropped when it ends.
 func TestPostgresConformance(t *testing.T) {
+	storetest.RunAll(t, pgHarness(t))
+}
+
+// TestPostgresReasonsGoThroughContentPolicy: every stored reason passes the
+// Host's ContentValidator and Limits.MaxReasonBytes (issue 10, hole 8).
+func TestPostgresReasonsGoThroughContentPolicy(t *testing.T) {
+	storetest.RunReasonPolicyConformance(t, pgHarness(t))
+}
+
+// pgHarness gives every case its own schema (and pool).
+func pgHarness(t *testing.T) storetest.Harness {
 	dsn := testDSN(t)
-	storetest.RunAll(t, storetest.Harness{
+	return storetest.Harness{
 		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
 			schema := uniqueSchema(t)
 			s, err := Open(context.Background(), dsn, Config{Clock: clk, Guard: guard, Schema: schema, MaxConns: 6})
@@ -32,5 +43,5 @@ func TestPostgresConformance(t *testing.T) {
 			}
 			return d
 		},
-	})
+	}
 }

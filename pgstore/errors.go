@@ -25,7 +25,7 @@ func mapErr(op string, err error) error {
 	}
 	var me *memorykit.Error
 	if errors.As(err, &me) {
-		return me
+		return memorykit.Contain(op, me)
 	}
 	unavailable := func(reason string, retry bool) *memorykit.Error {
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: reason, Err: err, Retry: retry}

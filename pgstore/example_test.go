@@ -29,7 +29,7 @@ func ExampleOpen() {
 	guard, err := memorykit.NewWriteGuard(memorykit.Limits{
 		Version: 1, MaxKeyBytes: 256, MaxContentBytes: 8192, MaxMetadataEntries: 16,
 		MaxMetadataBytes: 2048, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 65536,
+		MaxJobPayloadBytes: 65536, MaxReasonBytes: 1024,
 	}, noSecrets{})
 	if err != nil {
 		fmt.Println(err)

@@ -60,7 +60,7 @@ func testLimits() memorykit.Limits {
 	return memorykit.Limits{
 		Version: 1, MaxKeyBytes: 200, MaxContentBytes: 8000, MaxMetadataEntries: 8,
 		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100,
-		MaxJobPayloadBytes: 16000,
+		MaxJobPayloadBytes: 16000, MaxReasonBytes: 1024,
 	}
 }
 

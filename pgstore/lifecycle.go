@@ -321,7 +321,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := memorykit.CheckTransition(op, t); err != nil {
+	if err := s.guard.CheckAction(ctx, op, r.Action(), t); err != nil {
 		return memorykit.Record{}, err
 	}
 	now := s.now()

@@ -42,7 +42,7 @@ func Example() {
 
 	guard, _ := memorykit.NewWriteGuard(memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 8192,
+		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 8192, MaxReasonBytes: 1024,
 	}, acceptContent{})
 	store, _ := memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
 	scope, _ := memorykit.ProjectScope("acme", "billing-api")

@@ -238,6 +238,8 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 			ch.Degraded, ch.Reason = true, memorykit.ReasonCode(err)
 			e.vectorDegraded(req.Scope, nil, ch.Reason)
 		default:
+			// The Embedder is the Host's: its error may quote the query.
+			err = memorykit.ContainAs("recall.embed", memorykit.ErrUnavailable, "embed_failed", err)
 			e.failed(req.Scope, err)
 			return Result{}, err
 		}
@@ -266,10 +268,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	case memorykit.IsRecoverable(err):
 		return e.degraded(req.Scope, trace, "store_unavailable"), nil
 	default:
-		var me *memorykit.Error
-		if !errors.As(err, &me) {
-			err = memorykit.WrapError(op, memorykit.ErrUnavailable, "store_failed", err)
-		}
+		err = memorykit.ContainAs(op, memorykit.ErrUnavailable, "store_failed", err)
 		e.failed(req.Scope, err)
 		return Result{}, err
 	}
@@ -280,11 +279,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	}
 	if res.VectorErr != nil {
 		if !memorykit.IsRecoverable(res.VectorErr) {
-			err := res.VectorErr
-			var me *memorykit.Error
-			if !errors.As(err, &me) {
-				err = memorykit.WrapError(op, memorykit.ErrIntegrity, "vector_failed", err)
-			}
+			err := memorykit.ContainAs(op, memorykit.ErrIntegrity, "vector_failed", res.VectorErr)
 			e.failed(req.Scope, err)
 			return Result{}, err
 		}

@@ -85,7 +85,8 @@ func (r *Reviewer) List(ctx context.Context, p memorykit.Principal, scope memory
 	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
 		return nil, err
 	}
-	return r.store.List(ctx, memorykit.ListFilter{Scope: scope, Statuses: statuses, Limit: page.Limit, AfterID: page.AfterID})
+	recs, err := r.store.List(ctx, memorykit.ListFilter{Scope: scope, Statuses: statuses, Limit: page.Limit, AfterID: page.AfterID})
+	return recs, memorykit.Contain("reviewer.list", err)
 }
 
 // Get returns one record of any status, for review.
@@ -93,7 +94,8 @@ func (r *Reviewer) Get(ctx context.Context, p memorykit.Principal, scope memoryk
 	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
 		return memorykit.Record{}, err
 	}
-	return r.store.Get(ctx, scope, id)
+	rec, err := r.store.Get(ctx, scope, id)
+	return rec, memorykit.Contain("reviewer.get", err)
 }
 
 // History returns a record's audit trail, oldest first.
@@ -101,7 +103,8 @@ func (r *Reviewer) History(ctx context.Context, p memorykit.Principal, scope mem
 	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
 		return nil, err
 	}
-	return r.store.Revisions(ctx, scope, id)
+	revs, err := r.store.Revisions(ctx, scope, id)
+	return revs, memorykit.Contain("reviewer.history", err)
 }
 
 // Activate turns a candidate active, superseding the active record with the
@@ -140,7 +143,7 @@ func (r *Reviewer) Correct(ctx context.Context, p memorykit.Principal, scope mem
 		Metadata:   c.Metadata,
 	})
 	r.emit(scope, p, memorykit.ActionCorrect, c.ID, err)
-	return rec, err
+	return rec, memorykit.Contain("reviewer.correct", err)
 }
 
 func (r *Reviewer) transition(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision,
@@ -152,7 +155,7 @@ func (r *Reviewer) transition(ctx context.Context, p memorykit.Principal, scope 
 	}
 	rec, err := do(ctx, r.toTransition(p, scope, d))
 	r.emit(scope, p, action, d.ID, err)
-	return rec, err
+	return rec, memorykit.Contain("reviewer."+string(action), err)
 }
 
 func (r *Reviewer) toTransition(p memorykit.Principal, scope memorykit.Scope, d Decision) memorykit.Transition {

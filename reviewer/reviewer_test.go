@@ -230,3 +230,49 @@ func TestEraseNeedsErasePermission(t *testing.T) {
 		t.Fatalf("record changed: %+v", got)
 	}
 }
+
+// TestReasonsGoThroughContentPolicy: a review action whose free-text
+// reason the Host's ContentValidator refuses is a typed ErrInvalidInput,
+// carries no content, and changes nothing (issue 10, hole 8).
+func TestReasonsGoThroughContentPolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	cand := b.create(t, memorykit.StatusCandidate, "db", "use PostgreSQL")
+	act := b.create(t, memorykit.StatusActive, "cache", "use Redis")
+	gone := b.create(t, memorykit.StatusActive, "queue", "use NATS")
+	if _, err := b.r.Forget(ctx, b.rita, b.scope, reviewer.Decision{ID: gone.ID}); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "password=hunter2 " + testkit.RejectMarker
+	for name, do := range map[string]func() (memorykit.Record, error){
+		"activate": func() (memorykit.Record, error) {
+			return b.r.Activate(ctx, b.rita, b.scope, reviewer.Decision{ID: cand.ID, Reason: secret})
+		},
+		"reject": func() (memorykit.Record, error) {
+			return b.r.Reject(ctx, b.rita, b.scope, reviewer.Decision{ID: cand.ID, Reason: secret})
+		},
+		"forget": func() (memorykit.Record, error) {
+			return b.r.Forget(ctx, b.rita, b.scope, reviewer.Decision{ID: act.ID, Reason: secret})
+		},
+		"erase": func() (memorykit.Record, error) {
+			return b.r.Erase(ctx, b.rita, b.scope, reviewer.Decision{ID: gone.ID, Reason: secret})
+		},
+		"correct": func() (memorykit.Record, error) {
+			return b.r.Correct(ctx, b.rita, b.scope, reviewer.CorrectionInput{Decision: reviewer.Decision{ID: act.ID, Reason: secret}, Content: "use Valkey"})
+		},
+	} {
+		before := b.store.Dump()
+		_, err := do()
+		var me *memorykit.Error
+		if !errors.As(err, &me) || !errors.Is(err, memorykit.ErrInvalidInput) || me.Reason != "content_rejected" {
+			t.Fatalf("%s with a refused reason: %v, want ErrInvalidInput content_rejected", name, err)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("%s: error %q repeats the reason", name, err)
+		}
+		if after := b.store.Dump(); after != before {
+			t.Fatalf("%s with a refused reason changed the store", name)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func newRuntime(clk clock.Clock, extractor memorykit.Extractor) (*mkruntime.Runt
 	limits := memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
 		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 64 << 10,
+		MaxJobPayloadBytes: 64 << 10, MaxReasonBytes: 1024,
 	}
 	guard, err := memorykit.NewWriteGuard(limits, noSecrets{})
 	if err != nil {

@@ -122,7 +122,7 @@ func Limits() memorykit.Limits {
 		MaxSources:         3,
 		MaxSourceBytes:     160,
 		MaxListSize:        20,
-		MaxJobPayloadBytes: 4096,
+		MaxJobPayloadBytes: 4096, MaxReasonBytes: 512,
 	}
 }
 
@@ -141,8 +141,8 @@ const RejectMarker = "REJECT-THIS-MEMORY"
 var errMarker = errors.New("storetest: content carries the reject marker")
 
 // MarkerValidator is a TEST DOUBLE ContentValidator that rejects any write
-// whose key, content, metadata (keys or values) or source (kinds or refs)
-// contains Marker, ignoring case (keys reach validators canonicalised, that
+// whose key, content, reason, metadata (keys or values) or source (kinds or
+// refs) contains Marker, ignoring case (keys reach validators canonicalised, that
 // is lower-cased), and accepts everything else.
 type MarkerValidator struct {
 	Marker string
@@ -153,7 +153,7 @@ func (v MarkerValidator) ValidateContent(_ context.Context, c memorykit.ContentC
 	if v.Marker == "" {
 		return errors.New("storetest: MarkerValidator has no marker")
 	}
-	texts := []string{c.Key, c.Content}
+	texts := []string{c.Key, c.Content, c.Reason}
 	for k, val := range c.Metadata {
 		texts = append(texts, k, val)
 	}

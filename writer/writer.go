@@ -206,11 +206,7 @@ func (w *Writer) fail(op string, scope memorykit.Scope, p memorykit.Principal, e
 		Actor:  actorLabel(p.Actor),
 		Reason: memorykit.ReasonCode(err),
 	}.WithScope(safeScope(scope)))
-	var e *memorykit.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	return memorykit.WrapError(op, memorykit.ErrUnavailable, memorykit.ReasonCode(err), err)
+	return memorykit.Contain(op, err)
 }
 
 func (w *Writer) emit(kind memorykit.EventKind, scope memorykit.Scope, p memorykit.Principal, id, reason string) {

@@ -377,3 +377,34 @@ func TestOwnUntouched(t *testing.T) {
 		}
 	}
 }
+
+// TestReasonsGoThroughContentPolicy: a write whose free-text reason the
+// Host's ContentValidator refuses is a typed ErrInvalidInput, carries no
+// content, and stores nothing, on every write path (issue 10, hole 8).
+func TestReasonsGoThroughContentPolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	proj := testkit.Principal("acme", memorykit.ActorProjection, "settings")
+	b.az.Grant("settings", b.scope, memorykit.PermWrite)
+	in := fact("deploy region", "eu-west-1")
+	in.Reason = "password=hunter2 " + testkit.RejectMarker
+	for name, write := range map[string]func() (writer.Result, error){
+		"explicit":   func() (writer.Result, error) { return b.w.WriteExplicit(ctx, b.user, b.scope, in) },
+		"projection": func() (writer.Result, error) { return b.w.WriteProjection(ctx, proj, b.scope, in) },
+		"model":      func() (writer.Result, error) { return b.w.WriteModel(ctx, b.model, b.scope, in) },
+	} {
+		before := b.store.Dump()
+		_, err := write()
+		var me *memorykit.Error
+		if !errors.As(err, &me) || !errors.Is(err, memorykit.ErrInvalidInput) || me.Reason != "content_rejected" {
+			t.Fatalf("%s write with a refused reason: %v, want ErrInvalidInput content_rejected", name, err)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("%s: error %q repeats the reason", name, err)
+		}
+		if after := b.store.Dump(); after != before {
+			t.Fatalf("%s write with a refused reason changed the store", name)
+		}
+	}
+}

@@ -183,7 +183,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			c.groupUsage(stderr, group)
 			return exitUsage
 		}
-		fmt.Fprintf(stderr, "memorykit: unknown command %q; run 'memorykit --help'\n", args[0])
+		// The unknown word is not echoed: it may be a value typed in the
+		// wrong place (a reason, a DSN).
+		fmt.Fprintf(stderr, "memorykit: unknown command; run 'memorykit --help'\n")
 		return exitUsage
 	}
 
@@ -207,11 +209,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			c.commandUsage(stdout, cmd, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "memorykit %s: %v\nrun 'memorykit %s --help'\n", cmd.name, err, cmd.name)
+		fmt.Fprintf(stderr, "memorykit %s: %s\nrun 'memorykit %s --help'\n", cmd.name, flagProblem(fs, err), cmd.name)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "memorykit %s: unexpected argument %q\nrun 'memorykit %s --help'\n", cmd.name, fs.Arg(0), cmd.name)
+		fmt.Fprintf(stderr, "memorykit %s: unexpected argument (every value needs its --flag)\nrun 'memorykit %s --help'\n", cmd.name, cmd.name)
 		return exitUsage
 	}
 	if o.dsn == "" {
@@ -227,6 +229,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err == nil {
 		return exitOK
 	}
+	// Every error here is a content-free *memorykit.Error or one of the
+	// CLI's own fixed texts.
 	fmt.Fprintf(stderr, "memorykit %s: %v\n", cmd.name, err)
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -234,6 +238,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitUsage
 	}
 	return exitError
+}
+
+// flagProblem describes a flag parsing error without quoting what was
+// typed: the flag package's messages repeat unknown flag names and invalid
+// values, either of which may be a secret typed in the wrong place. Only a
+// flag that fs defines is named.
+func flagProblem(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	defined := func(marker string) string {
+		i := strings.Index(msg, marker)
+		if i < 0 {
+			return ""
+		}
+		name := msg[i+len(marker):]
+		if j := strings.IndexAny(name, ": "); j >= 0 {
+			name = name[:j]
+		}
+		if fs.Lookup(name) == nil {
+			return ""
+		}
+		return name
+	}
+	switch {
+	case strings.HasPrefix(msg, "flag needs an argument"):
+		if name := defined("-"); name != "" {
+			return "--" + name + " needs a value"
+		}
+		return "a flag needs a value"
+	case strings.HasPrefix(msg, "invalid value"), strings.HasPrefix(msg, "invalid boolean value"):
+		name := defined(" for flag -")
+		if name == "" {
+			name = defined(" for -")
+		}
+		if name != "" {
+			return "--" + name + " has an invalid value"
+		}
+		return "a flag has an invalid value"
+	default:
+		return "unknown flag or bad flag syntax"
+	}
 }
 
 // checkCommon validates the DSN presence and, for scoped commands, the

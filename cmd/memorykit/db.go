@@ -24,18 +24,25 @@ func cliLimits() memorykit.Limits {
 	return memorykit.Limits{
 		Version: 1, MaxKeyBytes: 256, MaxContentBytes: 16 << 10, MaxMetadataEntries: 16,
 		MaxMetadataBytes: 4096, MaxSources: 16, MaxSourceBytes: 1024, MaxListSize: 500,
-		MaxJobPayloadBytes: 64 << 10,
+		MaxJobPayloadBytes: 64 << 10, MaxReasonBytes: 1024,
 	}
 }
 
 // noContentWrites is the CLI's ContentValidator: the CLI never writes
-// content, so any attempt is refused.
+// content, so any attempt is refused. The operator's own --reason on a
+// lifecycle action (the only text the CLI stores) is accepted.
 type noContentWrites struct{}
 
 var errNoContentWrites = errors.New("the CLI writes no content")
 
 // ValidateContent implements memorykit.ContentValidator.
-func (noContentWrites) ValidateContent(context.Context, memorykit.ContentCheck) error {
+func (noContentWrites) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
+	switch c.Action {
+	case memorykit.ActionActivate, memorykit.ActionReject, memorykit.ActionForget, memorykit.ActionErase:
+		if c.Content == "" && c.Key == "" {
+			return nil
+		}
+	}
 	return errNoContentWrites
 }
 

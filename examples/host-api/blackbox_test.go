@@ -577,6 +577,19 @@ func testFailedWrites(t *testing.T, e *env) {
 		}
 	}
 
+	// A credential in a free-text reason is refused like one in content
+	// (issue 10, hole 8), on writes and on lifecycle actions.
+	for _, c := range []struct{ path, body string }{
+		{apollo + "/memories", `{"kind":"note","key":"db host","content":"db.internal","reason":"password=hunter2"}`},
+		{apollo + "/memories/" + id + "/correct", `{"content":"The API runs in eu-west-2.","reason":"api_key: hunter2"}`},
+		{apollo + "/memories/" + id + "/forget", `{"reason":"password=hunter2"}`},
+	} {
+		r := e.do(aliceToken, "POST", c.path, c.body)
+		if r.status != http.StatusUnprocessableEntity || strings.Contains(r.raw, "hunter2") {
+			t.Errorf("%s %.50s: status %d body %s, want 422 without the reason", c.path, c.body, r.status, r.raw)
+		}
+	}
+
 	// Through the model: the tool says 项目记忆未保存, the flag is set, and
 	// the scripted model's claim of success is replaced by the same text.
 	for _, msg := range []string{"remember note db login: password=hunter2", "remember gossip k: a kind that does not exist"} {

@@ -10,7 +10,8 @@ import (
 
 // secretPolicy is the Host's content policy (memorykit.ContentValidator):
 // memory must never hold credentials. It looks for the shapes of common
-// secrets in content, metadata values and source references. A real Host
+// secrets in keys, content, metadata values, source references and the
+// free-text reasons of writes and lifecycle actions. A real Host
 // would add its own rules (PII, customer data, allow-lists).
 //
 // Its errors say only which rule matched; memorykit reports every
@@ -29,7 +30,7 @@ var errLooksLikeSecret = errors.New("looks like a credential")
 
 // ValidateContent implements memorykit.ContentValidator.
 func (secretPolicy) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
-	texts := []string{c.Key, c.Content}
+	texts := []string{c.Key, c.Content, c.Reason}
 	for _, v := range c.Metadata {
 		texts = append(texts, v)
 	}

@@ -41,7 +41,7 @@ func hostLimits() memorykit.Limits {
 		MaxSources:         8,
 		MaxSourceBytes:     512,
 		MaxListSize:        100,
-		MaxJobPayloadBytes: 32 << 10,
+		MaxJobPayloadBytes: 32 << 10, MaxReasonBytes: 1024,
 	}
 }
 

@@ -34,7 +34,7 @@ func Limits() memorykit.Limits {
 	return memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
 		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 16384,
+		MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
 	}
 }
 
@@ -48,13 +48,13 @@ func Policy() memorykit.RecallPolicy {
 	}
 }
 
-// Validator rejects content containing Marker; an empty Marker accepts all.
+// Validator rejects content or a reason containing Marker; an empty Marker accepts all.
 // It is a test double, not a content policy.
 type Validator struct{ Marker string }
 
 // ValidateContent implements memorykit.ContentValidator.
 func (v Validator) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
-	if v.Marker != "" && strings.Contains(c.Content, v.Marker) {
+	if v.Marker != "" && (strings.Contains(c.Content, v.Marker) || strings.Contains(c.Reason, v.Marker)) {
 		return errors.New("content rejected by test validator")
 	}
 	return nil
