@@ -24,7 +24,10 @@
 // [NotSavedText] as an error result and sets the Provider's failure flag,
 // which no later success clears. [Provider.ValidateOutput] then rejects a
 // model output that claims a memory was saved, with an error whose text is
-// exactly NotSavedText, so the Host can refuse to persist it.
+// exactly NotSavedText, so the Host can refuse to persist it. What counts
+// as a claim is a [ClaimDetector]'s call: the built-in
+// [DefaultClaimDetector] reads English, Chinese and Japanese, and a Host
+// may plug in its own through Config.Claims.
 package memorytools
 
 import (
@@ -134,6 +137,9 @@ type Config struct {
 	WriteIntent bool
 	// Limits bound arguments and results.
 	Limits Limits
+	// Claims decides, after a failed write, whether a model output claims
+	// a memory was saved. Optional: nil means DefaultClaimDetector().
+	Claims ClaimDetector
 	// Events receives content-free events; Clock reads "now" for the
 	// effective window; Logger receives content-free diagnostics. All
 	// required.
@@ -222,6 +228,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if !cfg.WriteIntent {
 		cfg.Writer = nil // never reachable without intent
+	}
+	if cfg.Claims == nil {
+		cfg.Claims = DefaultClaimDetector()
 	}
 	return &Provider{cfg: cfg, log: cfg.Logger.Named("memorytools")}, nil
 }
@@ -317,15 +326,27 @@ func (p *Provider) Call(ctx context.Context, name string, args json.RawMessage) 
 func (p *Provider) Failed() bool { return p.failed.Load() }
 
 // ValidateOutput is the output validator the Host composes before it
-// persists a model output. After a failed write it rejects an output that
-// claims a memory was saved with ErrNotSaved (text exactly NotSavedText);
-// otherwise it returns nil. See claimsSaved in claims.go for the heuristic
-// and its limits.
+// persists a model output. After a failed write it rejects, with
+// ErrNotSaved (text exactly NotSavedText), every output the ClaimDetector
+// (Config.Claims, by default DefaultClaimDetector) reads as a claim that
+// memory was saved; a detector that panics counts as a claim. Before any
+// failed write, or for an output that is no such claim, it returns nil.
 func (p *Provider) ValidateOutput(text string) error {
-	if p.failed.Load() && claimsSaved(text) {
+	if p.failed.Load() && p.claims(text) {
 		return ErrNotSaved
 	}
 	return nil
+}
+
+// claims runs the detector, failing safe on a panic.
+func (p *Provider) claims(text string) (claim bool) {
+	defer func() {
+		if recover() != nil {
+			p.log.Warn("claim detector panicked; output treated as a claim")
+			claim = true
+		}
+	}()
+	return p.cfg.Claims.ClaimsMemoryWrite(text)
 }
 
 func (p *Provider) badArgs(err error) Result {

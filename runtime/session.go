@@ -72,7 +72,7 @@ func (r *Runtime) Session(ctx context.Context, req Request) (*Session, error) {
 	model := memorykit.Principal{TenantID: req.Caller.TenantID, Actor: memorykit.Actor{Kind: memorykit.ActorModel, ID: req.ModelID}}
 	tools, err := memorytools.New(memorytools.Config{
 		Engine: r.engine, Records: r.records, Authorizer: r.cfg.Authorizer, Writer: r.writer,
-		Principal: model, Caller: req.Caller, Scope: req.Scope, WriteIntent: req.WriteIntent, Limits: r.cfg.Tools,
+		Principal: model, Caller: req.Caller, Scope: req.Scope, WriteIntent: req.WriteIntent, Limits: r.cfg.Tools, Claims: r.cfg.Claims,
 		Events: r.cfg.Events, Clock: r.cfg.Clock, Logger: r.cfg.Logger.Named("tools"),
 	})
 	if err != nil {
@@ -110,8 +110,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 func (s *Session) WriteFailed() bool { return s.tools.Failed() }
 
 // ValidateOutput must run on the model's final output before the Host
-// persists it: after a failed write, an output claiming the memory was saved
-// is rejected with the fixed error 项目记忆未保存.
+// persists it: after a failed write, an output that Config.Claims (by
+// default memorytools.DefaultClaimDetector) reads as claiming the memory was
+// saved is rejected with the fixed error 项目记忆未保存.
 func (s *Session) ValidateOutput(text string) error { return s.tools.ValidateOutput(text) }
 
 // Remember is the trusted explicit write of the Session's caller (a user
