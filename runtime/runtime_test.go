@@ -141,10 +141,11 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 	if _, err := mkruntime.New(cfg); err != nil {
 		t.Fatalf("full config: %v", err)
 	}
-	// Zero each top-level field in turn; Hooks alone is optional.
+	// Zero each top-level field in turn; Hooks and Claims (nil means the
+	// built-in detector) are optional.
 	v := reflect.ValueOf(cfg)
 	for i := 0; i < v.NumField(); i++ {
-		if v.Type().Field(i).Name == "Hooks" {
+		if name := v.Type().Field(i).Name; name == "Hooks" || name == "Claims" {
 			continue
 		}
 		c := cfg
