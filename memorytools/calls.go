@@ -84,6 +84,10 @@ func (p *Provider) search(ctx context.Context, raw json.RawMessage) (Result, err
 		}
 		n = *a.MaxResults
 	}
+	if err := p.authorizeCaller(ctx, memorykit.PermRead); err != nil {
+		p.log.Warn("search_memory failed closed", zap.String("reason", memorykit.ReasonCode(err)))
+		return Result{}, err
+	}
 	// The frame with "false" is the longer one, so reserving its cost
 	// covers both.
 	head, tail := searchFrame(false)
@@ -123,6 +127,10 @@ func (p *Provider) read(ctx context.Context, raw json.RawMessage) (Result, error
 	var a readArgs
 	if err := decodeArgs(raw, p.cfg.Limits.MaxArgBytes, []string{"id"}, []string{"id"}, &a); err != nil {
 		return p.badArgs(err), nil
+	}
+	if err := p.authorizeCaller(ctx, memorykit.PermRead); err != nil {
+		p.log.Warn("read_memory failed closed", zap.String("reason", memorykit.ReasonCode(err)))
+		return Result{}, err
 	}
 	if err := memorykit.Authorize(ctx, p.cfg.Authorizer, p.cfg.Principal, memorykit.PermRead, p.cfg.Scope); err != nil {
 		p.log.Warn("read_memory failed closed", zap.String("reason", memorykit.ReasonCode(err)))
@@ -182,30 +190,42 @@ type rememberArgs struct {
 	Content string `json:"content"`
 }
 
-func (p *Provider) remember(ctx context.Context, raw json.RawMessage) Result {
+// authorizeCaller checks perm for the caller on whose behalf the model
+// acts: the model's own grants never stand in for the caller's.
+func (p *Provider) authorizeCaller(ctx context.Context, perm memorykit.Permission) error {
+	return memorykit.Authorize(ctx, p.cfg.Authorizer, p.cfg.Caller, perm, p.cfg.Scope)
+}
+
+func (p *Provider) remember(ctx context.Context, raw json.RawMessage) (Result, error) {
+	// The caller's write intent first: a caller who may not write cannot
+	// write through the model. The writer then checks the model's grant.
+	if err := p.authorizeCaller(ctx, memorykit.PermWrite); err != nil {
+		p.notSaved("caller_forbidden")
+		return Result{}, err
+	}
 	var a rememberArgs
 	if err := decodeArgs(raw, p.cfg.Limits.MaxArgBytes, []string{"kind", "key", "content"}, []string{"kind", "key", "content"}, &a); err != nil {
-		return p.notSaved("arguments_" + err.Error())
+		return p.notSaved("arguments_" + err.Error()), nil
 	}
 	kind := memorykit.Kind(a.Kind)
 	if !kind.Valid() {
-		return p.notSaved("arguments_bad_kind")
+		return p.notSaved("arguments_bad_kind"), nil
 	}
 	res, err := p.cfg.Writer.WriteModel(ctx, p.cfg.Principal, p.cfg.Scope, writer.Input{Kind: kind, Key: a.Key, Content: a.Content})
 	if err != nil {
 		// The writer has emitted its own content-free write.failed event.
 		p.failed.Store(true)
 		p.log.Info("remember_project_memory failed", zap.String("reason", memorykit.ReasonCode(err)))
-		return Result{Content: NotSavedText, IsError: true}
+		return Result{Content: NotSavedText, IsError: true}, nil
 	}
 	if res.Outcome == writer.OutcomeCandidate {
 		return Result{Content: marshal(map[string]string{
 			"status": "pending_review",
 			"id":     res.Record.ID,
 			"note":   "A memory with this kind and key already exists and stays in effect; yours waits for a reviewer.",
-		})}
+		})}, nil
 	}
-	return Result{Content: marshal(map[string]string{"status": "saved", "id": res.Record.ID})}
+	return Result{Content: marshal(map[string]string{"status": "saved", "id": res.Record.ID})}, nil
 }
 
 // notSaved fails a write before it reached the writer: it sets the flag,

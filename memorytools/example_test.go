@@ -48,11 +48,15 @@ func Example() {
 	}, rejectSecrets{})
 	store, _ := memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
 
-	// From the Host's trusted metadata: tenant, project route, the model's
-	// actor, and whether this request carries write intent.
+	// From the Host's trusted metadata: tenant, project route, the
+	// authenticated caller, the model's actor, and whether this request
+	// carries write intent.
 	scope, _ := memorykit.ProjectScope("acme", "billing-api")
+	caller := memorykit.Principal{TenantID: "acme", Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "dana"}}
 	model := memorykit.Principal{TenantID: "acme", Actor: memorykit.Actor{Kind: memorykit.ActorModel, ID: "assistant-1"}}
 	acl := projectACL{
+		"dana|" + scope.String() + "|read":               true,
+		"dana|" + scope.String() + "|write":              true,
 		"assistant-1|" + scope.String() + "|read":        true,
 		"assistant-1|" + scope.String() + "|model_write": true,
 	}
@@ -71,7 +75,7 @@ func Example() {
 
 	tools, err := memorytools.New(memorytools.Config{
 		Engine: engine, Records: store, Authorizer: acl, Writer: wr,
-		Principal: model, Scope: scope, WriteIntent: true,
+		Principal: model, Caller: caller, Scope: scope, WriteIntent: true,
 		Limits: memorytools.Limits{MaxResults: 3, MaxResultTokens: 400, MaxEntryRunes: 300, MaxArgBytes: 4096},
 		Events: memorykit.DiscardEvents{}, Clock: clk, Logger: zap.NewNop(),
 	})

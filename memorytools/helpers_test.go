@@ -35,6 +35,7 @@ type bundle struct {
 	logger *zap.Logger
 	scope  memorykit.Scope
 	model  memorykit.Principal
+	caller memorykit.Principal
 	eng    *recall.Engine
 	wr     *writer.Writer
 	ctx    context.Context
@@ -53,11 +54,13 @@ func setup(t *testing.T, be recalltest.Backend, opts ...option) *bundle {
 	b := &bundle{
 		clk: clk, store: be.New(t, clk), emb: embedder.NewLocal(), az: testkit.NewAuthorizer(),
 		sink: &testkit.Sink{}, logs: logs, logger: zap.New(core),
-		scope: testkit.Scope(t, "tenant-a", "project-1"),
-		model: testkit.Principal("tenant-a", memorykit.ActorModel, "model-1"),
-		ctx:   context.Background(),
+		scope:  testkit.Scope(t, "tenant-a", "project-1"),
+		model:  testkit.Principal("tenant-a", memorykit.ActorModel, "model-1"),
+		caller: testkit.Principal("tenant-a", memorykit.ActorUser, "user-1"),
+		ctx:    context.Background(),
 	}
 	b.az.Grant("model-1", b.scope, memorykit.PermRead, memorykit.PermModelWrite)
+	b.az.Grant("user-1", b.scope, memorykit.PermRead, memorykit.PermWrite)
 	cfg := recall.Config{
 		Store: b.store, Embedder: b.emb, Authorizer: b.az, Policy: testkit.Policy(),
 		Clock: clk, Events: b.sink, Logger: b.logger,
@@ -82,7 +85,7 @@ func limits() memorytools.Limits {
 func (b *bundle) config(intent bool) memorytools.Config {
 	return memorytools.Config{
 		Engine: b.eng, Records: b.store, Authorizer: b.az, Writer: b.wr,
-		Principal: b.model, Scope: b.scope, WriteIntent: intent, Limits: limits(),
+		Principal: b.model, Caller: b.caller, Scope: b.scope, WriteIntent: intent, Limits: limits(),
 		Events: b.sink, Clock: b.clk, Logger: b.logger,
 	}
 }

@@ -3,8 +3,15 @@
 // grants explicit write intent, remember_project_memory.
 //
 // A Provider is built per request from what the Host knows to be true: the
-// authenticated principal (for the model, its actor ID), the Scope from the
-// trusted project route, and whether the request carries write intent.
+// authenticated caller (the user or trusted tool on whose behalf the turn
+// runs), the model's principal, the Scope from the trusted project route,
+// and whether the request carries write intent.
+//
+// The tools never act on the model's grants alone, so a model cannot become
+// a confused deputy for a caller without rights on the Scope: search_memory
+// and read_memory need PermRead for both the caller and the model, and
+// remember_project_memory needs the caller's PermWrite and the model's
+// PermModelWrite. Either denial fails closed with ErrForbidden.
 // None of that comes from the model: the tools' JSON schemas hold no Scope,
 // tenant, subject or permission field, and an argument object with any
 // field the schema does not list is refused.
@@ -17,7 +24,10 @@
 // [NotSavedText] as an error result and sets the Provider's failure flag,
 // which no later success clears. [Provider.ValidateOutput] then rejects a
 // model output that claims a memory was saved, with an error whose text is
-// exactly NotSavedText, so the Host can refuse to persist it.
+// exactly NotSavedText, so the Host can refuse to persist it. What counts
+// as a claim is a [ClaimDetector]'s call: the built-in
+// [DefaultClaimDetector] reads English, Chinese and Japanese, and a Host
+// may plug in its own through Config.Claims.
 package memorytools
 
 import (
@@ -124,9 +134,13 @@ type Config struct {
 	Authorizer memorykit.Authorizer
 	// Writer runs remember_project_memory. Required with WriteIntent.
 	Writer *writer.Writer
-	// Principal is who the tools act for; with WriteIntent its actor must
-	// be the model (ActorModel).
+	// Principal is the model the tools act as; with WriteIntent its actor
+	// must be the model (ActorModel).
 	Principal memorykit.Principal
+	// Caller is the authenticated user or trusted tool on whose behalf the
+	// turn runs. Required, never a model, same tenant as the Scope. Every
+	// call authorizes it as well as Principal.
+	Caller memorykit.Principal
 	// Scope is the one Scope every call works in.
 	Scope memorykit.Scope
 	// WriteIntent registers remember_project_memory. Only trusted Host
@@ -134,6 +148,9 @@ type Config struct {
 	WriteIntent bool
 	// Limits bound arguments and results.
 	Limits Limits
+	// Claims decides, after a failed write, whether a model output claims
+	// a memory was saved. Optional: nil means DefaultClaimDetector().
+	Claims ClaimDetector
 	// Events receives content-free events; Clock reads "now" for the
 	// effective window; Logger receives content-free diagnostics. All
 	// required.
@@ -169,7 +186,8 @@ type Provider struct {
 }
 
 // New validates cfg and returns a Provider. Any missing part, an invalid
-// Scope or principal, a tenant mismatch between them, non-positive limits,
+// Scope, principal or caller, a tenant mismatch between them, a caller that
+// is a model, non-positive limits,
 // or write intent without a writer or for a non-model actor is an error.
 func New(cfg Config) (*Provider, error) {
 	const op = "memorytools.new"
@@ -201,6 +219,18 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Principal.TenantID != cfg.Scope.TenantID {
 		return nil, memorykit.ConfigError(op, "principal", "tenant_mismatch")
 	}
+	if cfg.Caller == (memorykit.Principal{}) {
+		return nil, missing("caller")
+	}
+	if err := cfg.Caller.Validate(); err != nil {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "caller", Reason: "invalid", Err: err}
+	}
+	if cfg.Caller.TenantID != cfg.Scope.TenantID {
+		return nil, memorykit.ConfigError(op, "caller", "tenant_mismatch")
+	}
+	if cfg.Caller.Actor.Kind == memorykit.ActorModel {
+		return nil, memorykit.ConfigError(op, "caller", "actor_is_model")
+	}
 	if cfg.WriteIntent && cfg.Principal.Actor.Kind != memorykit.ActorModel {
 		return nil, memorykit.ConfigError(op, "principal", "actor_not_model")
 	}
@@ -209,6 +239,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if !cfg.WriteIntent {
 		cfg.Writer = nil // never reachable without intent
+	}
+	if cfg.Claims == nil {
+		cfg.Claims = DefaultClaimDetector()
 	}
 	return &Provider{cfg: cfg, log: cfg.Logger.Named("memorytools")}, nil
 }
@@ -280,7 +313,9 @@ func schema(props map[string]any, required ...string) json.RawMessage {
 // missing memory, unavailable recall, a failed write) come back as an
 // error Result with a nil error. search_memory and read_memory return a
 // typed error, and no Result, when they must fail closed (authorization,
-// Scope, store integrity).
+// Scope, store integrity). remember_project_memory returns ErrForbidden,
+// and no Result, when the caller may not write; it also sets the failure
+// flag, as for any write that did not happen.
 func (p *Provider) Call(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	switch name {
 	case SearchMemory:
@@ -292,7 +327,7 @@ func (p *Provider) Call(ctx context.Context, name string, args json.RawMessage) 
 			// Not registered: refuse, and treat it as the failed write it is.
 			return p.notSaved("no_write_intent"), nil
 		}
-		return p.remember(ctx, args), nil
+		return p.remember(ctx, args)
 	}
 	return Result{Content: textUnknownTool, IsError: true}, nil
 }
@@ -302,15 +337,27 @@ func (p *Provider) Call(ctx context.Context, name string, args json.RawMessage) 
 func (p *Provider) Failed() bool { return p.failed.Load() }
 
 // ValidateOutput is the output validator the Host composes before it
-// persists a model output. After a failed write it rejects an output that
-// claims a memory was saved with ErrNotSaved (text exactly NotSavedText);
-// otherwise it returns nil. See claimsSaved in claims.go for the heuristic
-// and its limits.
+// persists a model output. After a failed write it rejects, with
+// ErrNotSaved (text exactly NotSavedText), every output the ClaimDetector
+// (Config.Claims, by default DefaultClaimDetector) reads as a claim that
+// memory was saved; a detector that panics counts as a claim. Before any
+// failed write, or for an output that is no such claim, it returns nil.
 func (p *Provider) ValidateOutput(text string) error {
-	if p.failed.Load() && claimsSaved(text) {
+	if p.failed.Load() && p.claims(text) {
 		return ErrNotSaved
 	}
 	return nil
+}
+
+// claims runs the detector, failing safe on a panic.
+func (p *Provider) claims(text string) (claim bool) {
+	defer func() {
+		if recover() != nil {
+			p.log.Warn("claim detector panicked; output treated as a claim")
+			claim = true
+		}
+	}()
+	return p.cfg.Claims.ClaimsMemoryWrite(text)
 }
 
 func (p *Provider) badArgs(err error) Result {

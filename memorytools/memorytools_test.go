@@ -42,6 +42,10 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 		{"user scope", func(c *memorytools.Config) { c.Scope.SubjectType = memorykit.SubjectUser }, memorykit.ErrInvalidScope},
 		{"invalid principal", func(c *memorytools.Config) { c.Principal = memorykit.Principal{} }, memorykit.ErrInvalidConfig},
 		{"tenant mismatch", func(c *memorytools.Config) { c.Principal.TenantID = "tenant-b" }, memorykit.ErrInvalidConfig},
+		{"no caller", func(c *memorytools.Config) { c.Caller = memorykit.Principal{} }, memorykit.ErrInvalidConfig},
+		{"invalid caller", func(c *memorytools.Config) { c.Caller.Actor.ID = "" }, memorykit.ErrInvalidConfig},
+		{"caller tenant mismatch", func(c *memorytools.Config) { c.Caller.TenantID = "tenant-b" }, memorykit.ErrInvalidConfig},
+		{"model as caller", func(c *memorytools.Config) { c.Caller = c.Principal }, memorykit.ErrInvalidConfig},
 		{"zero limits", func(c *memorytools.Config) { c.Limits = memorytools.Limits{} }, memorykit.ErrInvalidPolicy},
 		{"partial limits", func(c *memorytools.Config) { c.Limits.MaxArgBytes = 0 }, memorykit.ErrInvalidPolicy},
 		{"tiny token limit", func(c *memorytools.Config) { c.Limits.MaxResultTokens = memorytools.MinResultTokens - 1 }, memorykit.ErrInvalidPolicy},
@@ -489,6 +493,7 @@ func TestRememberFailsClosedAndSetsFlag(t *testing.T) {
 	b := setup(t, memoryBackend())
 	p := b.provider(t, true)
 	b.az.Revoke()
+	b.az.Grant("user-1", b.scope, memorykit.PermRead, memorykit.PermWrite) // the caller may write; the model may not
 	res := call(t, p, memorytools.RememberProjectMemory, map[string]string{"kind": "fact", "key": "k", "content": "c"})
 	if res.Content != memorytools.NotSavedText || !res.IsError || !p.Failed() {
 		t.Fatalf("unauthorized write: %+v", res)
@@ -626,4 +631,62 @@ func TestClaimsHeuristic(t *testing.T) {
 			t.Errorf("honest output rejected: %q", h)
 		}
 	}
+}
+
+// Hole 4 of issue 10 at the tools: the model keeps every grant it needs,
+// and only the caller's rights decide. A caller without read gets neither
+// search nor read; a caller without write gets no write through the model.
+func TestConfusedDeputyToolsAuthorizeTheCaller(t *testing.T) {
+	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
+		t.Parallel()
+		b := setup(t, be)
+		r := b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
+		b.az.Grant("reader", b.scope, memorykit.PermRead)
+		b.az.Grant("author", b.scope, memorykit.PermRead, memorykit.PermWrite)
+		b.az.Grant("writer-only", b.scope, memorykit.PermWrite)
+		for _, c := range []struct {
+			id          string
+			read, write bool
+		}{
+			{"outsider", false, false},
+			{"reader", true, false},
+			{"writer-only", false, true},
+			{"author", true, true},
+		} {
+			t.Run(c.id, func(t *testing.T) {
+				cfg := b.config(true)
+				cfg.Caller = testkit.Principal("tenant-a", memorykit.ActorUser, c.id)
+				p, err := memorytools.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				search, serr := p.Call(b.ctx, memorytools.SearchMemory, json.RawMessage(`{"query":"deploy region"}`))
+				read, rerr := p.Call(b.ctx, memorytools.ReadMemory, json.RawMessage(`{"id":"`+r.ID+`"}`))
+				if c.read {
+					if serr != nil || !contains(parseSearch(t, search).ids(), r.ID) || rerr != nil || read.IsError {
+						t.Fatalf("caller with read: search %+v %v, read %+v %v", search, serr, read, rerr)
+					}
+				} else {
+					if !errors.Is(serr, memorykit.ErrForbidden) || search.Content != "" || !errors.Is(rerr, memorykit.ErrForbidden) || read.Content != "" {
+						t.Fatalf("caller without read: search %+v %v, read %+v %v", search, serr, read, rerr)
+					}
+				}
+				key := "deputy " + c.id
+				res, err := p.Call(b.ctx, memorytools.RememberProjectMemory, json.RawMessage(`{"kind":"note","key":"`+key+`","content":"through the model"}`))
+				_, findErr := b.store.FindActive(b.ctx, b.scope, memorykit.KindNote, key)
+				if c.write {
+					if err != nil || res.IsError || findErr != nil || p.Failed() {
+						t.Fatalf("caller with write: %+v %v (find %v)", res, err, findErr)
+					}
+					return
+				}
+				if !errors.Is(err, memorykit.ErrForbidden) || res.Content != "" {
+					t.Fatalf("caller without write: %+v %v", res, err)
+				}
+				if !errors.Is(findErr, memorykit.ErrNotFound) || !p.Failed() {
+					t.Fatalf("refused write: find %v, failed %v", findErr, p.Failed())
+				}
+			})
+		}
+	})
 }

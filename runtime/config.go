@@ -56,6 +56,10 @@ type Config struct {
 	Workers Workers
 	// Tools bounds the memory tools' arguments and results.
 	Tools memorytools.Limits
+	// Claims is the Host's detector of false "memory saved" claims, which
+	// Session.ValidateOutput consults after a failed write. Optional: nil
+	// means memorytools.DefaultClaimDetector().
+	Claims memorytools.ClaimDetector
 
 	// Hooks are optional test seams; the zero value is what production
 	// wants.

@@ -114,7 +114,7 @@ func Example() {
 	// One request: the Host built the principal and Scope from trusted data.
 	scope, _ := memorykit.ProjectScope("acme", "apollo")
 	alice := memorykit.Principal{TenantID: "acme", Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}}
-	s, err := rt.Session(mkruntime.Request{Principal: alice, Scope: scope, ModelID: "agent-1", WriteIntent: true})
+	s, err := rt.Session(ctx, mkruntime.Request{Caller: alice, Scope: scope, ModelID: "agent-1", WriteIntent: true})
 	if err != nil {
 		panic(err)
 	}
@@ -135,7 +135,7 @@ func Example() {
 	if err := rt.Drain(drainCtx); err != nil {
 		fmt.Println("drain:", err)
 	}
-	_, err = rt.Session(mkruntime.Request{Principal: alice, Scope: scope, ModelID: "agent-1"})
+	_, err = rt.Session(ctx, mkruntime.Request{Caller: alice, Scope: scope, ModelID: "agent-1"})
 	fmt.Println("after drain:", errors.Is(err, memorykit.ErrDraining))
 	if err := rt.Stop(ctx); err != nil {
 		fmt.Println("stop:", err)
@@ -160,7 +160,7 @@ func Example_turn() {
 
 	scope, _ := memorykit.ProjectScope("acme", "apollo")
 	alice := memorykit.Principal{TenantID: "acme", Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}}
-	s, err := rt.Session(mkruntime.Request{Principal: alice, Scope: scope, ModelID: "agent-1", WriteIntent: true})
+	s, err := rt.Session(ctx, mkruntime.Request{Caller: alice, Scope: scope, ModelID: "agent-1", WriteIntent: true})
 	if err != nil {
 		panic(err)
 	}

@@ -141,10 +141,11 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 	if _, err := mkruntime.New(cfg); err != nil {
 		t.Fatalf("full config: %v", err)
 	}
-	// Zero each top-level field in turn; Hooks alone is optional.
+	// Zero each top-level field in turn; Hooks and Claims (nil means the
+	// built-in detector) are optional.
 	v := reflect.ValueOf(cfg)
 	for i := 0; i < v.NumField(); i++ {
-		if v.Type().Field(i).Name == "Hooks" {
+		if name := v.Type().Field(i).Name; name == "Hooks" || name == "Claims" {
 			continue
 		}
 		c := cfg
@@ -228,7 +229,7 @@ func TestHooksStepTheActorsDeterministically(t *testing.T) {
 		}
 		idle(mkruntime.ActorEmbed, mkruntime.ActorExtract, mkruntime.ActorReap)
 
-		s, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1", WriteIntent: true})
+		s, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope, ModelID: "agent-1", WriteIntent: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,13 +297,13 @@ func endToEnd(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	const canary = "canary-e2e-51d9"
 
-	if _, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1"}); err == nil {
+	if _, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope, ModelID: "agent-1"}); err == nil {
 		t.Fatal("Session before Start must fail")
 	}
 	if err := b.rt.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1", WriteIntent: true})
+	s, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope, ModelID: "agent-1", WriteIntent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +378,7 @@ func TestDrainClosesEveryRequestPath(t *testing.T) {
 	if err := b.rt.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1", WriteIntent: true})
+	s, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope, ModelID: "agent-1", WriteIntent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func TestDrainClosesEveryRequestPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	draining := map[string]error{}
-	_, draining["session"] = b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1"})
+	_, draining["session"] = b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope, ModelID: "agent-1"})
 	_, draining["project"] = s.Project(ctx, userTurn("k"))
 	_, draining["remember"] = s.Remember(ctx, writer.Input{Kind: memorykit.KindNote, Key: "k2", Content: "v"})
 	_, draining["search"] = s.CallTool(ctx, memorytools.SearchMemory, json.RawMessage(`{"query":"k"}`))
@@ -413,7 +414,7 @@ func TestDrainClosesEveryRequestPath(t *testing.T) {
 	if err := b.rt.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1"}); !errors.Is(err, memorykit.ErrStopped) {
+	if _, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope, ModelID: "agent-1"}); !errors.Is(err, memorykit.ErrStopped) {
 		t.Fatalf("Session after Stop: %v", err)
 	}
 	if err := b.rt.Start(ctx); err == nil {
@@ -424,20 +425,21 @@ func TestDrainClosesEveryRequestPath(t *testing.T) {
 func TestSessionRejectsUntrustedShapes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if err := b.rt.Start(context.Background()); err != nil {
+	ctx := context.Background()
+	if err := b.rt.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	user := memorykit.Scope{TenantID: "acme", SubjectType: memorykit.SubjectUser, SubjectID: "alice"}
-	if _, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: user, ModelID: "agent-1"}); !errors.Is(err, memorykit.ErrInvalidScope) {
+	if _, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: user, ModelID: "agent-1"}); !errors.Is(err, memorykit.ErrInvalidScope) {
 		t.Fatalf("user scope: %v", err)
 	}
-	if _, err := b.rt.Session(mkruntime.Request{Principal: memorykit.Principal{}, Scope: b.scope, ModelID: "agent-1"}); err == nil {
+	if _, err := b.rt.Session(ctx, mkruntime.Request{Caller: memorykit.Principal{}, Scope: b.scope, ModelID: "agent-1"}); err == nil {
 		t.Fatal("empty principal must fail")
 	}
-	if _, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope}); err == nil {
+	if _, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope}); err == nil {
 		t.Fatal("missing model id must fail")
 	}
-	s, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1"})
+	s, err := b.rt.Session(ctx, mkruntime.Request{Caller: b.alice, Scope: b.scope, ModelID: "agent-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +473,7 @@ func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 	}
 	const jobs = 40
 	a := runtimes[0]
-	s, err := a.rt.Session(mkruntime.Request{Principal: a.alice, Scope: a.scope, ModelID: "agent-1"})
+	s, err := a.rt.Session(ctx, mkruntime.Request{Caller: a.alice, Scope: a.scope, ModelID: "agent-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

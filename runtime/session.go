@@ -14,8 +14,11 @@ import (
 // Request is what the Host knows, from trusted metadata, about one agent
 // request. Nothing in it may come from a model or a request body.
 type Request struct {
-	// Principal is the authenticated caller (a user or trusted tool).
-	Principal memorykit.Principal
+	// Caller is the authenticated user or trusted tool on whose behalf the
+	// turn runs. Required; never a model. Opening the Session authorizes
+	// it for PermRead on Scope, and every projection and tool call
+	// authorizes it again, beside the model's own grants.
+	Caller memorykit.Principal
 	// Scope is built from the authenticated tenant and the trusted project
 	// route, with memorykit.ProjectScope.
 	Scope memorykit.Scope
@@ -23,13 +26,15 @@ type Request struct {
 	// tools act as Actor{Kind: model, ID: ModelID} in the caller's tenant.
 	ModelID string
 	// WriteIntent registers remember_project_memory. Only trusted Host
-	// metadata grants it.
+	// metadata grants it; each call still needs the caller's PermWrite and
+	// the model's PermModelWrite.
 	WriteIntent bool
 }
 
 // Session is one request's memory: the projector, the request-scoped
 // tools and their failure flag, the explicit write path and the extraction
-// hand-off, all bound to one Scope and principal.
+// hand-off, all bound to one Scope and one caller. The model never acts on
+// its own grants alone: every path authorizes the caller too.
 type Session struct {
 	rt    *Runtime
 	req   Request
@@ -37,10 +42,14 @@ type Session struct {
 	tools *memorytools.Provider
 }
 
-// Session validates req and binds a request-scoped Session. It answers a
-// typed error before Start, ErrDraining after Drain and ErrStopped after
-// Stop. Authorization happens on every call, not here.
-func (r *Runtime) Session(req Request) (*Session, error) {
+// Session validates req, authorizes req.Caller for PermRead on req.Scope
+// and binds a request-scoped Session. A missing or invalid caller, a caller
+// that is a model, or a caller without read on the Scope is refused with a
+// typed error (ErrForbidden for the last two). It answers a typed error
+// before Start, ErrDraining after Drain and ErrStopped after Stop. Every
+// later call authorizes again, so a grant revoked mid-request takes
+// effect at once.
+func (r *Runtime) Session(ctx context.Context, req Request) (*Session, error) {
 	const op = "runtime.session"
 	if err := r.gate.check(op); err != nil {
 		return nil, err
@@ -48,16 +57,22 @@ func (r *Runtime) Session(req Request) (*Session, error) {
 	if err := req.Scope.Validate(); err != nil {
 		return nil, err
 	}
-	if err := req.Principal.Validate(); err != nil {
+	if err := req.Caller.Validate(); err != nil {
 		return nil, err
+	}
+	if req.Caller.Actor.Kind == memorykit.ActorModel {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrForbidden, Field: "caller", Reason: "caller_is_model"}
 	}
 	if err := memorykit.ValidateID(op, "model_id", req.ModelID); err != nil {
 		return nil, err
 	}
-	model := memorykit.Principal{TenantID: req.Principal.TenantID, Actor: memorykit.Actor{Kind: memorykit.ActorModel, ID: req.ModelID}}
+	if err := memorykit.Authorize(ctx, r.cfg.Authorizer, req.Caller, memorykit.PermRead, req.Scope); err != nil {
+		return nil, err
+	}
+	model := memorykit.Principal{TenantID: req.Caller.TenantID, Actor: memorykit.Actor{Kind: memorykit.ActorModel, ID: req.ModelID}}
 	tools, err := memorytools.New(memorytools.Config{
 		Engine: r.engine, Records: r.records, Authorizer: r.cfg.Authorizer, Writer: r.writer,
-		Principal: model, Scope: req.Scope, WriteIntent: req.WriteIntent, Limits: r.cfg.Tools,
+		Principal: model, Caller: req.Caller, Scope: req.Scope, WriteIntent: req.WriteIntent, Limits: r.cfg.Tools, Claims: r.cfg.Claims,
 		Events: r.cfg.Events, Clock: r.cfg.Clock, Logger: r.cfg.Logger.Named("tools"),
 	})
 	if err != nil {
@@ -67,7 +82,8 @@ func (r *Runtime) Session(req Request) (*Session, error) {
 }
 
 // Project runs automatic recall for the current user message and returns the
-// messages with a bounded memory view inserted before it. Recall failures
+// messages with a bounded memory view inserted before it. Recall authorizes
+// the caller (not the model) for PermRead. Recall failures
 // that the specification calls recoverable come back as a Projection with
 // Degraded set and the messages unchanged; authorization, Scope, policy and
 // integrity failures are errors.
@@ -75,7 +91,7 @@ func (s *Session) Project(ctx context.Context, messages []projector.Message) (pr
 	if err := s.rt.gate.check("runtime.project"); err != nil {
 		return projector.Projection{}, err
 	}
-	return s.rt.proj.Project(ctx, projector.Turn{Principal: s.req.Principal, Scope: s.req.Scope, Messages: messages})
+	return s.rt.proj.Project(ctx, projector.Turn{Principal: s.req.Caller, Scope: s.req.Scope, Messages: messages})
 }
 
 // Tools lists the request-scoped memory tools for the model. Their schemas
@@ -94,14 +110,15 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 func (s *Session) WriteFailed() bool { return s.tools.Failed() }
 
 // ValidateOutput must run on the model's final output before the Host
-// persists it: after a failed write, an output claiming the memory was saved
-// is rejected with the fixed error 项目记忆未保存.
+// persists it: after a failed write, an output that Config.Claims (by
+// default memorytools.DefaultClaimDetector) reads as claiming the memory was
+// saved is rejected with the fixed error 项目记忆未保存.
 func (s *Session) ValidateOutput(text string) error { return s.tools.ValidateOutput(text) }
 
-// Remember is the trusted explicit write of the Session's principal (a user
+// Remember is the trusted explicit write of the Session's caller (a user
 // or trusted tool): active at once after authorization and validation.
 func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result, error) {
-	return s.rt.writer.WriteExplicit(ctx, s.req.Principal, s.req.Scope, in)
+	return s.rt.writer.WriteExplicit(ctx, s.req.Caller, s.req.Scope, in)
 }
 
 // FinishTurn hands the finished turn to extraction as a durable job. It
@@ -109,7 +126,7 @@ func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result,
 // code and a content-free EventEnqueueFailed for operators.
 func (s *Session) FinishTurn(ctx context.Context, runRef, transcript string) extractworker.EnqueueResult {
 	return s.rt.enqueuer.Enqueue(ctx, extractworker.Turn{
-		Principal: s.req.Principal, Scope: s.req.Scope, RunRef: runRef, Payload: transcript,
+		Principal: s.req.Caller, Scope: s.req.Scope, RunRef: runRef, Payload: transcript,
 	})
 }
 

@@ -58,8 +58,10 @@ type chatResponse struct {
 // chat runs one turn:
 //
 //  1. open a memorykit Session for the caller, the route's Scope and the
-//     tenant's model; the remember tool is registered only when the
-//     caller's membership grants model_write (trusted Host data);
+//     tenant's model (the Session authorizes the caller for read); the
+//     remember tool is registered only when the caller's membership grants
+//     write and model_write (trusted Host data), which the tool checks
+//     again on every call;
 //  2. project: recall for the user message, insert the memory view;
 //  3. call the model, run the tools it asks for, until it answers;
 //  4. validate the answer: after a failed write, a claim of success is
@@ -88,11 +90,11 @@ func (h *Host) chat(w http.ResponseWriter, r *http.Request, c call) {
 		return
 	}
 
-	s, err := h.rt.Session(mkruntime.Request{
-		Principal:   c.caller.principal,
+	s, err := h.rt.Session(ctx, mkruntime.Request{
+		Caller:      c.caller.principal,
 		Scope:       c.scope,
 		ModelID:     modelID,
-		WriteIntent: c.caller.can(c.project, memorykit.PermModelWrite),
+		WriteIntent: c.caller.can(c.project, memorykit.PermWrite) && c.caller.can(c.project, memorykit.PermModelWrite),
 	})
 	if err != nil {
 		writeErr(w, err)

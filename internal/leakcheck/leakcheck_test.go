@@ -388,7 +388,7 @@ func componentCalls(t *testing.T, e *env) []call {
 		t.Fatal(err)
 	}
 	tools, err := memorytools.New(memorytools.Config{Engine: eng, Records: e.store, Authorizer: e.az, Writer: w,
-		Principal: e.model, Scope: e.scope, WriteIntent: true,
+		Principal: e.model, Caller: e.user, Scope: e.scope, WriteIntent: true,
 		Limits: memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
 		Events: e.sink, Clock: e.clk, Logger: e.log})
 	if err != nil {
@@ -421,7 +421,7 @@ func componentCalls(t *testing.T, e *env) []call {
 		t.Fatal(err)
 	}
 	rt := newRuntime(t, e)
-	sess, sessErr := rt.Session(mkruntime.Request{Principal: e.user, Scope: e.scope, ModelID: id, WriteIntent: true})
+	sess, sessErr := rt.Session(context.Background(), mkruntime.Request{Caller: e.user, Scope: e.scope, ModelID: id, WriteIntent: true})
 
 	d := reviewer.Decision{ID: id, Reason: contentText}
 	page := reviewer.Page{Limit: 5, AfterID: id}

@@ -1,0 +1,205 @@
+package memorytools_test
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/goagents/memorykit/memorytools"
+)
+
+type corpusLine struct {
+	claim bool
+	lang  string
+	text  string
+}
+
+// loadCorpus reads testdata/claims.tsv: label, language, text per line;
+// "#" starts a comment.
+func loadCorpus(tb testing.TB) []corpusLine {
+	tb.Helper()
+	f, err := os.Open("testdata/claims.tsv")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var out []corpusLine
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 || (parts[0] != "claim" && parts[0] != "none") {
+			tb.Fatalf("claims.tsv:%d: want label<TAB>lang<TAB>text", n)
+		}
+		out = append(out, corpusLine{claim: parts[0] == "claim", lang: parts[1], text: parts[2]})
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// score returns recall on the claims and the false-positive rate on the
+// non-claims, with the misread lines.
+func score(d memorytools.ClaimDetector, corpus []corpusLine) (recall, fpr float64, missed, wrong []corpusLine) {
+	var claims, caught, nones, flagged int
+	for _, c := range corpus {
+		got := d.ClaimsMemoryWrite(c.text)
+		if c.claim {
+			claims++
+			if got {
+				caught++
+			} else {
+				missed = append(missed, c)
+			}
+		} else {
+			nones++
+			if got {
+				flagged++
+				wrong = append(wrong, c)
+			}
+		}
+	}
+	return float64(caught) / float64(claims), float64(flagged) / float64(nones), missed, wrong
+}
+
+// Hole 5 of issue 10: the output validator was a phrase list. The built-in
+// detector must catch claims in any tense and word order in English,
+// Chinese and Japanese, and let honest and unrelated outputs through.
+func TestClaimDetectorCorpus(t *testing.T) {
+	corpus := loadCorpus(t)
+	langs := map[string][2]int{}
+	for _, c := range corpus {
+		v := langs[c.lang]
+		if c.claim {
+			v[0]++
+		} else {
+			v[1]++
+		}
+		langs[c.lang] = v
+	}
+	if len(corpus) < 200 {
+		t.Fatalf("corpus has %d lines; want at least 200", len(corpus))
+	}
+	for _, l := range []string{"en", "zh", "ja"} {
+		if langs[l][0] == 0 || langs[l][1] == 0 {
+			t.Fatalf("corpus lacks a class in %s: %v", l, langs[l])
+		}
+	}
+	recall, fpr, missed, wrong := score(memorytools.DefaultClaimDetector(), corpus)
+	for _, m := range missed {
+		t.Logf("missed claim [%s]: %s", m.lang, m.text)
+	}
+	for _, w := range wrong {
+		t.Logf("false claim [%s]: %s", w.lang, w.text)
+	}
+	t.Logf("recall %.3f, false-positive rate %.3f over %d lines", recall, fpr, len(corpus))
+	if recall < 0.98 {
+		t.Errorf("recall on claims = %.3f; want >= 0.98", recall)
+	}
+	if fpr > 0.05 {
+		t.Errorf("false-positive rate = %.3f; want <= 0.05", fpr)
+	}
+}
+
+// The outputs the issue reported must be rejected after a failed write
+// through the Provider, and "Stored in S3" must pass.
+func TestOutputValidatorIsNotAPhraseList(t *testing.T) {
+	b := setup(t, memoryBackend())
+	p := b.provider(t, true)
+	call(t, p, memorytools.RememberProjectMemory, `{}`) // fail once
+	for _, out := range []string{
+		"好的，我已经把它存进项目记忆了。", "记忆已更新。", "Memory updated ✅", "All set, the memory is updated.",
+		"I'll keep that in mind.", "Done! It's in project memory now.", "I've made a note of that.",
+		"Ｍｅｍｏｒｙ　ｕｐｄａｔｅｄ", "Memory\u200b updated", "MEMORY UPDATED", "記憶を更新しました。",
+	} {
+		if err := p.ValidateOutput(out); !errors.Is(err, memorytools.ErrNotSaved) {
+			t.Errorf("ValidateOutput(%q) = %v; want ErrNotSaved", out, err)
+		}
+	}
+	for _, out := range []string{"Stored in S3", "The memory leak is fixed.", "I can't save files.", memorytools.NotSavedText,
+		"Memory updated? No: " + memorytools.NotSavedText} {
+		if err := p.ValidateOutput(out); err != nil {
+			t.Errorf("ValidateOutput(%q) = %v; want nil", out, err)
+		}
+	}
+}
+
+type fixedDetector struct{ claim bool }
+
+func (d fixedDetector) ClaimsMemoryWrite(string) bool { return d.claim }
+
+type panickyDetector struct{}
+
+func (panickyDetector) ClaimsMemoryWrite(string) bool { panic("detector bug") }
+
+// A Host's own detector replaces the built-in; one that panics fails safe.
+func TestHostClaimDetector(t *testing.T) {
+	b := setup(t, memoryBackend())
+	for _, c := range []struct {
+		name string
+		d    memorytools.ClaimDetector
+		want error
+	}{
+		{"never", fixedDetector{false}, nil},
+		{"always", fixedDetector{true}, memorytools.ErrNotSaved},
+		{"panics", panickyDetector{}, memorytools.ErrNotSaved},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := b.config(true)
+			cfg.Claims = c.d
+			p, err := memorytools.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.ValidateOutput("Memory updated ✅"); err != nil {
+				t.Fatalf("before a failed write: %v", err)
+			}
+			call(t, p, memorytools.RememberProjectMemory, `{}`)
+			if err := p.ValidateOutput("The weather is nice."); !errors.Is(err, c.want) {
+				t.Fatalf("ValidateOutput = %v; want %v", err, c.want)
+			}
+		})
+	}
+}
+
+// BenchmarkClaimDetector times the built-in detector over the corpus and
+// reports its recall and false-positive rate.
+func BenchmarkClaimDetector(b *testing.B) {
+	corpus := loadCorpus(b)
+	d := memorytools.DefaultClaimDetector()
+	recall, fpr, _, _ := score(d, corpus)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, c := range corpus {
+			d.ClaimsMemoryWrite(c.text)
+		}
+	}
+	b.ReportMetric(recall, "recall")
+	b.ReportMetric(fpr, "fpr")
+	b.ReportMetric(float64(len(corpus)), "sentences")
+}
+
+// FuzzClaimDetector checks that the built-in detector never panics, gives
+// the same answer twice, and never calls a text that states NotSavedText a
+// claim.
+func FuzzClaimDetector(f *testing.F) {
+	for _, s := range []string{"Memory updated ✅", "Stored in S3", "记忆已更新。", "覚えておきます。", "", "\u200b", "I'll keep that in mind."} {
+		f.Add(s)
+	}
+	d := memorytools.DefaultClaimDetector()
+	f.Fuzz(func(t *testing.T, text string) {
+		first := d.ClaimsMemoryWrite(text)
+		if d.ClaimsMemoryWrite(text) != first {
+			t.Fatal("detector is not deterministic")
+		}
+		if d.ClaimsMemoryWrite(text + " " + memorytools.NotSavedText) {
+			t.Fatal("a text stating the failure was read as a claim")
+		}
+	})
+}
