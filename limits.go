@@ -144,6 +144,11 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 				return NewRecord{}, FieldError(op, "expect.version", "must_be_positive")
 			}
 		}
+		if o := in.Expect.KeyOwner; o != nil {
+			if err := o.Validate(); err != nil {
+				return NewRecord{}, err
+			}
+		}
 	}
 	if err := g.checkBody(ctx, op, ContentCheck{
 		Scope: in.Scope, Kind: in.Kind, Key: in.Key, Content: in.Content,
