@@ -176,6 +176,11 @@ func (g *WriteGuard) CheckKey(op, key string) (string, error) {
 	if !utf8.ValidString(key) {
 		return "", FieldError(op, "key", "invalid_utf8")
 	}
+	// NormalizeKey drops control characters; a NUL or another C0 control
+	// in a key is refused, as before, rather than silently removed.
+	if r := textProblem(key, true); r != "" {
+		return "", FieldError(op, "key", r)
+	}
 	k := NormalizeKey(key)
 	switch {
 	case k == "":

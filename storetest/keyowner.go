@@ -207,3 +207,43 @@ func testConcurrentKeyOwnerCreates(t *testing.T, e *env) {
 		}
 	}
 }
+
+// testInvisibleCharactersInKeys (issue 10, hole 2): a key with characters
+// that render as nothing is the key without them, in Create, FindActive,
+// the List key filter and the KeyOwner rule; a visible space still makes
+// another key.
+func testInvisibleCharactersInKeys(t *testing.T, e *env) {
+	spaced := e.create(e.active(memorykit.KindFact, "deploy region", "eu-west-1"))
+	joined := e.create(e.active(memorykit.KindFact, "deployregion", "us-east-2"))
+	if spaced.Key == joined.Key {
+		t.Fatal("a visible space must keep two keys apart")
+	}
+	finds := map[string]string{
+		"deploy\u200bregion":        joined.ID,
+		"deploy\u00adregion":        joined.ID,
+		"deploy\u2060region":        joined.ID,
+		"\ufeffDEPLOY\u200dREGION":  joined.ID,
+		"deploy region\u200b":       spaced.ID,
+		"deploy\u00a0region":        spaced.ID,
+		"deploy\u202e region\u202c": spaced.ID,
+	}
+	for key, want := range finds {
+		got, err := e.s.FindActive(e.ctx, e.scope, memorykit.KindFact, key)
+		if err != nil || got.ID != want {
+			t.Fatalf("FindActive(%+q) = %s, %v; want %s", key, got.ID, err, want)
+		}
+		listed, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: key, Limit: 10})
+		if err != nil || len(listed) != 1 || listed[0].ID != want {
+			t.Fatalf("List(key %+q) = %d records, %v; want %s", key, len(listed), err, want)
+		}
+		e.keyGovernedRefused(t, fmt.Sprintf("model write of %+q", key), e.ownerCreate(memorykit.KindNote, key))
+	}
+	// An explicit write of an invisible variant replaces the record.
+	again := e.create(e.active(memorykit.KindFact, "deploy\u2060region\ufe0f", "ap-south-1"))
+	if again.Key != joined.Key {
+		t.Fatalf("stored key %+q, want %+q", again.Key, joined.Key)
+	}
+	if st := e.get(e.scope, joined.ID).Status; st != memorykit.StatusSuperseded {
+		t.Fatalf("the record of the visible key is %s, want superseded", st)
+	}
+}

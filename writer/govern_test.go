@@ -186,3 +186,33 @@ func (b *bundle) forget(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 }
+
+// Hole 2: keys that render like a user's key are that key, so the model
+// cannot slip past the rule with invisible characters.
+func TestInvisibleCharactersDoNotMakeANewKey(t *testing.T) {
+	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+		b := setupOn(t, be)
+		ctx := context.Background()
+		for _, key := range []string{"deploy region", "deployregion"} {
+			if _, err := b.w.WriteExplicit(ctx, b.user, b.scope, input(memorykit.KindFact, key, "eu-west-1")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, key := range []string{"deploy\u200bregion", "deploy region\u200b", "deploy\u00adregion", "deploy\u2060region", "deploy\u00a0region"} {
+			for _, kind := range []memorykit.Kind{memorykit.KindFact, memorykit.KindDecision} {
+				res := b.modelWrite(t, input(kind, key, "ap-south-1"))
+				if res.Outcome != writer.OutcomeCandidate {
+					t.Fatalf("model write of %+q (%s): %s, want candidate", key, kind, res.Outcome)
+				}
+				if res.Record.Key != "deploy region" && res.Record.Key != "deployregion" {
+					t.Fatalf("model write of %+q stored key %+q", key, res.Record.Key)
+				}
+			}
+		}
+		for _, key := range []string{"deploy region", "deployregion"} {
+			if n := len(b.activeWithKey(t, key)); n != 1 {
+				t.Fatalf("%d active records with key %q, want the user's only", n, key)
+			}
+		}
+	})
+}
