@@ -40,7 +40,7 @@ func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.T
 	q := func(tmpl string) string { return renderSQL(tmpl, schema, ext) }
 	type row struct {
 		id, tenant, subjectType, subjectID, kind, key, status, content string
-		updated                                                       time.Time
+		updated                                                        time.Time
 	}
 	// Newest first, so a record re-keyed earlier in the loop is never
 	// older than the one that collides with it later.
