@@ -96,6 +96,8 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		s.byScope[in.Scope] = scoped
 	}
 	scoped[id] = e
+	sk := scopedKey{scope: in.Scope, key: in.Key}
+	s.byKey[sk] = append(s.byKey[sk], e)
 	if in.Status == memorykit.StatusActive {
 		if current != nil {
 			current.supersede(in.Actor, in.Reason, now)
@@ -110,10 +112,11 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 // keyGovernedLocked reports whether any record of scope holding the
 // canonical key, under any kind and in any status, governs the key against
 // owner (memorykit.GovernsKeyAgainst). It is the one place memorystore
-// matches records to a key for that rule. The caller holds s.mu.
+// matches records to a key for that rule (through s.byKey, filled at
+// create). The caller holds s.mu.
 func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memorykit.Actor) bool {
-	for _, e := range s.byScope[scope] {
-		if e.rec.Key == key && memorykit.GovernsKeyAgainst(e.rec, owner) {
+	for _, e := range s.byKey[scopedKey{scope: scope, key: key}] {
+		if memorykit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
 	}
