@@ -70,10 +70,10 @@ func (g *WriteGuard) CheckList(op string, f ListFilter) (ListFilter, error) {
 // repeated within the batch (ErrAlreadyExists, reason "id_repeated") and
 // every embedding (only on an active record, a valid profile, a vector
 // that passes CheckVector with maxDims). An ActiveExpectation.KeyOwner
-// condition is not taken in a batch (ErrInvalidInput). It returns the records checked
-// and canonicalised, in item order, with copies of their metadata and
-// sources, so what a store keeps is exactly what was validated. Errors
-// carry the item's position (see BatchItemError).
+// condition is not taken in a batch (ErrInvalidInput). It returns the
+// records checked and canonicalised, in item order, with copies of their
+// metadata and sources, so what a store keeps is exactly what was
+// validated. Errors carry the item's position (see BatchItemError).
 func (g *WriteGuard) CheckBatch(ctx context.Context, op string, items []BatchItem, maxDims int) ([]NewRecord, error) {
 	if err := g.CheckBatchSize(op, len(items)); err != nil {
 		return nil, err
