@@ -188,6 +188,8 @@ func TestWriteGuardCheckNew(t *testing.T) {
 		{"long key", func(r *memorykit.NewRecord) { r.Key = strings.Repeat("k", 65) }, memorykit.ErrInvalidInput, "too_long"},
 		{"key invalid utf8", func(r *memorykit.NewRecord) { r.Key = "a\xffb" }, memorykit.ErrInvalidInput, "invalid_utf8"},
 		{"key nul", func(r *memorykit.NewRecord) { r.Key = "a\x00b" }, memorykit.ErrInvalidInput, "nul_byte"},
+		{"key control", func(r *memorykit.NewRecord) { r.Key = "a\x01b" }, memorykit.ErrInvalidInput, "control_character"},
+		{"key only invisible", func(r *memorykit.NewRecord) { r.Key = "\u200b\u00ad\ufeff \u2060" }, memorykit.ErrInvalidInput, "empty"},
 		{"empty content", func(r *memorykit.NewRecord) { r.Content = "" }, memorykit.ErrInvalidInput, "empty"},
 		{"long content", func(r *memorykit.NewRecord) { r.Content = strings.Repeat("c", 257) }, memorykit.ErrInvalidInput, "too_long"},
 		{"content invalid utf8", func(r *memorykit.NewRecord) { r.Content = "\xc3\x28" }, memorykit.ErrInvalidInput, "invalid_utf8"},

@@ -169,6 +169,11 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 				return NewRecord{}, FieldError(op, "expect.version", "must_be_positive")
 			}
 		}
+		if o := in.Expect.KeyOwner; o != nil {
+			if err := o.Validate(); err != nil {
+				return NewRecord{}, err
+			}
+		}
 	}
 	if err := g.checkBody(ctx, op, ContentCheck{
 		Scope: in.Scope, Kind: in.Kind, Key: in.Key, Content: in.Content,
@@ -229,6 +234,11 @@ func (g *WriteGuard) CheckReason(op, reason string) error {
 func (g *WriteGuard) CheckKey(op, key string) (string, error) {
 	if !utf8.ValidString(key) {
 		return "", FieldError(op, "key", "invalid_utf8")
+	}
+	// NormalizeKey drops control characters; a NUL or another C0 control
+	// in a key is refused, as before, rather than silently removed.
+	if r := textProblem(key, true); r != "" {
+		return "", FieldError(op, "key", r)
 	}
 	k := NormalizeKey(key)
 	switch {

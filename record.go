@@ -279,6 +279,47 @@ type ActiveExpectation struct {
 	// the active one.
 	ID      string
 	Version int64
+	// KeyOwner, when non-nil, also requires that the canonical key is not
+	// governed against this actor anywhere in the Scope: no record with the
+	// key, under any kind, carries another actor's decision (see
+	// GovernsKeyAgainst). The store checks it in the same atomic step as
+	// the create; a governed key is ErrVersionConflict with reason
+	// ReasonKeyGoverned. The model write path sets it. CreateBatch does not
+	// take it (ErrInvalidInput).
+	KeyOwner *Actor
+}
+
+// ReasonKeyGoverned is the reason code of the ErrVersionConflict a Create
+// returns when its ActiveExpectation.KeyOwner condition fails.
+const ReasonKeyGoverned = "key_governed"
+
+// GovernsKeyAgainst reports whether rec, a record holding some canonical
+// key in a Scope (under any kind), makes that key governed against actor:
+// whether rec carries a decision by anyone but actor. This is the rule
+// behind ActiveExpectation.KeyOwner, and so behind the model write: a
+// model's write is active at once only while no record of its key governs
+// it.
+//
+//   - A candidate never governs: it is a pending proposal, not a decision.
+//   - actor's own history does not govern: a record actor created that no
+//     one else touched since (version 1), or that actor's own later write
+//     superseded (version 2, superseded, touched by actor).
+//   - Anything else governs: an active record another actor wrote,
+//     reviewed, activated or corrected; and a record that anyone else
+//     superseded, rejected, forgot or erased. So a key a person forgot,
+//     erased or rejected is not new to the model.
+//
+// Stores evaluate the same rule in their own terms (pgstore in SQL); the
+// storetest lifecycle suite checks that they agree.
+func GovernsKeyAgainst(rec Record, actor Actor) bool {
+	if rec.Status == StatusCandidate {
+		return false
+	}
+	if rec.CreatedBy != actor || rec.TouchedBy != actor {
+		return true
+	}
+	own := rec.Version == 1 || rec.Status == StatusSuperseded && rec.Version == 2
+	return !own
 }
 
 // Transition is the input for a lifecycle action on one record.

@@ -8,16 +8,81 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
-// NormalizeKey returns the canonical form of a record key: NFKC, lower case,
-// surrounding white space trimmed and inner white space runs collapsed to one
-// space. Record identity (Scope, kind, key) and the exact recall channel both
-// use this form, so both stores compare keys byte for byte.
+// NormalizeKey returns the canonical form of a record key, so that keys
+// that render alike are one key:
+//
+//   - invalid UTF-8 becomes U+FFFD;
+//   - characters that render as nothing are removed: format characters
+//     (Unicode Cf: zero-width space and joiners, word joiner, soft hyphen,
+//     byte order mark, bidirectional controls, tag characters), the other
+//     default-ignorable code points (such as the Hangul fillers and the
+//     combining grapheme joiner), variation selectors, and control
+//     characters that are not white space;
+//   - NFKC, then full case folding (so "Straße" and "STRASSE" are one key),
+//     then NFKC again, repeated until stable;
+//   - white space (every Unicode space, tabs and line breaks) is trimmed
+//     and inner runs become one ASCII space.
+//
+// A visible space still separates: "deploy region" and "deployregion" are
+// different keys. Record identity (Scope, kind, key), the model write rule
+// and the exact recall channel all use this form, so both stores compare
+// keys byte for byte. NormalizeKey(NormalizeKey(k)) == NormalizeKey(k).
 func NormalizeKey(key string) string {
-	s := strings.ToLower(norm.NFKC.String(key))
+	s := strings.ToValidUTF8(key, "\uFFFD")
+	// Folding can undo NFKC and NFKC can produce what folding changes; a
+	// few rounds reach the fixed point (in practice the second round
+	// changes nothing).
+	for i := 0; i < 4; i++ {
+		next := normalizeKeyRound(s)
+		if next == s {
+			break
+		}
+		s = next
+	}
+	return s
+}
+
+func normalizeKeyRound(s string) string {
+	s = strings.Map(dropIgnorable, s)
+	s = norm.NFKC.String(s)
+	// A Caser keeps state, so each call gets its own.
+	s = strings.Map(foldCherokee, cases.Fold().String(s))
+	s = norm.NFKC.String(s)
+	s = strings.Map(dropIgnorable, s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// ignorableInKey reports whether NormalizeKey removes r: a character that
+// renders as nothing (see NormalizeKey).
+func ignorableInKey(r rune) bool {
+	if unicode.IsSpace(r) {
+		return false
+	}
+	return unicode.In(r, unicode.Cf, unicode.Cc, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
+}
+
+// foldCherokee maps Cherokee small letters to their capitals, which is
+// how Unicode case folding treats Cherokee. cases.Fold swaps the two
+// cases instead, so without this folding would not be idempotent.
+func foldCherokee(r rune) rune {
+	switch {
+	case r >= 0xAB70 && r <= 0xABBF:
+		return r - 0xAB70 + 0x13A0
+	case r >= 0x13F8 && r <= 0x13FD:
+		return r - 8
+	}
+	return r
+}
+
+func dropIgnorable(r rune) rune {
+	if ignorableInKey(r) {
+		return -1
+	}
+	return r
 }
 
 // SanitizeQuery makes arbitrary query text safe to process: invalid UTF-8
@@ -185,9 +250,9 @@ func ExactKeys(query string, max int) []string {
 		out = append(out, k)
 	}
 	whole := NormalizeKey(strings.ToValidUTF8(query, " "))
-	add(strings.TrimFunc(whole, isTrimmable))
+	add(NormalizeKey(strings.TrimFunc(whole, isTrimmable)))
 	for _, f := range strings.Fields(whole) {
-		add(strings.TrimFunc(f, isTrimmable))
+		add(NormalizeKey(strings.TrimFunc(f, isTrimmable)))
 	}
 	return out
 }

@@ -69,10 +69,11 @@ func (g *WriteGuard) CheckList(op string, f ListFilter) (ListFilter, error) {
 // item: the batch size (CheckBatchSize), every record (CheckNew), IDs
 // repeated within the batch (ErrAlreadyExists, reason "id_repeated") and
 // every embedding (only on an active record, a valid profile, a vector
-// that passes CheckVector with maxDims). It returns the records checked
-// and canonicalised, in item order, with copies of their metadata and
-// sources, so what a store keeps is exactly what was validated. Errors
-// carry the item's position (see BatchItemError).
+// that passes CheckVector with maxDims). An ActiveExpectation.KeyOwner
+// condition is not taken in a batch (ErrInvalidInput). It returns the
+// records checked and canonicalised, in item order, with copies of their
+// metadata and sources, so what a store keeps is exactly what was
+// validated. Errors carry the item's position (see BatchItemError).
 func (g *WriteGuard) CheckBatch(ctx context.Context, op string, items []BatchItem, maxDims int) ([]NewRecord, error) {
 	if err := g.CheckBatchSize(op, len(items)); err != nil {
 		return nil, err
@@ -83,6 +84,9 @@ func (g *WriteGuard) CheckBatch(ctx context.Context, op string, items []BatchIte
 		in, err := g.CheckNew(ctx, op, copyBody(it.Record))
 		if err != nil {
 			return nil, BatchItemError(i, err)
+		}
+		if in.Expect != nil && in.Expect.KeyOwner != nil {
+			return nil, BatchItemError(i, FieldError(op, "expect.key_owner", "unsupported_in_batch"))
 		}
 		if in.ID != "" {
 			if seen[in.ID] {

@@ -60,3 +60,42 @@ func BenchmarkRecall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkModelWriteKeyOwner measures the model's active create (Expect
+// None plus KeyOwner, which scans the Scope's records for the key) against
+// a plain active create, in a Scope of n records.
+func BenchmarkModelWriteKeyOwner(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		for _, owner := range []bool{false, true} {
+			b.Run(fmt.Sprintf("records=%d/key_owner=%v", n, owner), func(b *testing.B) {
+				ctx := context.Background()
+				s, err := memorystore.New(memorystore.Config{Clock: storetest.NewClock(), Guard: storetest.NewGuard(b)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				scope := storetest.Scope(b, "tenant-a", "project-1")
+				user := memorykit.Actor{Kind: memorykit.ActorUser, ID: "bench"}
+				model := memorykit.Actor{Kind: memorykit.ActorModel, ID: "bench"}
+				for i := 0; i < n; i++ {
+					if _, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: fmt.Sprintf("key %d", i),
+						Content: "some content", Status: memorykit.StatusActive, Actor: user}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				i := 0
+				for b.Loop() {
+					in := memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: fmt.Sprintf("model key %d", i),
+						Content: "model content", Status: memorykit.StatusActive, Actor: model,
+						Expect: &memorykit.ActiveExpectation{None: true}}
+					if owner {
+						in.Expect.KeyOwner = &model
+					}
+					if _, err := s.Create(ctx, in); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		}
+	}
+}

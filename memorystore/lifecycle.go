@@ -58,6 +58,9 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		if err := in.Expect.Check(op, holder, version); err != nil {
 			return memorykit.Record{}, err
 		}
+		if o := in.Expect.KeyOwner; o != nil && s.keyGovernedLocked(in.Scope, in.Key, *o) {
+			return memorykit.Record{}, memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
+		}
 	}
 	id := in.ID
 	for id == "" || s.records[id] != nil {
@@ -93,6 +96,8 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		s.byScope[in.Scope] = scoped
 	}
 	scoped[id] = e
+	sk := scopedKey{scope: in.Scope, key: in.Key}
+	s.byKey[sk] = append(s.byKey[sk], e)
 	if in.Status == memorykit.StatusActive {
 		if current != nil {
 			current.supersede(in.Actor, in.Reason, now)
@@ -102,6 +107,20 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		s.sync(e)
 	}
 	return e.rec.Clone(), nil
+}
+
+// keyGovernedLocked reports whether any record of scope holding the
+// canonical key, under any kind and in any status, governs the key against
+// owner (memorykit.GovernsKeyAgainst). It is the one place memorystore
+// matches records to a key for that rule (through s.byKey, filled at
+// create). The caller holds s.mu.
+func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memorykit.Actor) bool {
+	for _, e := range s.byKey[scopedKey{scope: scope, key: key}] {
+		if memorykit.GovernsKeyAgainst(e.rec, owner) {
+			return true
+		}
+	}
+	return false
 }
 
 // activeEntry returns the active record holding ak, or nil.

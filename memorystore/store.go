@@ -38,10 +38,13 @@ type Store struct {
 
 	// mu guards everything below. Writers hold it exclusively for the whole
 	// state change; the Host's ContentValidator runs before it is taken.
-	mu        sync.RWMutex
-	records   map[string]*entry
-	byScope   map[memorykit.Scope]map[string]*entry
-	active    map[activeKey]string
+	mu      sync.RWMutex
+	records map[string]*entry
+	byScope map[memorykit.Scope]map[string]*entry
+	active  map[activeKey]string
+	// byKey holds every record of a Scope and canonical key, any kind and
+	// status, for the KeyOwner rule (keyGovernedLocked).
+	byKey     map[scopedKey][]*entry
 	embStates map[embKey]*embState
 	jobs      map[string]*memorykit.Job
 	// indexes holds each Scope's recall index (see scopeIndex).
@@ -68,6 +71,12 @@ type entry struct {
 type activeKey struct {
 	scope memorykit.Scope
 	kind  memorykit.Kind
+	key   string
+}
+
+// scopedKey identifies a canonical key within a Scope, whatever the kind.
+type scopedKey struct {
+	scope memorykit.Scope
 	key   string
 }
 
@@ -114,6 +123,7 @@ func New(cfg Config) (*Store, error) {
 		records:   make(map[string]*entry),
 		byScope:   make(map[memorykit.Scope]map[string]*entry),
 		active:    make(map[activeKey]string),
+		byKey:     make(map[scopedKey][]*entry),
 		embStates: make(map[embKey]*embState),
 		jobs:      make(map[string]*memorykit.Job),
 		indexes:   make(map[memorykit.Scope]*scopeIndex),

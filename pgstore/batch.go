@@ -175,7 +175,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 			k := akey{r.in.Scope, r.in.Kind, r.in.Key}
 			if !keys[k] {
 				keys[k] = true
-				locks = append(locks, s.keyLock(k.scope, k.kind, k.key))
+				locks = append(locks, s.keyLock(k.scope, k.key))
 			}
 		}
 	}

@@ -114,7 +114,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 			until = u
 		}
 		if in.Status == memorykit.StatusActive {
-			if err := s.lockKey(ctx, tx, in.Scope, in.Kind, in.Key); err != nil {
+			if err := s.lockKey(ctx, tx, in.Scope, in.Key); err != nil {
 				return err
 			}
 			// cur is the zero Record when no record holds the key.
@@ -125,6 +125,15 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 			if in.Expect != nil {
 				if err := in.Expect.Check(op, cur.ID, cur.Version); err != nil {
 					return err
+				}
+				if o := in.Expect.KeyOwner; o != nil {
+					governed, err := s.keyGoverned(ctx, tx, in.Scope, in.Key, *o)
+					if err != nil {
+						return err
+					}
+					if governed {
+						return memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
+					}
 				}
 			}
 			if found {
@@ -167,6 +176,30 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 		return memorykit.Record{}, err
 	}
 	return out, nil
+}
+
+// keyGovernedSQL is memorykit.GovernsKeyAgainst in SQL, over every record
+// of a Scope holding a canonical key under any kind: $5/$6 is the owner.
+const keyGovernedSQL = `
+SELECT EXISTS (
+	SELECT 1 FROM {schema}.records
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND key = $4
+	  AND status <> 'candidate'
+	  AND NOT (created_by_kind = $5 AND created_by_id = $6
+	       AND touched_by_kind = $5 AND touched_by_id = $6
+	       AND (version = 1 OR (status = 'superseded' AND version = 2))))`
+
+// keyGoverned reports whether any record of scope holding the canonical
+// key governs it against owner (see memorykit.GovernsKeyAgainst). It is
+// the one place pgstore matches records to a key for that rule. The caller
+// holds the key's advisory lock, which every active create and activation
+// of the key takes whatever its kind, so two governed creates of one key
+// cannot both pass.
+func (s *Store) keyGoverned(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, key string, owner memorykit.Actor) (bool, error) {
+	var governed bool
+	err := tx.QueryRow(ctx, s.q(keyGovernedSQL), scope.TenantID, string(scope.SubjectType), scope.SubjectID, key,
+		string(owner.Kind), owner.ID).Scan(&governed)
+	return governed, err
 }
 
 // getAny reads a record by ID in any Scope.
@@ -279,7 +312,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 }
 
 // Activate implements memorykit.LifecycleStore. Activations and active
-// creates of one Scope, kind and key serialise on a transaction advisory
+// creates of one Scope and key (of any kind) serialise on a transaction advisory
 // lock, so concurrent activations leave exactly one active record.
 func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "pgstore.activate", t, memorykit.RuleActivate)
@@ -339,7 +372,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 			if err != nil {
 				return err
 			}
-			if err := s.lockKey(ctx, tx, t.Scope, peek.Kind, peek.Key); err != nil {
+			if err := s.lockKey(ctx, tx, t.Scope, peek.Key); err != nil {
 				return err
 			}
 		}

@@ -21,7 +21,7 @@ import (
 // SchemaVersion is the schema version this package writes and accepts: the
 // number of the newest embedded migration. Open refuses a schema that
 // records a newer or unknown version.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Reason codes of Open and New failures that callers may want to branch on.
 const (
@@ -201,6 +201,13 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, schema, ext string, m m
 		e := mapErr(op, err).(*memorykit.Error)
 		e.Field = "migration_" + strconv.Itoa(m.version)
 		return e
+	}
+	if _, name, _ := strings.Cut(m.name, "_"); dataSteps[name] != nil {
+		if err := dataSteps[name](ctx, tx, schema, ext, now); err != nil {
+			e := mapErr(op, err).(*memorykit.Error)
+			e.Field = "migration_" + strconv.Itoa(m.version)
+			return e
+		}
 	}
 	if _, err := tx.Exec(ctx, renderSQL(`INSERT INTO {schema}.schema_migrations (version, name, applied_at)
 		VALUES ($1, $2, $3)`, schema, ext), m.version, m.name, now); err != nil {

@@ -40,12 +40,15 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) e
 }
 
 // keyLock is the transaction advisory lock that serialises every change of
-// which record is active for one Scope, kind and key. The schema is part of
-// the key so independent stores on one database do not contend.
-func (s *Store) keyLock(scope memorykit.Scope, kind memorykit.Kind, key string) int64 {
+// which record is active for one Scope and canonical key, whatever the
+// kind: the model write rule (ActiveExpectation.KeyOwner) looks at every
+// kind of a key, so its check and insert must not interleave with another
+// active create of the key under another kind. The schema is part of the
+// key so independent stores on one database do not contend.
+func (s *Store) keyLock(scope memorykit.Scope, key string) int64 {
 	h := fnv.New64a()
 	var n [8]byte
-	for _, p := range []string{s.schema, scope.TenantID, string(scope.SubjectType), scope.SubjectID, string(kind), key} {
+	for _, p := range []string{s.schema, scope.TenantID, string(scope.SubjectType), scope.SubjectID, key} {
 		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
 		h.Write(n[:])
 		h.Write([]byte(p))
@@ -53,7 +56,7 @@ func (s *Store) keyLock(scope memorykit.Scope, kind memorykit.Kind, key string) 
 	return int64(h.Sum64())
 }
 
-func (s *Store) lockKey(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, kind memorykit.Kind, key string) error {
-	_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.keyLock(scope, kind, key))
+func (s *Store) lockKey(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, key string) error {
+	_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.keyLock(scope, key))
 	return err
 }

@@ -182,6 +182,9 @@ func badNewRecords(e *env) []badNew {
 	})
 	add("expect neither", errInput, func(in *memorykit.NewRecord) { in.Expect = &memorykit.ActiveExpectation{} })
 	add("expect id without version", errInput, func(in *memorykit.NewRecord) { in.Expect = &memorykit.ActiveExpectation{ID: "mem-x"} })
+	add("expect key owner invalid", errInput, func(in *memorykit.NewRecord) {
+		in.Expect = &memorykit.ActiveExpectation{None: true, KeyOwner: &memorykit.Actor{Kind: "robot", ID: "r"}}
+	})
 	add("validator rejects content", errInput, func(in *memorykit.NewRecord) { in.Content = "token " + RejectMarker })
 	add("validator rejects metadata", errInput, func(in *memorykit.NewRecord) { in.Metadata["team"] = RejectMarker })
 	add("validator rejects source", errInput, func(in *memorykit.NewRecord) { in.Sources[0].Ref = RejectMarker })

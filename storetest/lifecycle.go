@@ -15,8 +15,8 @@ import (
 
 // RunLifecycleConformance checks records and their audit trail: create,
 // get, list, find, activate/supersede, reject, correct, forget, erase,
-// invalid transitions, optimistic concurrency, concurrent activation and
-// the erase canary.
+// invalid transitions, optimistic concurrency, concurrent activation, the
+// erase canary and the KeyOwner condition (the model write rule per key).
 func RunLifecycleConformance(t *testing.T, h Harness) {
 	runCases(t, h, []tcase{
 		{"CreateActive", testCreateActive},
@@ -44,6 +44,10 @@ func RunLifecycleConformance(t *testing.T, h Harness) {
 		{"ConcurrentActivation", testConcurrentActivation},
 		{"ConcurrentActiveCreates", testConcurrentCreates},
 		{"EraseCanary", testEraseCanary},
+		{"KeyOwnerAcrossKinds", testKeyOwnerAcrossKinds},
+		{"KeyOwnerAfterForgetRejectErase", testKeyOwnerAfterForgetRejectErase},
+		{"ConcurrentKeyOwnerCreates", testConcurrentKeyOwnerCreates},
+		{"InvisibleCharactersInKeys", testInvisibleCharactersInKeys},
 	})
 }
 

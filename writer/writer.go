@@ -5,10 +5,14 @@
 // Every path authorizes first and fails closed; the store's WriteGuard then
 // validates content against Limits and the Host's ContentValidator.
 //
-// A model write takes effect immediately only when no active record holds
-// its Scope/kind/key, or when the active record is the same model's own,
-// untouched earlier write. Otherwise it is stored as a candidate for review
-// and the active record stays in effect.
+// A model write takes effect immediately only for a key that is new to the
+// model or holds nothing but the same model's own, untouched earlier
+// writes. The rule is per canonical key within the Scope, across every
+// kind: if anyone else wrote, reviewed or corrected an active record with
+// the key under any kind, or forgot, erased or rejected a record with it,
+// the write is stored as a candidate for review and what is in effect
+// stays. The store decides this in the same atomic step as the create (see
+// memorykit.ActiveExpectation.KeyOwner and memorykit.GovernsKeyAgainst).
 package writer
 
 import (
@@ -128,8 +132,12 @@ const maxModelWriteAttempts = 3
 
 // WriteModel is the model's write through remember_project_memory. It needs
 // PermModelWrite and a principal whose actor is a model. The write is active
-// at once only for a new kind/key, or to replace the same model's own
-// untouched earlier write; otherwise it becomes a candidate.
+// at once only when its canonical key is not governed against the model in
+// the Scope under any kind (memorykit.GovernsKeyAgainst), replacing the
+// model's own untouched earlier write of the same kind if there is one;
+// otherwise it becomes a candidate. The store checks the key in the same
+// atomic step as the create, so a write by someone else that lands between
+// this method's read and its create turns it into a candidate.
 func (w *Writer) WriteModel(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, in Input) (Result, error) {
 	const op = "writer.model"
 	if p.Actor.Kind != memorykit.ActorModel {
@@ -152,8 +160,13 @@ func (w *Writer) WriteModel(ctx context.Context, p memorykit.Principal, scope me
 		default:
 			return w.writeCandidate(ctx, op, scope, p, in)
 		}
+		owner := p.Actor
+		expect.KeyOwner = &owner
 		rec, err := w.store.Create(ctx, w.newRecord(scope, p.Actor, memorykit.StatusActive, in, expect))
 		if errors.Is(err, memorykit.ErrVersionConflict) {
+			if memorykit.ReasonCode(err) == memorykit.ReasonKeyGoverned {
+				return w.writeCandidate(ctx, op, scope, p, in)
+			}
 			continue // the active record changed under us; decide again
 		}
 		if err != nil {

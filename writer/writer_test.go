@@ -10,14 +10,14 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/writer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type bundle struct {
-	store  *memorystore.Store
+	store  memorykit.Store
 	az     *testkit.Authorizer
 	sink   *testkit.Sink
 	w      *writer.Writer
@@ -29,9 +29,15 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	return setupOn(t, pgstoretest.Backend{Name: "memorystore"})
+}
+
+// setupOn is setup on the store implementation be.
+func setupOn(t *testing.T, be pgstoretest.Backend) *bundle {
+	t.Helper()
 	clk := testkit.NewClock()
 	b := &bundle{
-		store:  testkit.MemStore(t, clk),
+		store:  be.Open(t, clk),
 		az:     testkit.NewAuthorizer(),
 		sink:   &testkit.Sink{},
 		scope:  testkit.Scope(t, "acme", "apollo"),
@@ -314,12 +320,12 @@ func mustModelWrite(t *testing.T, b *bundle, content string) memorykit.Record {
 // racingStore lets a user write land between the model write's read and its
 // conditional create.
 type racingStore struct {
-	*memorystore.Store
+	memorykit.LifecycleStore
 	once func()
 }
 
 func (r *racingStore) FindActive(ctx context.Context, s memorykit.Scope, k memorykit.Kind, key string) (memorykit.Record, error) {
-	rec, err := r.Store.FindActive(ctx, s, k, key)
+	rec, err := r.LifecycleStore.FindActive(ctx, s, k, key)
 	if r.once != nil {
 		f := r.once
 		r.once = nil
@@ -333,7 +339,7 @@ func TestModelWriteRereadsWhenTheActiveRecordChanges(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	var userRecord memorykit.Record
-	rs := &racingStore{Store: b.store}
+	rs := &racingStore{LifecycleStore: b.store}
 	rs.once = func() {
 		res, err := b.w.WriteExplicit(ctx, b.user, b.scope, fact("region", "eu-west-1"))
 		if err != nil {
@@ -394,7 +400,7 @@ func TestReasonsGoThroughContentPolicy(t *testing.T) {
 		"projection": func() (writer.Result, error) { return b.w.WriteProjection(ctx, proj, b.scope, in) },
 		"model":      func() (writer.Result, error) { return b.w.WriteModel(ctx, b.model, b.scope, in) },
 	} {
-		before := b.store.Dump()
+		before := dumpStore(t, b.store)
 		_, err := write()
 		var me *memorykit.Error
 		if !errors.As(err, &me) || !errors.Is(err, memorykit.ErrInvalidInput) || me.Reason != "content_rejected" {
@@ -403,8 +409,27 @@ func TestReasonsGoThroughContentPolicy(t *testing.T) {
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Fatalf("%s: error %q repeats the reason", name, err)
 		}
-		if after := b.store.Dump(); after != before {
+		if after := dumpStore(t, b.store); after != before {
 			t.Fatalf("%s write with a refused reason changed the store", name)
 		}
 	}
+}
+
+// dumpStore returns the whole-store dump of either store implementation.
+func dumpStore(t *testing.T, s memorykit.Store) string {
+	t.Helper()
+	switch d := s.(type) {
+	case interface{ Dump() string }:
+		return d.Dump()
+	case interface {
+		Dump(context.Context) (string, error)
+	}:
+		out, err := d.Dump(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	t.Fatalf("store %T has no Dump", s)
+	return ""
 }
