@@ -10,6 +10,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/reviewer"
+	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -33,13 +34,33 @@ func (h *Host) registerRoutes() {
 	h.route("GET "+p+"/memories/{id}/history", nil, h.history)
 }
 
-// health answers 200 while the Host serves and 503 once it shuts down.
+// healthJSON is the /healthz body: a status word plus memorykit's
+// content-free health report (lifecycle state and every background actor's
+// state, reason code, since-when and failure count).
+type healthJSON struct {
+	// Status is "ok", "degraded" (some actor is not running) or
+	// "draining" (the Host is shutting down).
+	Status string `json:"status"`
+	mkruntime.Health
+}
+
+// health answers 200 while the Host serves and every background actor
+// runs; 503 with the same report once the Host shuts down or while any
+// actor backs off or has stopped, so a load balancer or orchestrator sees
+// a Host whose writes would never be embedded.
 func (h *Host) health(w http.ResponseWriter, _ *http.Request) {
-	if h.closing.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-		return
+	body := healthJSON{Status: "ok", Health: h.rt.Health()}
+	switch {
+	case h.closing.Load():
+		body.Status = "draining"
+	case !body.OK:
+		body.Status = "degraded"
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	status := http.StatusOK
+	if body.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, body)
 }
 
 // sourceJSON is a memorykit.Source on the wire.

@@ -40,6 +40,11 @@ type Options struct {
 	// ViewNonce is the source of the memory view's nonces; nil means
 	// crypto/rand. Only the demo sets it, to print reproducible views.
 	ViewNonce io.Reader
+
+	// workerStores, if set, gives the runtime the stores its background
+	// workers use, built around the Host's store: a test seam to make the
+	// workers' store fail while the request path works.
+	workerStores func(memorykit.Store) mkruntime.Stores
 }
 
 // Host is the example HTTP Host: memorykit's runtime behind a small JSON
@@ -100,13 +105,17 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		store, closeStore = ps, ps.Close
 	}
 
+	stores := mkruntime.StoresOf(store)
+	if o.workerStores != nil {
+		stores = o.workerStores(store)
+	}
 	rt, err := mkruntime.New(mkruntime.Config{
 		Guard:      guard,
 		Policy:     hostPolicy(),
 		Embedder:   embedder.NewLocal(),
 		Authorizer: o.Directory,
 		Extractor:  quietExtractor{},
-		Stores:     mkruntime.StoresOf(store),
+		Stores:     stores,
 		Clock:      o.Clock,
 		WorkerID:   o.WorkerID,
 		Logger:     o.Logger.Named("memorykit"),
