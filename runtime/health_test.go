@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -310,5 +311,32 @@ func TestPostgresHiddenSchemaDoesNotKillTheWorkers(t *testing.T) {
 	}
 	if err := b.rt.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStopBeforeStartIsFinal is hole 9 of issue 10: Stop before Start used
+// to leave the Runtime startable. Stop is final: a later Start is a typed
+// ErrStopped error, no request path opens, and nothing runs.
+func TestStopBeforeStartIsFinal(t *testing.T) {
+	t.Parallel()
+	cfg, b := config(t)
+	start(t, cfg, b)
+	ctx := context.Background()
+	if err := b.rt.Stop(ctx); err != nil {
+		t.Fatalf("Stop before Start: %v", err)
+	}
+	err := b.rt.Start(ctx)
+	var me *memorykit.Error
+	if !errors.As(err, &me) || !errors.Is(err, memorykit.ErrStopped) || me.Reason != "stopped" {
+		t.Fatalf("Start after Stop = %v, want a typed ErrStopped", err)
+	}
+	if _, err := b.rt.Session(mkruntime.Request{Principal: b.alice, Scope: b.scope, ModelID: "agent-1"}); !errors.Is(err, memorykit.ErrStopped) {
+		t.Fatalf("Session after Stop = %v, want ErrStopped", err)
+	}
+	if h := b.rt.Health(); h.OK || h.State != "stopped" || !allIn(h, supervisor.ActorStopped) {
+		t.Fatalf("health: %s", healthString(h))
+	}
+	if err := b.rt.Stop(ctx); err != nil {
+		t.Fatalf("second Stop: %v", err)
 	}
 }

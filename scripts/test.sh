@@ -42,6 +42,8 @@ if [ "$status" -ne 0 ]; then
   grep -nE -B2 -A20 -- '--- FAIL|^panic:|race detected' "$log" | head -300 || true
   exit "$status"
 fi
+echo "== fuzz (bounded)"
+go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 10s ./examples/host-api/
 echo "== go test ./... without a database (PostgreSQL tests must skip, not fail)"
 env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
   echo "plain go test without a database failed:"; grep -E -B2 -A15 -- '--- FAIL|^FAIL' "$log.nodb" | head -100; exit 1; }

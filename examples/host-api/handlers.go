@@ -141,6 +141,10 @@ func (h *Host) write(w http.ResponseWriter, r *http.Request, c call) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
+	if rej := checkWrite(req); rej != nil {
+		writeNotSaved(w, rej)
+		return
+	}
 	in := writer.Input{
 		Kind: memorykit.Kind(req.Kind), Key: req.Key, Content: req.Content,
 		Metadata: req.Metadata, Sources: toSources(req.Sources), Reason: req.Reason,
@@ -157,6 +161,23 @@ func (h *Host) write(w http.ResponseWriter, r *http.Request, c call) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"outcome": res.Outcome, "memory": toRecordJSON(res.Record)})
+}
+
+// checkWrite refuses what the library would otherwise take silently: blank
+// content (white space or invisible characters only), and an
+// effective_from or effective_until of the zero time, which would read as
+// "now" or "no end".
+func checkWrite(req writeRequest) error {
+	const op = "host.write"
+	switch {
+	case blank(req.Content):
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidInput, Field: "content", Reason: "blank"}
+	case req.EffectiveFrom != nil && req.EffectiveFrom.IsZero():
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidInput, Field: "effective_from", Reason: "zero_time"}
+	case req.EffectiveUntil != nil && req.EffectiveUntil.IsZero():
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidInput, Field: "effective_until", Reason: "zero_time"}
+	}
+	return nil
 }
 
 // searchRequest asks recall directly, as the caller.
@@ -185,6 +206,10 @@ func (h *Host) search(w http.ResponseWriter, r *http.Request, c call) {
 	}
 	if req.Query == "" {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "empty", "query")
+		return
+	}
+	if blank(req.Query) {
+		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "blank", "query")
 		return
 	}
 	if req.MaxResults < 0 {
@@ -244,18 +269,19 @@ func (h *Host) read(w http.ResponseWriter, r *http.Request, c call) {
 // listCandidates lists candidates waiting for review, by ID, one page at a
 // time (?limit=1..100&after=<id>).
 func (h *Host) listCandidates(w http.ResponseWriter, r *http.Request, c call) {
-	q := r.URL.Query()
-	page := reviewer.Page{Limit: defaultPageSize, AfterID: q.Get("after")}
-	if s := q.Get("limit"); s != "" {
+	// Every invalid_input is 422, whether the value does not parse (abc)
+	// or is out of range (0): one kind, one status.
+	page := reviewer.Page{Limit: defaultPageSize, AfterID: c.query.Get("after")}
+	if s := c.query.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_input", "not_a_number", "limit")
+			writeError(w, http.StatusUnprocessableEntity, "invalid_input", "not_a_number", "limit")
 			return
 		}
 		page.Limit = n
 	}
 	if page.AfterID != "" && memorykit.ValidateID("host.candidates", "after", page.AfterID) != nil {
-		writeError(w, http.StatusBadRequest, "invalid_input", "bad_id", "after")
+		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "bad_id", "after")
 		return
 	}
 	recs, err := h.rt.Reviewer().ListCandidates(r.Context(), c.caller.principal, c.scope, page)
@@ -314,6 +340,10 @@ type correctRequest struct {
 func (h *Host) correct(w http.ResponseWriter, r *http.Request, c call) {
 	var req correctRequest
 	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if blank(req.Content) {
+		writeNotSaved(w, &memorykit.Error{Op: "host.correct", Kind: memorykit.ErrInvalidInput, Field: "content", Reason: "blank"})
 		return
 	}
 	rec, err := h.rt.Reviewer().Correct(r.Context(), c.caller.principal, c.scope, reviewer.CorrectionInput{
