@@ -26,7 +26,10 @@ type Health struct {
 // one; the moment a round succeeds again it reports running. Health is safe
 // to call at any time and from any goroutine, and never blocks on an actor.
 func (r *Runtime) Health() Health {
-	h := Health{Actors: r.sup.Health()}
+	h := Health{Actors: []supervisor.ActorHealth{}}
+	if r.sup != nil { // a Runtime without background workers has no supervisor
+		h.Actors = r.sup.Health()
+	}
 	switch r.gate.state.Load() {
 	case intakeClosed:
 		h.State = "new"
