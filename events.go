@@ -63,3 +63,14 @@ type DiscardEvents struct{}
 
 // Emit drops e.
 func (DiscardEvents) Emit(Event) {}
+
+// Actor health events, emitted by the supervisor when an actor enters or
+// leaves its backing_off state (see supervisor.ActorHealth).
+const (
+	// EventActorDegraded: an actor failed and now keeps retrying on its
+	// backoff; Reason is the failure's code, Attempt the failure count.
+	EventActorDegraded EventKind = "actor.degraded"
+	// EventActorRecovered: an actor left backing_off and runs again;
+	// Count is how many consecutive failures it went through.
+	EventActorRecovered EventKind = "actor.recovered"
+)

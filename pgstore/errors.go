@@ -73,9 +73,15 @@ func pgErr(op string, pe *pgconn.PgError, cause error) *memorykit.Error {
 
 // retryableState reports SQLSTATEs after which trying again is safe:
 // connection exceptions, serialization failures and deadlocks, lock and
-// statement timeouts, resource exhaustion and server shutdown.
+// statement timeouts, resource exhaustion and server shutdown, and a schema
+// or table that is missing for now (an operator renamed the schema away, a
+// restore or migration is under way): the background workers wait those
+// out instead of giving up, and recall degrades as for a lost connection.
 func retryableState(code string) bool {
 	switch code {
+	case "3F000", // invalid_schema_name
+		"42P01": // undefined_table
+		return true
 	case "40001", // serialization_failure
 		"40P01", // deadlock_detected
 		"55P03", // lock_not_available

@@ -53,6 +53,7 @@ type Runtime struct {
 
 	mu      sync.Mutex // serialises Start / Drain / Stop
 	started bool
+	stopped bool // Stop was called; the Runtime never starts again
 }
 
 // New validates cfg and composes a Runtime. It refuses a missing or partial
@@ -160,10 +161,14 @@ func (r reapStores) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 }
 
 // Start starts the workers and opens intake. It returns a typed error when
-// called twice or after Stop.
+// called twice or after Stop (an ErrStopped *memorykit.Error, reason
+// "stopped", even when Stop came before any Start: Stop is final).
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopped && !r.started {
+		return &memorykit.Error{Op: "runtime.start", Kind: memorykit.ErrStopped, Reason: "stopped"}
+	}
 	if err := r.sup.Start(ctx); err != nil {
 		return err
 	}
@@ -186,13 +191,21 @@ func (r *Runtime) Drain(ctx context.Context) error {
 }
 
 // Stop closes intake, cancels and waits for every worker. After Stop
-// nothing of the Runtime runs and the Host may close its stores.
+// nothing of the Runtime runs and the Host may close its stores. Stop is
+// final: a later Start answers ErrStopped. Stop before Start has nothing to
+// wait for and returns nil, and the Runtime can no longer be started.
 func (r *Runtime) Stop(ctx context.Context) error {
+	if ctx == nil {
+		return memorykit.FieldError("runtime.stop", "ctx", "nil")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.started {
-		r.gate.state.Store(intakeStopped)
+	r.gate.state.Store(intakeStopped)
+	if !r.started {
+		r.stopped = true
+		return nil
 	}
+	r.stopped = true
 	return r.sup.Stop(ctx)
 }
 

@@ -47,7 +47,7 @@ go test -run '^$' -fuzz '^FuzzSearchTermsInvariants$' -fuzztime 10s .
 go test -run '^$' -fuzz '^FuzzMemoryView$' -fuzztime 10s ./projector/
 go test -run '^$' -fuzz '^FuzzClaimDetector$' -fuzztime 10s ./memorytools/
 go test -run '^$' -fuzz '^FuzzNormalizeKey$' -fuzztime 10s .
-
+go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 10s ./examples/host-api/
 echo "== go test ./... without a database (PostgreSQL tests must skip, not fail)"
 env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
   echo "plain go test without a database failed:"; grep -E -B2 -A15 -- '--- FAIL|^FAIL' "$log.nodb" | head -100; exit 1; }

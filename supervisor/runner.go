@@ -36,39 +36,58 @@ type outcome struct {
 }
 
 // supervise runs one actor until the supervisor drains or stops, the actor
-// asks not to be restarted, or it fails more often in a row than the
-// backoff policy allows.
+// asks not to be restarted, or it fails for a non-recoverable reason more
+// often in a row than the backoff policy allows. Recoverable failures are
+// retried for as long as they last.
 func (s *Supervisor) supervise(r *runner, fetchCtx, workCtx context.Context, started *sync.WaitGroup) {
 	exit := exitGoexit // kept only if Run calls runtime.Goexit
 	defer func() { s.finish(r, exit) }()
+	s.setRunning(r) // before Start returns, so Health never shows a started actor as not started
 	started.Done()
 
 	log := s.log.With(zap.String("actor", r.name))
-	failures := 0 // consecutive failed runs
+	// The actor's own loop (Poll) reports its health through these.
+	fctx, wctx := withReporter(fetchCtx, s, r), withReporter(workCtx, s, r)
+	failures := 0 // consecutive failed runs, recoverable or not
+	hard := 0     // consecutive non-recoverable failures; these alone give up
 	for {
 		began := s.clk.Now()
-		out := invoke(r.actor, fetchCtx, workCtx)
+		out := invoke(r.actor, fctx, wctx)
 		ran := s.clk.Since(began)
 
 		if fetchCtx.Err() != nil {
 			exit = shutdownReason(fetchCtx)
+			s.setStopped(r, exit)
 			logShutdown(log, out, exit, ran)
 			s.emit(s.actorEvent(memorykit.EventActorStopped, r.name, failures, exit))
 			return
 		}
 		if out.reason == reasonError && errors.Is(out.err, ErrDoNotRestart) {
 			exit = exitDoNotRestart
+			s.setStopped(r, exit)
 			log.Warn("actor asked not to be restarted", outcomeFields(out, ran)...)
 			s.emit(s.actorEvent(memorykit.EventActorStopped, r.name, failures, exit))
 			return
 		}
 
 		if ran >= s.backoff.Max {
-			failures = 0
+			failures, hard = 0, 0
 		}
-		failures++
-		if failures > s.backoff.MaxRestarts {
+		if failures < maxCountedFailures {
+			failures++
+		}
+		// A recoverable failure (the store is down, the schema is gone for
+		// a while) is waited out at the backoff's maximum for as long as it
+		// lasts; only non-recoverable failures and panics count towards
+		// giving up.
+		if out.reason == reasonError && memorykit.IsRecoverable(out.err) {
+			hard = 0
+		} else {
+			hard++
+		}
+		if hard > s.backoff.MaxRestarts {
 			exit = exitGaveUp
+			s.setStopped(r, exit)
 			log.Error("actor failed too often; giving up",
 				append(outcomeFields(out, ran), zap.Int("consecutive_failures", failures))...)
 			e := s.actorEvent(memorykit.EventActorGaveUp, r.name, failures-1, out.reason)
@@ -80,15 +99,31 @@ func (s *Supervisor) supervise(r *runner, fetchCtx, workCtx context.Context, sta
 		d := s.backoff.Delay(failures)
 		log.Warn("actor failed; restarting after backoff",
 			append(outcomeFields(out, ran), zap.Int("attempt", failures), zap.Duration("backoff", d))...)
+		s.setBackingOff(r, failureCode(out), failures)
 		if !s.wait(fetchCtx, r.name, failures, d) {
 			exit = shutdownReason(fetchCtx)
+			s.setStopped(r, exit)
 			log.Info("actor not restarted: supervisor shutting down", zap.String("reason", exit))
 			s.emit(s.actorEvent(memorykit.EventActorStopped, r.name, failures, exit))
 			return
 		}
 		log.Info("actor restarted", zap.Int("attempt", failures), zap.String("reason", out.reason))
 		s.emit(s.actorEvent(memorykit.EventActorRestarted, r.name, failures, out.reason))
+		s.setRunning(r)
 	}
+}
+
+// maxCountedFailures caps the consecutive-failure count of an actor that
+// fails recoverably for a very long time; its wait is long at Max by then.
+const maxCountedFailures = 1 << 20
+
+// failureCode is the content-free code Health shows for a failed run: the
+// error's reason code, or "panic" / "exited".
+func failureCode(out outcome) string {
+	if out.reason == reasonError {
+		return memorykit.ReasonCode(out.err)
+	}
+	return out.reason
 }
 
 // invoke calls Run once and turns a panic into an outcome.
@@ -124,6 +159,7 @@ func (s *Supervisor) wait(ctx context.Context, name string, attempt int, d time.
 // state, closes r.done, and then calls the exit hook.
 func (s *Supervisor) finish(r *runner, exit string) {
 	if exit == exitGoexit {
+		s.setStopped(r, exit)
 		s.log.Error("actor goroutine exited without returning", zap.String("actor", r.name))
 		s.emit(s.actorEvent(memorykit.EventActorStopped, r.name, 0, exit))
 	}

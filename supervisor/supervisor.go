@@ -3,8 +3,14 @@
 //
 // A Supervisor starts one goroutine per Actor. An actor that fails (returns
 // an error, returns nil, or panics) while the supervisor is running is
-// restarted after an exponential backoff measured on the injected clock; an
-// actor that keeps failing is given up on while the others keep running.
+// restarted after an exponential backoff measured on the injected clock.
+// An actor whose failures are recoverable (memorykit.IsRecoverable: a store
+// that is down, a schema that is missing for a while) is never given up on:
+// it keeps retrying at the backoff's maximum and Health reports it
+// backing_off until it runs again. Only an actor that keeps failing for a
+// non-recoverable reason (or panicking) is given up on, after
+// BackoffPolicy.MaxRestarts restarts in a row, while the others keep
+// running.
 //
 // Shutdown has two steps. Drain stops intake: every actor's fetch context is
 // cancelled, so no new work is claimed, while work already claimed finishes
@@ -126,6 +132,8 @@ type Supervisor struct {
 	onExit  func(string, string)
 	runners []*runner
 
+	hmu sync.Mutex // guards every runner's st
+
 	mu          sync.Mutex
 	state       State
 	alive       int // actor goroutines that have not finished
@@ -138,6 +146,7 @@ type runner struct {
 	actor Actor
 	name  string
 	done  chan struct{} // closed when the actor's goroutine has finished
+	st    status        // guarded by Supervisor.hmu
 }
 
 // New validates cfg and the actors and returns a Supervisor in StateNew. A
@@ -180,7 +189,8 @@ func New(cfg Config, actors ...Actor) (*Supervisor, error) {
 			return nil, bad("actors", "duplicate_name", nil)
 		}
 		seen[name] = true
-		runners = append(runners, &runner{actor: a, name: name, done: make(chan struct{})})
+		runners = append(runners, &runner{actor: a, name: name, done: make(chan struct{}),
+			st: status{state: ActorStopped, reason: "not_started"}})
 	}
 	return &Supervisor{
 		clk:     cfg.Clock,

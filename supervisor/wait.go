@@ -48,7 +48,12 @@ func Sleep(ctx context.Context, clk clock.Clock, d time.Duration, hook func(Wait
 // Poll is the loop of a polling actor. It calls round while fetchCtx is
 // live; after a round that did work (busy) it calls round again at once,
 // after an idle round it waits Interval, and after a recoverable error it
-// waits Backoff.Delay(n) for the n-th consecutive failure. A
+// waits Backoff.Delay(n) for the n-th consecutive failure, for as long as
+// the failures last (it never gives up on a recoverable error; the wait
+// stays at the backoff's maximum). Under a Supervisor, the first
+// recoverable failure marks the actor backing_off in Health (one
+// memorykit.EventActorDegraded) and the next successful round marks it
+// running again (one memorykit.EventActorRecovered). A
 // non-recoverable error is logged (as a reason code) and returned, so the
 // supervisor restarts the actor. Poll returns nil once fetchCtx or workCtx
 // ends. Every wait is measured on Clock and reported to OnWait.
@@ -77,16 +82,21 @@ func (p Poll) Run(fetchCtx, workCtx context.Context, round func() (busy bool, er
 				zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
 			return err
 		case err != nil:
-			failures++
+			if failures < maxCountedFailures {
+				failures++
+			}
 			wait, reason = p.Backoff.Delay(failures), WaitStoreBackoff
 			p.Logger.Warn(p.What+" failed; backing off",
 				zap.String("reason", memorykit.ReasonCode(err)), zap.Int("consecutive_failures", failures),
 				zap.Duration("backoff", wait))
+			ReportBackingOff(fetchCtx, memorykit.ReasonCode(err), failures)
 		case busy:
 			failures = 0
+			ReportRunning(fetchCtx)
 			continue
 		default:
 			failures = 0
+			ReportRunning(fetchCtx)
 		}
 		if !Sleep(fetchCtx, p.Clock, wait, p.OnWait, reason) {
 			return nil

@@ -164,6 +164,10 @@ func conversation(w http.ResponseWriter, req chatRequest) ([]projector.Message, 
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "empty", "message")
 		return nil, false
 	}
+	if blank(req.Message) {
+		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "blank", "message")
+		return nil, false
+	}
 	if len(req.History) > maxHistoryMessages {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "too_many", "history")
 		return nil, false
@@ -173,6 +177,10 @@ func conversation(w http.ResponseWriter, req chatRequest) ([]projector.Message, 
 		role := projector.Role(m.Role)
 		if role != projector.RoleUser && role != projector.RoleAssistant {
 			writeError(w, http.StatusUnprocessableEntity, "invalid_input", "role_not_allowed", "history.role")
+			return nil, false
+		}
+		if blank(m.Content) {
+			writeError(w, http.StatusUnprocessableEntity, "invalid_input", "blank", "history.content")
 			return nil, false
 		}
 		msgs = append(msgs, projector.Message{Role: role, Content: m.Content})

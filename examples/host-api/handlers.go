@@ -10,6 +10,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/reviewer"
+	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -33,13 +34,33 @@ func (h *Host) registerRoutes() {
 	h.route("GET "+p+"/memories/{id}/history", nil, h.history)
 }
 
-// health answers 200 while the Host serves and 503 once it shuts down.
+// healthJSON is the /healthz body: a status word plus memorykit's
+// content-free health report (lifecycle state and every background actor's
+// state, reason code, since-when and failure count).
+type healthJSON struct {
+	// Status is "ok", "degraded" (some actor is not running) or
+	// "draining" (the Host is shutting down).
+	Status string `json:"status"`
+	mkruntime.Health
+}
+
+// health answers 200 while the Host serves and every background actor
+// runs; 503 with the same report once the Host shuts down or while any
+// actor backs off or has stopped, so a load balancer or orchestrator sees
+// a Host whose writes would never be embedded.
 func (h *Host) health(w http.ResponseWriter, _ *http.Request) {
-	if h.closing.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-		return
+	body := healthJSON{Status: "ok", Health: h.rt.Health()}
+	switch {
+	case h.closing.Load():
+		body.Status = "draining"
+	case !body.OK:
+		body.Status = "degraded"
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	status := http.StatusOK
+	if body.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, body)
 }
 
 // sourceJSON is a memorykit.Source on the wire.
@@ -120,6 +141,10 @@ func (h *Host) write(w http.ResponseWriter, r *http.Request, c call) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
+	if rej := checkWrite(req); rej != nil {
+		writeNotSaved(w, rej)
+		return
+	}
 	in := writer.Input{
 		Kind: memorykit.Kind(req.Kind), Key: req.Key, Content: req.Content,
 		Metadata: req.Metadata, Sources: toSources(req.Sources), Reason: req.Reason,
@@ -136,6 +161,23 @@ func (h *Host) write(w http.ResponseWriter, r *http.Request, c call) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"outcome": res.Outcome, "memory": toRecordJSON(res.Record)})
+}
+
+// checkWrite refuses what the library would otherwise take silently: blank
+// content (white space or invisible characters only), and an
+// effective_from or effective_until of the zero time, which would read as
+// "now" or "no end".
+func checkWrite(req writeRequest) error {
+	const op = "host.write"
+	switch {
+	case blank(req.Content):
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidInput, Field: "content", Reason: "blank"}
+	case req.EffectiveFrom != nil && req.EffectiveFrom.IsZero():
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidInput, Field: "effective_from", Reason: "zero_time"}
+	case req.EffectiveUntil != nil && req.EffectiveUntil.IsZero():
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidInput, Field: "effective_until", Reason: "zero_time"}
+	}
+	return nil
 }
 
 // searchRequest asks recall directly, as the caller.
@@ -164,6 +206,10 @@ func (h *Host) search(w http.ResponseWriter, r *http.Request, c call) {
 	}
 	if req.Query == "" {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "empty", "query")
+		return
+	}
+	if blank(req.Query) {
+		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "blank", "query")
 		return
 	}
 	if req.MaxResults < 0 {
@@ -223,18 +269,19 @@ func (h *Host) read(w http.ResponseWriter, r *http.Request, c call) {
 // listCandidates lists candidates waiting for review, by ID, one page at a
 // time (?limit=1..100&after=<id>).
 func (h *Host) listCandidates(w http.ResponseWriter, r *http.Request, c call) {
-	q := r.URL.Query()
-	page := reviewer.Page{Limit: defaultPageSize, AfterID: q.Get("after")}
-	if s := q.Get("limit"); s != "" {
+	// Every invalid_input is 422, whether the value does not parse (abc)
+	// or is out of range (0): one kind, one status.
+	page := reviewer.Page{Limit: defaultPageSize, AfterID: c.query.Get("after")}
+	if s := c.query.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_input", "not_a_number", "limit")
+			writeError(w, http.StatusUnprocessableEntity, "invalid_input", "not_a_number", "limit")
 			return
 		}
 		page.Limit = n
 	}
 	if page.AfterID != "" && memorykit.ValidateID("host.candidates", "after", page.AfterID) != nil {
-		writeError(w, http.StatusBadRequest, "invalid_input", "bad_id", "after")
+		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "bad_id", "after")
 		return
 	}
 	recs, err := h.rt.Reviewer().ListCandidates(r.Context(), c.caller.principal, c.scope, page)
@@ -293,6 +340,10 @@ type correctRequest struct {
 func (h *Host) correct(w http.ResponseWriter, r *http.Request, c call) {
 	var req correctRequest
 	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if blank(req.Content) {
+		writeNotSaved(w, &memorykit.Error{Op: "host.correct", Kind: memorykit.ErrInvalidInput, Field: "content", Reason: "blank"})
 		return
 	}
 	rec, err := h.rt.Reviewer().Correct(r.Context(), c.caller.principal, c.scope, reviewer.CorrectionInput{

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
+	"strings"
 	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
@@ -40,6 +42,11 @@ type Options struct {
 	// ViewNonce is the source of the memory view's nonces; nil means
 	// crypto/rand. Only the demo sets it, to print reproducible views.
 	ViewNonce io.Reader
+
+	// workerStores, if set, gives the runtime the stores its background
+	// workers use, built around the Host's store: a test seam to make the
+	// workers' store fail while the request path works.
+	workerStores func(memorykit.Store) mkruntime.Stores
 }
 
 // Host is the example HTTP Host: memorykit's runtime behind a small JSON
@@ -100,13 +107,17 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		store, closeStore = ps, ps.Close
 	}
 
+	stores := mkruntime.StoresOf(store)
+	if o.workerStores != nil {
+		stores = o.workerStores(store)
+	}
 	rt, err := mkruntime.New(mkruntime.Config{
 		Guard:      guard,
 		Policy:     hostPolicy(),
 		Embedder:   embedder.NewLocal(),
 		Authorizer: o.Directory,
 		Extractor:  quietExtractor{},
-		Stores:     mkruntime.StoresOf(store),
+		Stores:     stores,
 		Clock:      o.Clock,
 		WorkerID:   o.WorkerID,
 		Logger:     o.Logger.Named("memorykit"),
@@ -139,8 +150,77 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	return h, nil
 }
 
-// Handler returns the Host's HTTP handler, with request logging.
-func (h *Host) Handler() http.Handler { return h.logRequests(h.mux) }
+// Handler returns the Host's HTTP handler, with request logging. Requests
+// that match no route get the JSON error shape too (see unrouted).
+func (h *Host) Handler() http.Handler {
+	return h.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !canonicalPath(r.URL.Path) {
+			// The mux would answer with an HTML redirect to the cleaned
+			// path; the Host follows no path a request rewrites.
+			writeError(w, http.StatusBadRequest, "invalid_path", "unclean_path", "")
+			return
+		}
+		if _, pattern := h.mux.Handler(r); pattern == "" {
+			unrouted(w, r, h.mux)
+			return
+		}
+		h.mux.ServeHTTP(w, r)
+	}))
+}
+
+// unrouted answers a request that matches no route with the JSON error
+// shape instead of the mux's plain text: 404 not_found (no such route),
+// 405 method_not_allowed (keeping the Allow header), and 400 invalid_path
+// for anything else the mux would say (a redirect).
+func unrouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	probe := &probeWriter{header: http.Header{}}
+	mux.ServeHTTP(probe, r)
+	switch probe.status {
+	case http.StatusMethodNotAllowed:
+		if allow := probe.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "", "")
+	case http.StatusNotFound, 0:
+		writeError(w, http.StatusNotFound, "not_found", "no_route", "")
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_path", "unclean_path", "")
+	}
+}
+
+// canonicalPath reports a path that is already in the mux's clean form:
+// rooted, with no ".", ".." or empty segment.
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
+}
+
+// probeWriter records what the mux would answer and discards the body.
+type probeWriter struct {
+	header http.Header
+	status int
+}
+
+func (p *probeWriter) Header() http.Header { return p.header }
+
+func (p *probeWriter) WriteHeader(code int) {
+	if p.status == 0 {
+		p.status = code
+	}
+}
+
+func (p *probeWriter) Write(b []byte) (int, error) {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	return len(b), nil
+}
 
 // Close shuts memorykit down in order, after the HTTP server has stopped
 // taking requests: refuse anything that still arrives, Drain (workers stop

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"go.uber.org/zap"
@@ -21,6 +22,8 @@ type call struct {
 	caller  *member
 	project string
 	scope   memorykit.Scope
+	// query is the strictly parsed query string (see checkQuery).
+	query url.Values
 }
 
 // route registers a project route. Before fn runs, the request passes, in
@@ -43,8 +46,9 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			writeError(w, http.StatusBadRequest, "scope_override_rejected", "header", name)
 			return
 		}
-		if status, code, field := checkQuery(r, query); status != 0 {
-			writeError(w, status, code, "query", field)
+		values, rej := checkQuery(r, query)
+		if rej != nil {
+			writeError(w, rej.Status, rej.Code, rej.Reason, rej.Field)
 			return
 		}
 		project := r.PathValue("project")
@@ -53,7 +57,7 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			writeErr(w, err)
 			return
 		}
-		fn(w, r, call{caller: caller, project: project, scope: scope})
+		fn(w, r, call{caller: caller, project: project, scope: scope, query: values})
 	})
 }
 
@@ -107,30 +111,48 @@ func scopeHeader(header http.Header) (string, bool) {
 	return "", false
 }
 
-// checkQuery allows only the listed query parameters, each at most once.
-// It returns a zero status when the query is acceptable.
-func checkQuery(r *http.Request, allowed []string) (status int, code, field string) {
-	for name, values := range r.URL.Query() {
+// maxQueryParams bounds the parameters of one query string; no route
+// takes more than two.
+const maxQueryParams = 16
+
+// checkQuery parses the raw query string itself and allows only the listed
+// parameters, each at most once. A query that does not parse cleanly (a
+// bad escape, a ";" separator) or has more than maxQueryParams parameters
+// is refused as a whole: url.URL.Query drops what it cannot parse, and the
+// scope-override check must see every parameter. It returns the parsed
+// values, or the rejection.
+func checkQuery(r *http.Request, allowed []string) (url.Values, *rejection) {
+	raw := r.URL.RawQuery
+	if strings.Count(raw, "&") >= maxQueryParams {
+		return nil, reject(http.StatusBadRequest, "invalid_query", "too_many_parameters", "")
+	}
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, reject(http.StatusBadRequest, "invalid_query", "malformed", "")
+	}
+	for name := range values {
 		if canon, ok := scopeNames[normalizeName(name)]; ok {
-			return http.StatusBadRequest, "scope_override_rejected", canon
+			return nil, reject(http.StatusBadRequest, "scope_override_rejected", "query", canon)
 		}
+	}
+	for name, vs := range values {
 		ok := false
 		for _, a := range allowed {
 			ok = ok || name == a
 		}
 		if !ok {
-			return http.StatusBadRequest, "unknown_query_parameter", ""
+			return nil, reject(http.StatusBadRequest, "unknown_query_parameter", "query", "")
 		}
-		if len(values) != 1 {
-			return http.StatusBadRequest, "repeated_query_parameter", name
+		if len(vs) != 1 {
+			return nil, reject(http.StatusBadRequest, "repeated_query_parameter", "query", name)
 		}
 	}
-	return 0, "", ""
+	return values, nil
 }
 
-// decodeBody reads a JSON object into dst: at most maxBodyBytes, exactly
-// one object, no field dst does not declare, and no field at any depth
-// (metadata keys included) that names a Scope, identity or permission. An
+// decodeBody reads a JSON object into dst: at most maxBodyBytes, then
+// decodeStrict's checks (valid UTF-8, exactly one object, no Scope or
+// identity key at any depth, no duplicate or inexact key, right types). An
 // empty body is accepted when emptyOK, leaving dst as it is. On failure it
 // has written the response and returns false.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, emptyOK bool) bool {
@@ -151,28 +173,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, emptyOK bool) b
 		writeError(w, http.StatusBadRequest, "invalid_json", "empty_body", "")
 		return false
 	}
-	var tree any
-	if err := json.Unmarshal(raw, &tree); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", "malformed", "")
-		return false
-	}
-	if _, isObject := tree.(map[string]any); !isObject {
-		writeError(w, http.StatusBadRequest, "invalid_json", "not_an_object", "")
-		return false
-	}
-	if canon, found := scopeKey(tree); found {
-		writeError(w, http.StatusBadRequest, "scope_override_rejected", "body", canon)
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		// The decoder's message can quote the body: report a code only.
-		reason := "bad_type"
-		if strings.Contains(err.Error(), "unknown field") {
-			reason = "unknown_field"
-		}
-		writeError(w, http.StatusBadRequest, "invalid_json", reason, "")
+	if rej := decodeStrict(raw, dst); rej != nil {
+		writeError(w, rej.Status, rej.Code, rej.Reason, rej.Field)
 		return false
 	}
 	return true
