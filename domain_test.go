@@ -361,7 +361,8 @@ func TestFuseRRF(t *testing.T) {
 	for _, f := range fused {
 		got = append(got, f.ID)
 	}
-	// a and b tie on score (1/61 + 1/62) and best rank, so ID decides; k
+	// a and b tie on score (1/61 + 1/62) and have no effective time, so ID
+	// decides; k
 	// (1/61 + 1/63) comes last. The duplicate "a" in the vector list counts once.
 	if want := []string{"a", "b", "k"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("order = %v, want %v", got, want)
@@ -383,6 +384,28 @@ func TestFuseRRF(t *testing.T) {
 	)
 	if fused[0].ID != "y" {
 		t.Fatalf("weighted fusion should prefer the vector channel's top: %v", fused)
+	}
+}
+
+func TestFuseRRFAtBreaksTiesByRecencyThenID(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	from := map[string]time.Time{"a": base, "b": base.Add(time.Microsecond), "c": base.Add(time.Microsecond), "d": base}
+	// All four tie on score: rank 1 in one channel each, equal weights.
+	fused := memorykit.FuseRRFAt(60, func(id string) time.Time { return from[id] },
+		memorykit.Ranking{Channel: memorykit.ChannelExact, Weight: 1, IDs: []string{"a"}},
+		memorykit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"d", "x"}},
+		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"c"}},
+		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"b"}},
+	)
+	var got []string
+	for _, f := range fused {
+		got = append(got, f.ID)
+	}
+	// b and c are newer than a and d; ID breaks the remaining ties; x is
+	// ranked second and comes last.
+	if want := []string{"b", "c", "a", "d", "x"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("order = %v, want %v", got, want)
 	}
 }
 

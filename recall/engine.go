@@ -316,7 +316,7 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 	if !vecDegraded {
 		rankings = append(rankings, memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: hitIDs(vecHits)})
 	}
-	fused := memorykit.FuseRRF(p.RRFK, rankings...)
+	fused := memorykit.FuseRRFAt(p.RRFK, func(id string) time.Time { return res.Records[id].EffectiveFrom }, rankings...)
 
 	allRanks := rankIndex(res)
 	cost := req.Cost
