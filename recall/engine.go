@@ -192,6 +192,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	query := memorykit.SanitizeQuery(req.Query, p.MaxQueryRunes)
 	trace := Trace{
 		PolicyVersion: p.Version,
+		TermsVersion:  memorykit.TermsVersion,
 		QueryRunes:    utf8.RuneCountInString(query),
 		QueryCut:      utf8.RuneCountInString(strings.ToValidUTF8(req.Query, "\uFFFD")) > p.MaxQueryRunes,
 		TokenBudget:   c.budget,
