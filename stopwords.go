@@ -22,8 +22,8 @@ const TermsVersion = 2
 // lists are deliberately small: closed-class words (articles, pronouns,
 // auxiliaries, prepositions, conjunctions, question words) and a few verbs
 // that only frame a question about memory (remember, mention, say, tell).
-// Words that are sometimes content ("may", "will", "can" as nouns; 会, 要,
-// 去, 不) stay terms.
+// Words that are sometimes content ("may", "march", "new"; 会, 要, 去, 不)
+// stay terms.
 
 // englishStopwords are lower-case English function words. Apostrophes split
 // words (see segment), so contraction pieces ("don", "t", "ll") are listed.
@@ -43,6 +43,7 @@ no nor not only own same so than too very just also
 and but or if because as until while
 s t d ll m re ve don didn doesn isn aren wasn weren hasn haven hadn
 won wouldn shouldn couldn cannot
+will can much many get got kind thing things happen happened
 ok okay oh yeah yes hey hi
 remember recall mention mentioned tell told say said says
 `))
@@ -58,7 +59,9 @@ var cjkFunctionChars = setOf(strings.Fields(`
 // cjkFunctionWords are multi-character function words, matched before the
 // single characters (longest first).
 var cjkFunctionWords = []string{
+	"什么时候", "怎么样", "为什么",
 	"でしょう", "について", "ください", "でした", "ました", "ません", "という",
+	"时候", "哪里", "哪儿", "哪天", "多少", "多长",
 	"です", "ます", "ある", "いる", "する", "した", "して", "ない", "から", "まで", "より",
 	"これ", "それ", "あれ", "どれ", "どこ", "なに", "なん", "だれ", "いつ",
 	"何", "誰",

@@ -43,6 +43,7 @@ above below to from up down out off over under again further
 then once here there all any both each few more most other some such
 no nor not only own same so than too very just also and but or if because as until while
 s t d ll m re ve don didn doesn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn cannot
+will can much many get got kind thing things happen happened
 ok okay oh yeah yes hey hi remember recall mention mentioned tell told say said says`)
 
 // v2CJKFunction are the Chinese and Japanese characters hash-v2 leaves out

@@ -31,6 +31,7 @@ func TestLocalV2Golden(t *testing.T) {
 		{"先週の会議で新しいサーバーを決めました", "a867c8176721a6afd75a2bcb74bf69b39e41c1fd244639a5a7424a361cdb6bcc"},
 		{"what is it", "1dc9e74473c7a480b65668725ec94848a864fda4006fdfdc6317cbe1dc5139ad"},
 		{"", "373421642a44f7412f4316b06f4e62f24ef7b30c879338577170cfadcf591baa"},
+		{"Will we get the new bikes? The bikes, the BIKES!", "db468c10ec6a881b0f08b709f4b0f9003dbe5579352a537a7fc6ed1fa89a3c32"},
 	}
 	for _, c := range cases {
 		if got := vectorChecksum(embedV2One(t, c.text)); got != c.checksum {
