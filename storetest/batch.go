@@ -28,6 +28,7 @@ func RunBatchConformance(t *testing.T, h Harness) {
 		{"ValidationAsCreate", testBatchValidation},
 		{"Size", testBatchSize},
 		{"Embeddings", testBatchEmbeddings},
+		{"TiesGoNewerFirst", testBatchTies},
 	})
 }
 
@@ -378,4 +379,31 @@ func testBatchEmbeddings(t *testing.T, e *env) {
 		t.Fatalf("vector hits %+v", res.Vector)
 	}
 	e.checkRecords(t, e.scope, res)
+}
+
+// testBatchTies: items of one batch are stamped at distinct, increasing
+// instants (memorykit.BatchItemTime), so records that tie in every channel
+// (same key, same words, same vector) come back newest first — the batch's
+// last item first — whatever their IDs, in the exact, full-text and vector
+// channels alike.
+func testBatchTies(t *testing.T, e *env) {
+	batcher(t, e)
+	const profile = "test/v1"
+	kinds := []memorykit.Kind{memorykit.KindFact, memorykit.KindNote, memorykit.KindDecision, memorykit.KindPreference}
+	var its []memorykit.BatchItem
+	for i, k := range kinds {
+		in := e.active(k, "tie", "same words here")
+		in.ID = fmt.Sprintf("mem-tie-%d", i+1) // ID order is item order
+		its = append(its, memorykit.BatchItem{Record: in, Embedding: &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{1, 1, 0}}})
+	}
+	got := e.batch(t, its)
+	want := []string{got[3].ID, got[2].ID, got[1].ID, got[0].ID}
+	q := query(e.scope)
+	q.ExactKeys = []string{"tie"}
+	q.Terms = memorykit.SearchTerms("same words", 8)
+	q.Vector, q.Profile = []float32{1, 1, 0}, profile
+	res := e.recall(q)
+	wantIDs(t, "exact hits", ids(res.Exact), want)
+	wantIDs(t, "full-text hits", ids(res.FullText), want)
+	wantIDs(t, "vector hits", ids(res.Vector), want)
 }
