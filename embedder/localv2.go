@@ -305,3 +305,16 @@ func v2Trigrams(f *v2Features, w string) {
 		f.add(v2WeightTrigram, 'T', pieces[p], pieces[p+1], pieces[p+2])
 	}
 }
+
+// NewLocalProfile returns the local embedder whose profile is given:
+// [LocalProfile] (hash-v1) or [LocalV2Profile] (hash-v2). Any other profile
+// is ErrInvalidInput.
+func NewLocalProfile(profile string) (memorykit.Embedder, error) {
+	switch profile {
+	case LocalProfile:
+		return NewLocal(), nil
+	case LocalV2Profile:
+		return NewLocalV2(), nil
+	}
+	return nil, memorykit.FieldError("embedder.new_local_profile", "profile", "not_a_local_profile")
+}

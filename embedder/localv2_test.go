@@ -107,3 +107,16 @@ func TestLocalV2SemanticSanity(t *testing.T) {
 		}
 	}
 }
+
+func TestNewLocalProfile(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{LocalProfile, LocalV2Profile} {
+		e, err := NewLocalProfile(p)
+		if err != nil || e.Profile() != p {
+			t.Fatalf("NewLocalProfile(%q) = %v, %v", p, e, err)
+		}
+	}
+	if _, err := NewLocalProfile("memorykit/hash-v3"); err == nil {
+		t.Fatal("an unknown profile was accepted")
+	}
+}
