@@ -35,6 +35,9 @@ type BatchEmbedding struct {
 // earlier items left. It is all or nothing: any failure leaves the store
 // unchanged.
 //
+// Item i of n is applied at BatchItemTime(now, i, n), so the items get
+// distinct, increasing timestamps in item order.
+//
 // At most Limits.MaxListSize items are allowed per call; an empty batch
 // does nothing. Failures are the errors Create would report, with the
 // item's position prefixed to the field ("items[3].content"); an ID that is

@@ -260,9 +260,20 @@ func TestSearchTerms(t *testing.T) {
 		max   int
 		want  []string
 	}{
-		{"english", "Where does the API run? The API!", 10, []string{"where", "does", "the", "api", "run"}},
+		{"english", "Where does the API run? The API!", 10, []string{"api", "run"}},
+		{"english contraction", "Didn't we say we'd move the Berlin office?", 10, []string{"move", "berlin", "office"}},
+		{"english only function words", "What is it?", 10, []string{"what", "is", "it"}},
 		{"chinese", "数据库迁移", 10, []string{"数据", "据库", "库迁", "迁移"}},
-		{"japanese", "東京の天気", 10, []string{"東京", "京の", "の天", "天気"}},
+		// Cut at 我, 们, 了 and 什么 into 上周决定 and 数据库: no gram
+		// straddles a function character (周决 joins two content words).
+		{"chinese function chars", "我们上周决定了什么数据库", 10, []string{"上周", "周决", "决定", "数据", "据库"}},
+		{"chinese single content char", "她的猫叫什么", 10, []string{"猫叫"}},
+		{"chinese lone char between function chars", "我的猫呢", 10, []string{"猫"}},
+		{"chinese only function chars", "是我的吗", 10, []string{"是我", "我的", "的吗"}},
+		{"japanese", "東京の天気", 10, []string{"東京", "天気"}},
+		{"japanese auxiliaries", "先週の会議で何を決めましたか", 10, []string{"先週", "会議", "決め"}},
+		{"japanese only function words", "これは何ですか", 10, []string{"これ", "れは", "は何", "何で", "です", "すか"}},
+		{"max terms counts content terms", "the one and the two and three", 2, []string{"one", "two"}},
 		{"katakana long vowel", "データ", 10, []string{"デー", "ータ"}},
 		{"mixed", "Postgres数据库 v15", 10, []string{"postgres", "数据", "据库", "v15"}},
 		{"single cjk", "猫 cat", 10, []string{"猫", "cat"}},
@@ -368,7 +379,8 @@ func TestFuseRRF(t *testing.T) {
 	for _, f := range fused {
 		got = append(got, f.ID)
 	}
-	// a and b tie on score (1/61 + 1/62) and best rank, so ID decides; k
+	// a and b tie on score (1/61 + 1/62) and have no effective time, so ID
+	// decides; k
 	// (1/61 + 1/63) comes last. The duplicate "a" in the vector list counts once.
 	if want := []string{"a", "b", "k"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("order = %v, want %v", got, want)
@@ -390,6 +402,28 @@ func TestFuseRRF(t *testing.T) {
 	)
 	if fused[0].ID != "y" {
 		t.Fatalf("weighted fusion should prefer the vector channel's top: %v", fused)
+	}
+}
+
+func TestFuseRRFAtBreaksTiesByRecencyThenID(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	from := map[string]time.Time{"a": base, "b": base.Add(time.Microsecond), "c": base.Add(time.Microsecond), "d": base}
+	// All four tie on score: rank 1 in one channel each, equal weights.
+	fused := memorykit.FuseRRFAt(60, func(id string) time.Time { return from[id] },
+		memorykit.Ranking{Channel: memorykit.ChannelExact, Weight: 1, IDs: []string{"a"}},
+		memorykit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"d", "x"}},
+		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"c"}},
+		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"b"}},
+	)
+	var got []string
+	for _, f := range fused {
+		got = append(got, f.ID)
+	}
+	// b and c are newer than a and d; ID breaks the remaining ties; x is
+	// ranked second and comes last.
+	if want := []string{"b", "c", "a", "d", "x"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("order = %v, want %v", got, want)
 	}
 }
 

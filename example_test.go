@@ -64,5 +64,5 @@ func Example() {
 	}
 	// Output:
 	// deploy region active 1
-	// full-text rank 1: The API runs in eu-west-1. (4 terms)
+	// full-text rank 1: The API runs in eu-west-1. (2 terms)
 }

@@ -2,19 +2,22 @@ module github.com/goagents/memorykit
 
 go 1.26.0
 
-require golang.org/x/text v0.44.0
+require (
+	github.com/benbjohnson/clock v1.3.5
+	github.com/google/go-cmp v0.7.0
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jackc/puddle/v2 v2.2.3
+	github.com/kljensen/snowball v0.10.0
+	github.com/pgvector/pgvector-go v0.3.0
+	go.uber.org/goleak v1.3.0
+	go.uber.org/zap v1.28.0
+	golang.org/x/text v0.44.0
+)
 
 require (
-	github.com/benbjohnson/clock v1.3.5 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
-	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/pgvector/pgvector-go v0.3.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 )

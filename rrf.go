@@ -1,6 +1,9 @@
 package memorykit
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // Channel names a recall channel.
 type Channel string
@@ -31,9 +34,19 @@ type Fused struct {
 
 // FuseRRF combines rankings with weighted Reciprocal Rank Fusion: a record's
 // score is the sum over channels of weight / (k + rank). Results are ordered
-// by score, then by best single rank, then by ID, so the order is fully
-// deterministic.
+// by score, then by ID. It is FuseRRFAt without effective times; recall uses
+// FuseRRFAt.
 func FuseRRF(k int, rankings ...Ranking) []Fused {
+	return FuseRRFAt(k, nil, rankings...)
+}
+
+// FuseRRFAt is FuseRRF with recall's tie order: records with equal scores
+// come newer effective_from first (effectiveFrom gives a record's; nil, or a
+// zero time, counts as the oldest), then by smaller record ID. Every store
+// breaks its own channel ties by recency and then ID as well, so two
+// identical runs over the same data return the same records in the same
+// order.
+func FuseRRFAt(k int, effectiveFrom func(id string) time.Time, rankings ...Ranking) []Fused {
 	byID := make(map[string]*Fused)
 	var order []string
 	for _, r := range rankings {
@@ -55,28 +68,22 @@ func FuseRRF(k int, rankings ...Ranking) []Fused {
 		}
 	}
 	out := make([]Fused, 0, len(order))
+	from := make(map[string]time.Time, len(order))
 	for _, id := range order {
 		out = append(out, *byID[id])
+		if effectiveFrom != nil {
+			from[id] = effectiveFrom(id)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Score != b.Score {
 			return a.Score > b.Score
 		}
-		if ba, bb := bestRank(a), bestRank(b); ba != bb {
-			return ba < bb
+		if fa, fb := from[a.ID], from[b.ID]; !fa.Equal(fb) {
+			return fa.After(fb)
 		}
 		return a.ID < b.ID
 	})
 	return out
-}
-
-func bestRank(f Fused) int {
-	best := int(^uint(0) >> 1)
-	for _, r := range f.Ranks {
-		if r < best {
-			best = r
-		}
-	}
-	return best
 }

@@ -172,8 +172,12 @@ func segment(text string, word func(string), cjk func([]rune)) {
 // SearchTerms splits query text into full-text terms: lower-cased words (as
 // PostgreSQL's simple configuration would produce them) and, for each run of
 // Chinese or Japanese characters, its overlapping two-character grams (a run
-// of one character yields that character). Terms are de-duplicated in order
-// of first appearance and at most maxTerms are returned.
+// of one character yields that character). Only content-bearing terms are
+// returned (TermsVersion 2): English function words are left out, and a CJK
+// run is first cut at its function words and characters (stopwords.go),
+// grams being taken inside each remaining piece. A query with no content
+// term at all falls back to every term. Terms are de-duplicated in order of
+// first appearance and at most maxTerms are returned.
 //
 // A record matches a term when the term is one of its IndexTerms, which for
 // CJK grams means the gram is a substring of the record's key or content.
@@ -181,28 +185,53 @@ func SearchTerms(query string, maxTerms int) []string {
 	if maxTerms <= 0 {
 		return nil
 	}
-	seen := make(map[string]struct{})
-	var out []string
-	add := func(t string) {
-		if len(out) >= maxTerms {
-			return
-		}
-		if _, ok := seen[t]; ok {
-			return
-		}
-		seen[t] = struct{}{}
-		out = append(out, t)
-	}
-	segment(query, add, func(run []rune) {
+	content, all := newTermList(maxTerms), newTermList(maxTerms)
+	grams := func(l *termList, run []rune) {
 		if len(run) == 1 {
-			add(string(run))
+			l.add(string(run))
 			return
 		}
 		for i := 0; i+1 < len(run); i++ {
-			add(string(run[i : i+2]))
+			l.add(string(run[i : i+2]))
+		}
+	}
+	segment(query, func(w string) {
+		all.add(w)
+		if !isStopword(w) {
+			content.add(w)
+		}
+	}, func(run []rune) {
+		grams(all, run)
+		for _, piece := range cjkContentSegments(run) {
+			grams(content, piece)
 		}
 	})
-	return out
+	if len(content.out) > 0 {
+		return content.out
+	}
+	return all.out
+}
+
+// termList collects distinct terms in order, at most max.
+type termList struct {
+	max  int
+	seen map[string]struct{}
+	out  []string
+}
+
+func newTermList(max int) *termList {
+	return &termList{max: max, seen: make(map[string]struct{})}
+}
+
+func (l *termList) add(t string) {
+	if len(l.out) >= l.max {
+		return
+	}
+	if _, ok := l.seen[t]; ok {
+		return
+	}
+	l.seen[t] = struct{}{}
+	l.out = append(l.out, t)
 }
 
 // IndexTerms returns the sorted, de-duplicated terms a record is matched on:

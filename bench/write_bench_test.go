@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
@@ -43,15 +44,21 @@ func (w writeSet) item(sc memorykit.Scope, i int, withVec bool) memorykit.BatchI
 // PostgreSQL.
 func writeStore(b *testing.B, kind string) memorykit.Store {
 	b.Helper()
+	return writeStoreOn(b, kind, benchClock())
+}
+
+// writeStoreOn is writeStore on the given clock.
+func writeStoreOn(b *testing.B, kind string, clk clock.Clock) memorykit.Store {
+	b.Helper()
 	if kind == "memory" {
-		s, err := memorystore.New(memorystore.Config{Clock: benchClock(), Guard: benchGuard(b)})
+		s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: benchGuard(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return s
 	}
 	dsn := pgtest.DSN(b)
-	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{Clock: benchClock(), Guard: benchGuard(b),
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{Clock: clk, Guard: benchGuard(b),
 		Schema: pgtest.Schema(b, dsn), MaxConns: 4})
 	if err != nil {
 		pgtest.Unusable(b, "open pgstore", err)

@@ -38,7 +38,8 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 		return nil, err
 	}
 	for i, in := range checked {
-		if _, err := s.createLocked(op, in, now); err != nil {
+		at := memorykit.BatchItemTime(now, i, len(checked))
+		if _, err := s.createLocked(op, in, at); err != nil {
 			// Unreachable: planBatch checked everything createLocked can
 			// reject, under the same lock.
 			return nil, memorykit.BatchItemError(i, err)
@@ -48,7 +49,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 			if e.embeddings == nil {
 				e.embeddings = make(map[string]*embedding)
 			}
-			e.embeddings[emb.Profile] = &embedding{hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), norm: norm(emb.Vector), at: now}
+			e.embeddings[emb.Profile] = &embedding{hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), norm: norm(emb.Vector), at: at}
 			s.syncVector(e, emb.Profile)
 		}
 	}
@@ -60,7 +61,8 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 }
 
 // planBatch checks the batch against the store as the items will be
-// applied, in order, and gives every item without an ID a fresh one. The
+// applied, in order (item i at memorykit.BatchItemTime(now, i, n)), and
+// gives every item without an ID a fresh one. The
 // caller holds s.mu for writing.
 func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time) error {
 	taken := make(map[string]bool, len(items))
@@ -90,7 +92,7 @@ func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time)
 		}
 		from := stamp(in.EffectiveFrom)
 		if from.IsZero() {
-			from = now
+			from = memorykit.BatchItemTime(now, i, len(items))
 		}
 		if until := stamp(in.EffectiveUntil); !until.IsZero() && !until.After(from) {
 			return memorykit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))

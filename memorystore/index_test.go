@@ -100,6 +100,9 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 			if hits[i].Score != hits[j].Score {
 				return hits[i].Score > hits[j].Score
 			}
+			if ui, uj := s.records[hits[i].ID].rec.UpdatedAt, s.records[hits[j].ID].rec.UpdatedAt; !ui.Equal(uj) {
+				return ui.After(uj)
+			}
 			return hits[i].ID < hits[j].ID
 		})
 		if len(hits) > q.VectorLimit {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/goagents/memorykit"
 )
@@ -290,6 +291,9 @@ func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
 	if len(cands) == 0 {
 		return nil
 	}
+	if len(cands) == 0 {
+		return nil
+	}
 	hits := make([]memorykit.Hit, len(cands))
 	for i, c := range cands {
 		hits[i] = memorykit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
@@ -346,7 +350,11 @@ func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile st
 	if len(h) == limit {
 		floor = h[0] - bound
 	}
-	var hits []memorykit.Hit
+	type scored struct {
+		hit     memorykit.Hit
+		updated time.Time
+	}
+	var cands []scored
 	for _, n := range near {
 		if n.a < floor {
 			continue
@@ -357,15 +365,26 @@ func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile st
 		for i := range query {
 			d += float64(query[i]) * float64(vec[i])
 		}
-		hits = append(hits, memorykit.Hit{ID: x.docs[v.slots[row]].rec.ID, Score: d / (qn * v.norms[row])})
+		rec := &x.docs[v.slots[row]].rec
+		cands = append(cands, scored{memorykit.Hit{ID: rec.ID, Score: d / (qn * v.norms[row])}, rec.UpdatedAt})
 	}
-	hits = topK(hits, limit, func(a, b memorykit.Hit) bool {
-		if a.Score != b.Score {
-			return a.Score > b.Score
+	// Equal similarities (one text under keys the embedder does not tell
+	// apart) go newer first, then by ID, as in pgstore.
+	cands = topK(cands, limit, func(a, b scored) bool {
+		if a.hit.Score != b.hit.Score {
+			return a.hit.Score > b.hit.Score
 		}
-		return a.ID < b.ID
+		if !a.updated.Equal(b.updated) {
+			return a.updated.After(b.updated)
+		}
+		return a.hit.ID < b.hit.ID
 	})
-	for i := range hits {
+	if len(cands) == 0 {
+		return nil
+	}
+	hits := make([]memorykit.Hit, len(cands))
+	for i, c := range cands {
+		hits[i] = c.hit
 		hits[i].Rank = i + 1
 	}
 	return hits

@@ -139,12 +139,14 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 	}
 	for i := range rows {
 		r := &rows[i]
+		// Item i is applied at its own instant (see memorykit.BatchItemTime).
+		at := memorykit.BatchItemTime(now, i, len(rows))
 		if r.in.ID == "" {
 			r.in.ID = memorykit.NewRecordID(now)
 		}
 		from := pgTime(r.in.EffectiveFrom)
 		if r.in.EffectiveFrom.IsZero() {
-			from = now
+			from = at
 		}
 		var until time.Time
 		if !r.in.EffectiveUntil.IsZero() {
@@ -157,7 +159,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 			ID: r.in.ID, Scope: r.in.Scope, Kind: r.in.Kind, Key: r.in.Key, Content: r.in.Content,
 			Metadata: cloneStrings(r.in.Metadata), Sources: cloneSources(r.in.Sources), Status: r.in.Status,
 			Version: 1, ContentHash: memorykit.ContentHash(r.in.Content), EffectiveFrom: from, EffectiveUntil: until,
-			CreatedBy: r.in.Actor, TouchedBy: r.in.Actor, CreatedAt: now, UpdatedAt: now,
+			CreatedBy: r.in.Actor, TouchedBy: r.in.Actor, CreatedAt: at, UpdatedAt: at,
 		}
 	}
 
@@ -225,6 +227,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 	// Apply the items in order on the plan: expectations, and who
 	// supersedes whom.
 	var supID, supKind, supActor, supReason []string
+	var supAt []time.Time
 	for i := range rows {
 		r := &rows[i]
 		if r.in.Status != memorykit.StatusActive {
@@ -247,12 +250,14 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 				supKind = append(supKind, string(r.in.Actor.Kind))
 				supActor = append(supActor, r.in.Actor.ID)
 				supReason = append(supReason, r.in.Reason)
+				supAt = append(supAt, r.rec.CreatedAt)
 			} else {
 				prev := &rows[h.item]
 				prev.superseder = i
 				prev.rec.Status = memorykit.StatusSuperseded
 				prev.rec.Version = 2
 				prev.rec.TouchedBy = r.in.Actor
+				prev.rec.UpdatedAt = r.rec.CreatedAt
 			}
 		}
 		holders[k] = &batchHolder{id: r.in.ID, version: 1, item: i}
@@ -261,18 +266,18 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 	if len(supID) > 0 {
 		if _, err := tx.Exec(ctx, s.q(`
 			WITH x AS (
-				SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(id, actor_kind, actor_id, reason)
+				SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(id, actor_kind, actor_id, reason, at)
 			), u AS (
 				UPDATE {schema}.records r SET status = 'superseded', version = r.version + 1,
-					touched_by_kind = x.actor_kind, touched_by_id = x.actor_id, updated_at = $5
+					touched_by_kind = x.actor_kind, touched_by_id = x.actor_id, updated_at = x.at
 				FROM x WHERE r.id = x.id
 				RETURNING r.*, x.reason AS why
 			)
 			INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
 				status, content_hash, content, metadata, sources, at)
 			SELECT id, version, 'supersede', touched_by_kind, touched_by_id, why, status, content_hash,
-				content, metadata, sources, $5
-			FROM u`), supID, supKind, supActor, supReason, now); err != nil {
+				content, metadata, sources, updated_at
+			FROM u`), supID, supKind, supActor, supReason, supAt); err != nil {
 			return err
 		}
 	}
@@ -288,18 +293,18 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		recRows[i] = []any{r.rec.ID, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType), r.rec.Scope.SubjectID,
 			string(r.rec.Kind), r.rec.Key, r.rec.Content, r.meta, r.src, string(r.rec.Status), r.rec.Version,
 			r.rec.ContentHash, r.rec.EffectiveFrom, until, string(r.rec.CreatedBy.Kind), r.rec.CreatedBy.ID,
-			string(r.rec.TouchedBy.Kind), r.rec.TouchedBy.ID, now, now, r.terms}
+			string(r.rec.TouchedBy.Kind), r.rec.TouchedBy.ID, r.rec.CreatedAt, r.rec.UpdatedAt, r.terms}
 		revRows = append(revRows, []any{r.rec.ID, int64(1), string(memorykit.ActionCreate), string(r.in.Actor.Kind),
-			r.in.Actor.ID, r.in.Reason, string(r.in.Status), r.rec.ContentHash, r.rec.Content, r.meta, r.src, now})
+			r.in.Actor.ID, r.in.Reason, string(r.in.Status), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.CreatedAt})
 		if r.superseder >= 0 {
 			by := rows[r.superseder].in
 			revRows = append(revRows, []any{r.rec.ID, int64(2), string(memorykit.ActionSupersede), string(by.Actor.Kind),
-				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, now})
+				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.UpdatedAt})
 		}
 		if r.emb != nil {
 			embIDs = append(embIDs, r.rec.ID)
 			embRows = append(embRows, []any{r.rec.ID, r.emb.Profile, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType),
-				r.rec.Scope.SubjectID, r.rec.ContentHash, int32(len(r.emb.Vector)), pgvector.NewVector(r.emb.Vector), now,
+				r.rec.Scope.SubjectID, r.rec.ContentHash, int32(len(r.emb.Vector)), pgvector.NewVector(r.emb.Vector), r.rec.CreatedAt,
 				r.rec.Status == memorykit.StatusActive})
 		}
 	}

@@ -160,11 +160,18 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 	res.FullText = textHits(kept)
 	res.FullTextBelow = textHits(below)
 
+	// Equal similarities (the same text under two keys a hash embedder
+	// does not tell apart, for instance) go newer first, then by ID, as
+	// memorystore orders them.
 	sort.Slice(vecHits, func(i, j int) bool {
-		if vecHits[i].Score != vecHits[j].Score {
-			return vecHits[i].Score > vecHits[j].Score
+		a, b := vecHits[i], vecHits[j]
+		if a.Score != b.Score {
+			return a.Score > b.Score
 		}
-		return vecHits[i].ID < vecHits[j].ID
+		if ua, ub := records[a.ID].UpdatedAt, records[b.ID].UpdatedAt; !ua.Equal(ub) {
+			return ua.After(ub)
+		}
+		return a.ID < b.ID
 	})
 	if len(vecHits) > q.VectorLimit {
 		vecHits = vecHits[:q.VectorLimit]

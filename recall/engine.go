@@ -192,6 +192,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	query := memorykit.SanitizeQuery(req.Query, p.MaxQueryRunes)
 	trace := Trace{
 		PolicyVersion: p.Version,
+		TermsVersion:  memorykit.TermsVersion,
 		QueryRunes:    utf8.RuneCountInString(query),
 		QueryCut:      utf8.RuneCountInString(strings.ToValidUTF8(req.Query, "\uFFFD")) > p.MaxQueryRunes,
 		TokenBudget:   c.budget,
@@ -311,7 +312,7 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 	if !vecDegraded {
 		rankings = append(rankings, memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: hitIDs(vecHits)})
 	}
-	fused := memorykit.FuseRRF(p.RRFK, rankings...)
+	fused := memorykit.FuseRRFAt(p.RRFK, func(id string) time.Time { return res.Records[id].EffectiveFrom }, rankings...)
 
 	allRanks := rankIndex(res)
 	cost := req.Cost

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +28,7 @@ func RunBatchConformance(t *testing.T, h Harness) {
 		{"ValidationAsCreate", testBatchValidation},
 		{"Size", testBatchSize},
 		{"Embeddings", testBatchEmbeddings},
+		{"TiesGoNewerFirst", testBatchTies},
 	})
 }
 
@@ -80,7 +80,10 @@ func testBatchCreates(t *testing.T, e *env) {
 		}
 		seen[r.ID] = true
 		diffRecord(t, fmt.Sprintf("returned record %d", i), r, e.get(e.scope, r.ID))
-		if r.Version != 1 || !r.CreatedAt.Equal(now) || !r.UpdatedAt.Equal(now) {
+		// Item i is stamped at BatchItemTime: distinct, increasing
+		// instants in item order, the last one now.
+		at := memorykit.BatchItemTime(now, i, len(got))
+		if r.Version != 1 || !r.CreatedAt.Equal(at) || !r.UpdatedAt.Equal(at) {
 			t.Fatalf("record %d: version %d created %s updated %s", i, r.Version, r.CreatedAt, r.UpdatedAt)
 		}
 		revs := e.revisions(e.scope, r.ID)
@@ -89,7 +92,7 @@ func testBatchCreates(t *testing.T, e *env) {
 		}
 	}
 	if got[0].Key != "deploy region" || got[0].Status != memorykit.StatusActive || got[0].Metadata["team"] != "blue" ||
-		got[0].ContentHash != memorykit.ContentHash(a.Content) || !got[0].EffectiveFrom.Equal(now) {
+		got[0].ContentHash != memorykit.ContentHash(a.Content) || !got[0].EffectiveFrom.Equal(now.Add(-2*time.Microsecond)) {
 		t.Fatalf("first record: %+v", got[0])
 	}
 	if got[1].Status != memorykit.StatusCandidate || got[2].ID != "mem-batch-c" || !got[2].EffectiveUntil.Equal(c.EffectiveUntil.UTC().Truncate(time.Microsecond)) {
@@ -100,10 +103,9 @@ func testBatchCreates(t *testing.T, e *env) {
 	q := query(e.scope)
 	q.Terms = memorykit.SearchTerms("api postgres pager", 8)
 	res := e.recall(q)
-	// Equal matches and weights: the smaller ID ranks first.
-	want := []string{got[0].ID, got[2].ID}
-	sort.Strings(want)
-	wantIDs(t, "full-text hits", ids(res.FullText), want)
+	// Equal matches and weights: the later item is newer and ranks first,
+	// whatever the IDs.
+	wantIDs(t, "full-text hits", ids(res.FullText), []string{got[2].ID, got[0].ID})
 	e.checkRecords(t, e.scope, res)
 
 	// An empty batch does nothing.
@@ -128,7 +130,8 @@ func testBatchSupersedes(t *testing.T, e *env) {
 	now := e.now()
 
 	o := e.get(e.scope, old.ID)
-	if o.Status != memorykit.StatusSuperseded || o.Version != 2 || o.TouchedBy != operator || !o.UpdatedAt.Equal(now) {
+	// The first item (applied at now - 2µs) superseded it.
+	if o.Status != memorykit.StatusSuperseded || o.Version != 2 || o.TouchedBy != operator || !o.UpdatedAt.Equal(now.Add(-2*time.Microsecond)) {
 		t.Fatalf("pre-existing record: %+v", o)
 	}
 	revs := e.revisions(e.scope, old.ID)
@@ -139,12 +142,15 @@ func testBatchSupersedes(t *testing.T, e *env) {
 	// is returned as it stands after the batch.
 	f := e.get(e.scope, got[0].ID)
 	diffRecord(t, "first item", got[0], f)
-	if f.Status != memorykit.StatusSuperseded || f.Version != 2 || f.TouchedBy != reviewer {
+	if f.Status != memorykit.StatusSuperseded || f.Version != 2 || f.TouchedBy != reviewer || !f.UpdatedAt.Equal(now.Add(-time.Microsecond)) {
 		t.Fatalf("first item: %+v", f)
 	}
 	revs = e.revisions(e.scope, f.ID)
 	if d := cmp.Diff([]memorykit.Action{memorykit.ActionCreate, memorykit.ActionSupersede}, actions(revs)); d != "" {
 		t.Fatalf("first item actions (-want +got):\n%s", d)
+	}
+	if !revs[0].At.Equal(now.Add(-2*time.Microsecond)) || !revs[1].At.Equal(now.Add(-time.Microsecond)) {
+		t.Fatalf("first item revision times: %s, %s", revs[0].At, revs[1].At)
 	}
 	if revs[0].Status != memorykit.StatusActive || revs[0].Actor != operator || revs[1].Status != memorykit.StatusSuperseded ||
 		revs[1].Actor != reviewer || revs[1].Reason != "second reorg" || revs[1].Content != first.Content {
@@ -373,4 +379,31 @@ func testBatchEmbeddings(t *testing.T, e *env) {
 		t.Fatalf("vector hits %+v", res.Vector)
 	}
 	e.checkRecords(t, e.scope, res)
+}
+
+// testBatchTies: items of one batch are stamped at distinct, increasing
+// instants (memorykit.BatchItemTime), so records that tie in every channel
+// (same key, same words, same vector) come back newest first — the batch's
+// last item first — whatever their IDs, in the exact, full-text and vector
+// channels alike.
+func testBatchTies(t *testing.T, e *env) {
+	batcher(t, e)
+	const profile = "test/v1"
+	kinds := []memorykit.Kind{memorykit.KindFact, memorykit.KindNote, memorykit.KindDecision, memorykit.KindPreference}
+	var its []memorykit.BatchItem
+	for i, k := range kinds {
+		in := e.active(k, "tie", "same words here")
+		in.ID = fmt.Sprintf("mem-tie-%d", i+1) // ID order is item order
+		its = append(its, memorykit.BatchItem{Record: in, Embedding: &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{1, 1, 0}}})
+	}
+	got := e.batch(t, its)
+	want := []string{got[3].ID, got[2].ID, got[1].ID, got[0].ID}
+	q := query(e.scope)
+	q.ExactKeys = []string{"tie"}
+	q.Terms = memorykit.SearchTerms("same words", 8)
+	q.Vector, q.Profile = []float32{1, 1, 0}, profile
+	res := e.recall(q)
+	wantIDs(t, "exact hits", ids(res.Exact), want)
+	wantIDs(t, "full-text hits", ids(res.FullText), want)
+	wantIDs(t, "vector hits", ids(res.Vector), want)
 }

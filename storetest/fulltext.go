@@ -16,8 +16,9 @@ const weightTolerance = 1e-9
 // RunFullTextRecallConformance checks the full-text rule shared by every
 // store: SearchTerms against IndexTerms, a match on any shared term, the
 // "more than half of the best" threshold, ranking by matched terms then
-// IDF weight then recency then ID, CJK grams matched as substrings, and
-// NFKC/case folding.
+// IDF weight then recency then ID, CJK grams matched as substrings,
+// NFKC/case folding, and (memorykit.TermsVersion 2) that only content
+// terms count unless a query has none.
 func RunFullTextRecallConformance(t *testing.T, h Harness) {
 	runCases(t, h, []tcase{
 		{"English", testFTEnglish},
@@ -32,6 +33,8 @@ func RunFullTextRecallConformance(t *testing.T, h Harness) {
 		{"WholeWordsOnly", testFTWholeWords},
 		{"KeyIsIndexed", testFTKey},
 		{"NoMatch", testFTNoMatch},
+		{"ContentTermsOnly", testFTContentTerms},
+		{"FunctionWordsOnlyFallBack", testFTFallback},
 	})
 }
 
@@ -97,7 +100,8 @@ func testFTEnglish(t *testing.T, e *env) {
 	e.advance(time.Second)
 	b := e.ftRecord("b", "deploy scripts live in ops")
 	e.ftRecord("c", "unrelated gardening notes")
-	e.checkFTResult(t, "How does the deploy pipeline run?", []hit{{a, 3}}, []hit{{b, 1}})
+	// deploy, pipeline, run ("how", "does", "the" are function words).
+	e.checkFTResult(t, "How does the deploy pipeline run?", []hit{{a, 2}}, []hit{{b, 1}})
 	// Equal match and weight: the newer record first.
 	e.checkFTResult(t, "deploy", []hit{{b, 1}, {a, 1}}, nil)
 	e.checkFTResult(t, "gardening pipeline", []hit{{e.get(e.scope, "mem-ft-c"), 1}, {a, 1}}, nil)
@@ -121,21 +125,21 @@ func testFTThreshold(t *testing.T, e *env) {
 func testFTIDF(t *testing.T, e *env) {
 	caroline := e.ftRecord("caroline", "caroline sings")
 	e.advance(time.Second)
-	weather := e.ftRecord("weather", "the weather is fine")
+	weather := e.ftRecord("weather", "blue weather is fine")
 	e.advance(time.Second)
-	sky := e.ftRecord("sky", "the sky")
+	sky := e.ftRecord("sky", "blue sky")
 	e.advance(time.Second)
-	sea := e.ftRecord("sea", "the sea")
+	sea := e.ftRecord("sea", "blue sea")
 	// Records that are not recallable count toward neither n nor df.
-	e.create(e.candidate(memorykit.KindNote, "kxcand", "the caroline candidate"))
+	e.create(e.candidate(memorykit.KindNote, "kxcand", "blue caroline candidate"))
 	old := e.create(e.active(memorykit.KindNote, "kxold", "caroline once more"))
 	e.must(actForget, tr(e.scope, old.ID, reviewer))
 	fut := e.active(memorykit.KindNote, "kxfuture", "caroline later")
 	fut.EffectiveFrom = Epoch.Add(time.Hour)
 	e.create(fut)
-	e.create(newRec(Scope(t, "tenant-a", "project-other"), memorykit.KindNote, "kxother", "the caroline elsewhere", memorykit.StatusActive))
+	e.create(newRec(Scope(t, "tenant-a", "project-other"), memorykit.KindNote, "kxother", "blue caroline elsewhere", memorykit.StatusActive))
 
-	res := e.checkFTResult(t, "the caroline", []hit{{caroline, 1}, {sea, 1}, {sky, 1}, {weather, 1}}, nil)
+	res := e.checkFTResult(t, "blue caroline", []hit{{caroline, 1}, {sea, 1}, {sky, 1}, {weather, 1}}, nil)
 	rare := memorykit.RoundWeight(memorykit.IDF(4, 1))
 	common := memorykit.RoundWeight(memorykit.IDF(4, 3))
 	wantWeight(t, res.FullText[0], rare)
@@ -165,7 +169,8 @@ func testFTChinese(t *testing.T, e *env) {
 	e.checkFTResult(t, "数据库", []hit{{a, 2}}, []hit{{b, 1}})
 	e.checkFTResult(t, "数据", []hit{{a, 1}, {b, 1}}, nil)
 	e.checkFTResult(t, "数据库的分析", []hit{{a, 2}, {b, 2}}, nil)
-	e.checkFTResult(t, "今天天气很好吗", []hit{{c, 3}}, nil)
+	// 今天天气 | 很 | 好 | 吗 -> 今天, 天天, 天气, 好: c holds 天气 and 好.
+	e.checkFTResult(t, "今天天气很好吗", []hit{{c, 2}}, nil)
 	// One term each: 天气 (one record holds it) outweighs 数据 (two do).
 	e.checkFTResult(t, "数据 天气", []hit{{c, 1}, {a, 1}, {b, 1}}, nil)
 }
@@ -175,6 +180,7 @@ func testFTSingleChar(t *testing.T, e *env) {
 	e.ftRecord("b", "数据分析报告")
 	c := e.ftRecord("c", "天气很好")
 	e.checkFTResult(t, "库", []hit{{a, 1}}, nil)
+	// 很 is a function character: alone, it falls back to being a term.
 	e.checkFTResult(t, "很", []hit{{a, 1}, {c, 1}}, nil)
 	// A lone character next to a word still forms its own term.
 	e.checkFTResult(t, "api 库", []hit{{a, 1}}, nil)
@@ -235,4 +241,36 @@ func testFTNoMatch(t *testing.T, e *env) {
 	for _, text := range []string{"xylophone", "", "!!! ???", "火山"} {
 		e.checkFTResult(t, text, nil, nil)
 	}
+}
+
+// testFTContentTerms: a record that repeats the question's function words
+// must not outrank, or push below the threshold, the record holding the
+// answer. Under TermsVersion 1 the chatter matched more terms in each case.
+func testFTContentTerms(t *testing.T, e *env) {
+	ledger := e.ftRecord("ledger", "we picked postgres for the ledger")
+	e.ftRecord("chat", "what did you do about the thing we said")
+	db := e.ftRecord("db", "数据库迁移到新集群")
+	e.ftRecord("zh", "我们说了什么的呢")
+	srv := e.ftRecord("srv", "新しいサーバーは大阪に置いた")
+	e.ftRecord("ja", "それは何ですか、ですね")
+	// ledger, database.
+	e.checkFTResult(t, "What did we say about the ledger database?", []hit{{ledger, 1}}, nil)
+	// 上周说 | 数据库 -> 上周, 周说, 数据, 据库 (我们, 了, 什么 are cut out).
+	e.checkFTResult(t, "我们上周说了什么数据库", []hit{{db, 2}}, nil)
+	// サーバー | 置き -> サー, ーバ, バー, 置き (は, どこ, に, ました, か cut out).
+	e.checkFTResult(t, "サーバーはどこに置きましたか", []hit{{srv, 3}}, nil)
+	if got := memorykit.SearchTerms("我们上周说了什么数据库", 64); len(got) != 4 {
+		t.Fatalf("terms = %q", got)
+	}
+}
+
+// testFTFallback: a query made only of function words still matches, on
+// every term, as under TermsVersion 1.
+func testFTFallback(t *testing.T, e *env) {
+	a := e.ftRecord("a", "what is the plan")
+	b := e.ftRecord("b", "the plan")
+	e.ftRecord("c", "unrelated notes")
+	e.checkFTResult(t, "what is the", []hit{{a, 3}}, []hit{{b, 1}})
+	zh := e.ftRecord("zh", "是我的")
+	e.checkFTResult(t, "我的", []hit{{zh, 1}}, nil)
 }

@@ -60,6 +60,11 @@
 //     unexpired lease (ErrLeaseLost otherwise). A zero FailJob.RetryAt
 //     means now. Queued, done and failed jobs hold no lease: LeasedBy is
 //     empty and LeaseExpiresAt zero.
+//   - Recall breaks ties inside every channel (equal matched terms and
+//     weight, equal cosine similarity, or any two exact hits) newer
+//     UpdatedAt first, then smaller ID. A batch stamps its items at
+//     memorykit.BatchItemTime, so items of one batch are never tied on
+//     time and rank in their batch order (later first), run after run.
 //   - Recall rejects a non-positive channel limit, and a non-nil query
 //     vector that is empty, non-finite or has an invalid profile, with
 //     ErrInvalidInput.

@@ -107,10 +107,14 @@ var commands = []command{
 		scoped:  true,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.IntVar(&o.batch, "batch", 64, "records per embedding call")
+			fs.StringVar(&o.profile, "profile", defaultProfile, "local embedder profile to rebuild: memorykit/hash-v1 or memorykit/hash-v2")
 		},
 		check: func(o *options) error {
 			if o.batch < 1 || o.batch > cliLimits().MaxListSize {
 				return usagef("--batch must be between 1 and %d", cliLimits().MaxListSize)
+			}
+			if !isLocalProfile(o.profile) {
+				return usagef("--profile must be memorykit/hash-v1 or memorykit/hash-v2")
 			}
 			return nil
 		},

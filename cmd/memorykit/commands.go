@@ -124,7 +124,10 @@ func runRebuild(ctx context.Context, c *cli, o *options) error {
 		return err
 	}
 	defer s.store.Close()
-	emb := embedder.NewLocal()
+	emb, err := embedder.NewLocalProfile(o.profile)
+	if err != nil {
+		return err
+	}
 	// Deleting vectors is no lifecycle action, but it is an operator's:
 	// the same authorizer decides.
 	if err := memorykit.Authorize(ctx, operatorAuthorizer{operator: s.operator, scope: s.scope}, s.operator, memorykit.PermReview, s.scope); err != nil {

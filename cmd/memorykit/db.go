@@ -15,8 +15,15 @@ import (
 )
 
 // defaultProfile is the profile of the local embedder, the one the CLI
-// rebuilds with.
+// rebuilds with unless --profile names the other local one.
 const defaultProfile = embedder.LocalProfile
+
+// isLocalProfile reports whether profile names a local embedder the CLI
+// can rebuild with.
+func isLocalProfile(profile string) bool {
+	_, err := embedder.NewLocalProfile(profile)
+	return err == nil
+}
 
 // cliLimits are the CLI's write limits. The CLI writes no content (its
 // validator refuses all), so only MaxListSize matters: it bounds a page.

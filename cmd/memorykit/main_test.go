@@ -109,6 +109,7 @@ func TestCLIUsage(t *testing.T) {
 		"negative version":      append([]string{"forget", "--id", "mem_1", "--expect-version", "-1"}, scope...),
 		"limit too large":       append([]string{"candidates", "list", "--limit", "100000"}, scope...),
 		"bad batch":             append([]string{"embeddings", "rebuild", "--batch", "0"}, scope...),
+		"not a local profile":   append([]string{"embeddings", "rebuild", "--profile", "openai/text-embedding-3-small"}, scope...),
 		"bad profile":           append([]string{"status", "--profile", "has space"}, scope...),
 		"unparsable dsn":        {"migrate", "--dsn", "postgres://user:s3cret-pw@host:notaport/db"},
 		"unparsable dsn scoped": {"status", "--dsn", "postgres://user:s3cret-pw@host:notaport/db", "--tenant", "acme", "--project", "apollo", "--operator", "ops"},
@@ -316,6 +317,17 @@ func TestCLIPostgres(t *testing.T) {
 	r = runCLI(t, bin, scoped("embeddings", "rebuild")...).want(t, 0, "rebuild again")
 	if !strings.Contains(r.stdout, "deleted 1 embeddings") || !strings.Contains(r.stdout, "rebuild done: 1 rounds, 1 stored, 0 pending") {
 		t.Errorf("second rebuild (only this project's vector is deleted):\n%s", r.stdout)
+	}
+	// The hash-v2 profile is rebuilt apart: its own vectors, hash-v1's kept.
+	r = runCLI(t, bin, scoped("embeddings", "rebuild", "--profile", "memorykit/hash-v2")...).want(t, 0, "rebuild hash-v2")
+	if !strings.Contains(r.stdout, "deleted 0 embeddings of memorykit/hash-v2 in acme/project/apollo") ||
+		!strings.HasSuffix(r.stdout, " 0 pending (all projects)\n") {
+		t.Errorf("hash-v2 rebuild:\n%s", r.stdout)
+	}
+	for _, profile := range []string{"memorykit/hash-v1", "memorykit/hash-v2"} {
+		if n, err := store.PendingEmbeddings(ctx, profile); err != nil || n != 0 {
+			t.Errorf("%s pending after the hash-v2 rebuild: %d %v", profile, n, err)
+		}
 	}
 	r = runCLI(t, bin, scoped("status")...).want(t, 0, "status after")
 	for _, line := range []string{"records active 1", "records superseded 1", "records rejected 1", "records erased 1", "records total 4", "pending embeddings (memorykit/hash-v1) 0"} {

@@ -159,7 +159,7 @@ func (d *demo) settle() error {
 	// IDs (time-prefixed) sort in the order they were written.
 	d.clk.Add(time.Second)
 	for i := 0; i < 5000; i++ {
-		n, err := d.host.store.PendingEmbeddings(d.ctx, embedder.LocalProfile)
+		n, err := d.host.store.PendingEmbeddings(d.ctx, embedder.LocalV2Profile)
 		if err != nil {
 			return err
 		}

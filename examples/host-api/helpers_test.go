@@ -220,7 +220,7 @@ func (e *env) settle() {
 	e.t.Helper()
 	ctx := context.Background()
 	for i := 0; i < 5000; i++ {
-		n, err := e.host.store.PendingEmbeddings(ctx, embedder.LocalProfile)
+		n, err := e.host.store.PendingEmbeddings(ctx, embedder.LocalV2Profile)
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -114,7 +114,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	rt, err := mkruntime.New(mkruntime.Config{
 		Guard:      guard,
 		Policy:     hostPolicy(),
-		Embedder:   embedder.NewLocal(),
+		Embedder:   embedder.NewLocalV2(),
 		Authorizer: o.Directory,
 		Extractor:  quietExtractor{},
 		Stores:     stores,

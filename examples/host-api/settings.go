@@ -45,29 +45,11 @@ func hostLimits() memorykit.Limits {
 	}
 }
 
-// hostPolicy configures recall for the local embedder.
+// hostPolicy configures recall: memorykit's versioned preset for the local
+// hash-v2 embedder, unchanged (see memorykit.RecallPolicyV1 for why each
+// number is what it is).
 func hostPolicy() memorykit.RecallPolicy {
-	return memorykit.RecallPolicy{
-		Version:        1,
-		ExactLimit:     5,
-		FullTextLimit:  20,
-		VectorLimit:    20,
-		RRFK:           60,
-		ExactWeight:    1,
-		FullTextWeight: 1,
-		VectorWeight:   1,
-		// Unrelated texts score near 0 with the local embedder; related
-		// ones well above 0.1.
-		MinVectorSimilarity: 0.1,
-		MaxItems:            6,
-		MaxTokens:           1000,
-		MaxEntryRunes:       500,
-		MaxQueryRunes:       2000,
-		MaxQueryTerms:       48,
-		Deadline:            300 * time.Millisecond,
-		EmbeddingProfile:    embedder.LocalProfile,
-		EmbeddingDimension:  embedder.LocalDimension,
-	}
+	return memorykit.RecallPolicyV1(embedder.LocalV2Profile, embedder.LocalV2Dimension)
 }
 
 // hostWorkers sets leases, retries and the background schedule.
