@@ -26,6 +26,11 @@ go vet ./...
 echo "== staticcheck $STATICCHECK_VERSION"
 go run "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" ./...
 
+echo "== go mod tidy -diff"
+if ! go mod tidy -diff; then
+  echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1
+fi
+
 echo "== go test -race -count=1 ./... (MEMORYKIT_REQUIRE_POSTGRES=1)"
 log=$(mktemp /tmp/memorykit-test.XXXXXX)
 status=0
