@@ -67,9 +67,19 @@ type LifecycleStore interface {
 
 	// Erase turns an inactive, rejected or superseded record into an erased
 	// tombstone: content, content hash, metadata, sources, search terms,
-	// embeddings, embedding leases and the content, hash, metadata and
-	// sources of every revision are scrubbed; identity (ID, Scope, kind,
-	// key), statuses, actors, reasons, versions and timestamps remain.
+	// embeddings, embedding leases and queue entries, and the content,
+	// hash, metadata and sources of every revision are scrubbed; the key is
+	// replaced by its keyed digest (TombstoneKeyer.Digest) and every
+	// revision's reason that is not a reason code (ScrubReason) is dropped.
+	// ID, Scope, kind, statuses, actors, reason codes, versions and
+	// timestamps remain. The extraction jobs the record came from
+	// (ErasureJobIDs) are scrubbed in the same step: a queued one becomes a
+	// failed tombstone with reason ReasonErased; a leased one loses its
+	// payload at once and, when its worker hands it back, is finished as
+	// such a tombstone (CompleteJob drops its proposals for the erased key
+	// and stores the others). A store that rewrites rows in place may keep
+	// old row versions on disk until its storage reclaims them (see
+	// pgstore).
 	Erase(ctx context.Context, t Transition) (Record, error)
 
 	// Revisions returns a record's audit trail, oldest first.

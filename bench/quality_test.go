@@ -212,7 +212,7 @@ func TestQualitySetIsDeterministic(t *testing.T) {
 // match or beat the better single channel at every k reported, overall,
 // and, with the vector floor, in each language.
 func TestFusionIsAtLeastAsGoodAsEachChannel(t *testing.T) {
-	s, err := memorystore.New(memorystore.Config{Clock: benchClock(), Guard: benchGuard(t)})
+	s, err := memorystore.New(memorystore.Config{Clock: benchClock(), Guard: benchGuard(t), Tombstones: benchTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

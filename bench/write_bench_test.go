@@ -44,14 +44,14 @@ func (w writeSet) item(sc memorykit.Scope, i int, withVec bool) memorykit.BatchI
 func writeStore(b *testing.B, kind string) memorykit.Store {
 	b.Helper()
 	if kind == "memory" {
-		s, err := memorystore.New(memorystore.Config{Clock: benchClock(), Guard: benchGuard(b)})
+		s, err := memorystore.New(memorystore.Config{Clock: benchClock(), Guard: benchGuard(b), Tombstones: benchTombstones(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return s
 	}
 	dsn := pgtest.DSN(b)
-	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{Clock: benchClock(), Guard: benchGuard(b),
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{Clock: benchClock(), Guard: benchGuard(b), Tombstones: benchTombstones(b),
 		Schema: pgtest.Schema(b, dsn), MaxConns: 4})
 	if err != nil {
 		pgtest.Unusable(b, "open pgstore", err)

@@ -14,6 +14,11 @@ var dumpTables = []struct{ name, order string }{
 	{"embeddings", "record_id, profile"},
 	{"embedding_leases", "record_id, profile"},
 	{"jobs", "id"},
+	{"recall_text", "record_id"},
+	{"term_df", "tenant_id, subject_type, subject_id, term"},
+	{"embedding_profiles", "profile"},
+	{"embedding_queue", "profile, record_id"},
+	{"purges", "tenant_id, subject_type, subject_id"},
 }
 
 // Dump renders every row of every memorykit table in the store's schema as

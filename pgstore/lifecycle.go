@@ -53,7 +53,7 @@ SELECT ` + recordCols + ` FROM u`
 var (
 	touchPlain = touchSQL("")
 	touchErase = touchSQL(`,
-		content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector`)
+		key = $8, content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector`)
 	touchCorrect = touchSQL(`,
 		content = $8, content_hash = $9, sources = $10::jsonb,
 		metadata = CASE WHEN $11::boolean THEN $12::jsonb ELSE metadata END,
@@ -94,6 +94,9 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 		return memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
 	}
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+		if err := s.holdScope(ctx, tx, op, in.Scope); err != nil {
+			return err
+		}
 		if in.ID != "" {
 			if _, found, err := s.getAny(ctx, tx, in.ID); err != nil {
 				return err
@@ -255,11 +258,11 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		  AND id > $4
 		  AND (cardinality($5::text[]) = 0 OR status = ANY ($5::text[]))
 		  AND ($6 = '' OR kind = $6)
-		  AND ($7 = '' OR key = $7)
+		  AND ($7 = '' OR key = $7 OR (status = 'erased' AND key = $9))
 		ORDER BY id
 		LIMIT $8`),
 		f.Scope.TenantID, string(f.Scope.SubjectType), f.Scope.SubjectID, f.AfterID,
-		statuses, string(f.Kind), f.Key, f.Limit)
+		statuses, string(f.Kind), f.Key, f.Limit, s.keyer.Digest(f.Scope, f.Key))
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
@@ -305,6 +308,9 @@ func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Re
 // lockTarget locks a transition's record and checks it against rule r
 // (expected version, starting status).
 func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
+	if err := s.holdScope(ctx, tx, op, t.Scope); err != nil {
+		return memorykit.Record{}, err
+	}
 	rec, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
 		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
 		FOR UPDATE`), t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
@@ -359,10 +365,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 				}
 			}
 		case memorykit.ActionErase:
-			if err := s.scrub(ctx, tx, rec.ID); err != nil {
-				return err
-			}
-			out, err = s.touch(ctx, tx, touchErase, rec, r, t.Actor, t.Reason, now)
+			out, err = s.erase(ctx, tx, rec, r, t.Actor, t.Reason, now)
 			return err
 		}
 		out, err = s.touch(ctx, tx, touchPlain, rec, r, t.Actor, t.Reason, now)
@@ -375,21 +378,6 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 		return memorykit.Record{}, err
 	}
 	return out, nil
-}
-
-// scrub removes a record's content from its revisions, embeddings and
-// embedding lease rows; touchErase scrubs the record row itself.
-func (s *Store) scrub(ctx context.Context, tx pgx.Tx, id string) error {
-	_, err := tx.Exec(ctx, s.q(`
-		WITH rv AS (
-			UPDATE {schema}.revisions
-			SET content = '', content_hash = '', metadata = NULL, sources = NULL
-			WHERE record_id = $1
-		), emb AS (
-			DELETE FROM {schema}.embeddings WHERE record_id = $1
-		)
-		DELETE FROM {schema}.embedding_leases WHERE record_id = $1`), id)
-	return err
 }
 
 // Correct implements memorykit.LifecycleStore. The Host's validator runs

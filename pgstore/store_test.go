@@ -268,7 +268,7 @@ func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
 	}
 	defer pool.Close()
 	clk := newClock()
-	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Schema: schema})
+	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
 	if err != nil {
 		unusable(t, "new", err)
 	}

@@ -180,6 +180,21 @@ func NewGuard(t testing.TB) *memorykit.WriteGuard {
 	return g
 }
 
+// TestTombstoneSecret is the tombstone key secret NewTombstones uses. It is
+// for tests only.
+const TestTombstoneSecret = "storetest tombstone secret: never use in production"
+
+// NewTombstones returns the tombstone keyer the conformance suites expect
+// a store under test to be built with (TestTombstoneSecret).
+func NewTombstones(t testing.TB) *memorykit.TombstoneKeyer {
+	t.Helper()
+	k, err := memorykit.NewTombstoneKeyer([]byte(TestTombstoneSecret))
+	if err != nil {
+		t.Fatalf("storetest: NewTombstoneKeyer: %v", err)
+	}
+	return k
+}
+
 // Scope returns the project Scope for tenant and project, failing the test
 // when they are malformed.
 func Scope(t testing.TB, tenant, project string) memorykit.Scope {

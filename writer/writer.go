@@ -129,7 +129,8 @@ const maxModelWriteAttempts = 3
 // WriteModel is the model's write through remember_project_memory. It needs
 // PermModelWrite and a principal whose actor is a model. The write is active
 // at once only for a new kind/key, or to replace the same model's own
-// untouched earlier write; otherwise it becomes a candidate.
+// untouched earlier write; otherwise it becomes a candidate. A key whose
+// record was erased is not new: a model write to it is a candidate too.
 func (w *Writer) WriteModel(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, in Input) (Result, error) {
 	const op = "writer.model"
 	if p.Actor.Kind != memorykit.ActorModel {
@@ -144,6 +145,13 @@ func (w *Writer) WriteModel(ctx context.Context, p memorykit.Principal, scope me
 		var expect *memorykit.ActiveExpectation
 		switch {
 		case errors.Is(err, memorykit.ErrNotFound):
+			erased, lerr := w.erasedKey(ctx, scope, key)
+			if lerr != nil {
+				return Result{}, w.fail(op, scope, p, lerr)
+			}
+			if erased {
+				return w.writeCandidate(ctx, op, scope, p, in)
+			}
 			expect = &memorykit.ActiveExpectation{None: true}
 		case err != nil:
 			return Result{}, w.fail(op, scope, p, err)
@@ -164,6 +172,16 @@ func (w *Writer) WriteModel(ctx context.Context, p memorykit.Principal, scope me
 	}
 	// Still contended: the safe answer is a candidate for review.
 	return w.writeCandidate(ctx, op, scope, p, in)
+}
+
+// erasedKey reports whether a record with the canonical key was erased in
+// scope. Erased tombstones keep only a keyed digest of their key; the
+// store's List matches a Key filter against that digest too.
+func (w *Writer) erasedKey(ctx context.Context, scope memorykit.Scope, key string) (bool, error) {
+	recs, err := w.store.List(ctx, memorykit.ListFilter{
+		Scope: scope, Key: key, Statuses: []memorykit.Status{memorykit.StatusErased}, Limit: 1,
+	})
+	return len(recs) > 0, err
 }
 
 func (w *Writer) writeCandidate(ctx context.Context, op string, scope memorykit.Scope, p memorykit.Principal, in Input) (Result, error) {

@@ -22,6 +22,7 @@ const (
 // options holds every flag; each command registers the ones it uses.
 type options struct {
 	dsn, schema                string
+	tombstoneSecret            string
 	tenant, project, operator  string
 	id, reason, after, profile string
 	expectVersion              int64
@@ -217,6 +218,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if o.dsn == "" {
 		o.dsn = getenv("MEMORYKIT_DSN")
 	}
+	o.tombstoneSecret = getenv("MEMORYKIT_TOMBSTONE_SECRET")
 	err := checkCommon(cmd, &o)
 	if err == nil && cmd.check != nil {
 		err = cmd.check(&o)

@@ -19,6 +19,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +48,8 @@ func runCLI(t *testing.T, bin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=") // only --dsn counts in tests
+	cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=", // only --dsn counts in tests
+		"MEMORYKIT_TOMBSTONE_SECRET="+storetest.TestTombstoneSecret)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -183,7 +185,7 @@ func TestCLIPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Schema: schema})
+	store, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Tombstones: storetest.NewTombstones(t), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
