@@ -239,8 +239,9 @@ func (s *Store) reapErased(ctx context.Context, now time.Time) (int, error) {
 // Purge implements memorykit.Purger. Each step is its own transaction and
 // adds its counts to the Scope's purges row in the same transaction, so a
 // purge cut off anywhere resumes where it stopped and reports the union.
-// After the last step the touched tables are vacuumed (outside any
-// transaction), so the scrubbed row versions leave the disk.
+// After the last step, and before the purge is marked finished, the
+// touched tables are vacuumed (outside any transaction), so the scrubbed
+// row versions leave the disk.
 func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
 	const op = "pgstore.purge"
 	if err := live(ctx, op); err != nil {
@@ -282,17 +283,27 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 			break
 		}
 	}
-	var rep memorykit.PurgeReport
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		now := s.now()
-		n, err := s.scrubJobs(ctx, tx, scope, nil, memorykit.PurgeAllKeys, now)
+		n, err := s.scrubJobs(ctx, tx, scope, nil, memorykit.PurgeAllKeys, s.now())
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, s.q(`UPDATE {schema}.purges SET jobs = jobs + $4
-			WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`), append(sc, n)...); err != nil {
-			return err
-		}
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.purges SET jobs = jobs + $4
+			WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`), append(sc, n)...)
+		return err
+	})
+	if err != nil {
+		return memorykit.PurgeReport{}, err
+	}
+	// Vacuum before the purge is marked finished: a purge cut off here
+	// vacuums again when it resumes.
+	if err := s.vacuum(ctx, op); err != nil {
+		return memorykit.PurgeReport{}, err
+	}
+	var rep memorykit.PurgeReport
+	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+		now := s.now()
+		var err error
 		rep, err = s.readPurge(ctx, tx, scope)
 		if err != nil {
 			return err
@@ -304,9 +315,6 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		return err
 	})
 	if err != nil {
-		return memorykit.PurgeReport{}, err
-	}
-	if err := s.vacuum(ctx, op); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
 	return rep, nil

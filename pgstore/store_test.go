@@ -210,7 +210,8 @@ func TestPostgresEraseScrubsEveryTable(t *testing.T) {
 			t.Fatalf("revision %d: %+v", i, v)
 		}
 	}
-	if revs[3].Reason != "gdpr request" {
+	// A free-text reason is scrubbed with the content.
+	if revs[3].Reason != "" {
 		t.Fatalf("erase reason %q", revs[3].Reason)
 	}
 }

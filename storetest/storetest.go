@@ -79,8 +79,9 @@ import (
 
 // Harness is what a Store implementation hands to the conformance suites.
 type Harness struct {
-	// New returns a fresh, empty store that reads time from clk and validates
-	// writes with guard. It registers its own cleanup with t.Cleanup.
+	// New returns a fresh, empty store that reads time from clk, validates
+	// writes with guard and digests erased keys with NewTombstones(t). It
+	// registers its own cleanup with t.Cleanup.
 	New func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store
 	// Dump renders everything the store holds as text (every table / map).
 	Dump func(t *testing.T, s memorykit.Store) string
@@ -98,6 +99,7 @@ func RunAll(t *testing.T, h Harness) {
 	t.Run("Isolation", func(t *testing.T) { RunIsolationConformance(t, h) })
 	t.Run("BadInput", func(t *testing.T) { RunBadInputConformance(t, h) })
 	t.Run("Batch", func(t *testing.T) { RunBatchConformance(t, h) })
+	t.Run("Erasure", func(t *testing.T) { RunErasureConformance(t, h) })
 }
 
 func checkHarness(t *testing.T, h Harness) {
