@@ -280,14 +280,15 @@ func TestCLIPostgres(t *testing.T) {
 		t.Errorf("foreign record changed: %v %v", got.Status, err)
 	}
 
-	// audit: every action, with the operator and reasons, no content.
+	// audit: every action, with the operator and reason codes, no content
+	// (erase drops free-text reasons).
 	r = runCLI(t, bin, scoped("audit", "--id", cand1)...).want(t, 0, "audit")
 	want := []string{
 		`^VERSION +ACTION +ACTOR +STATUS +AT +SNAPSHOT +REASON$`,
 		`^1 +create +model:assistant +candidate +\S+Z +scrubbed +""$`,
-		`^2 +activate +operator:ops-ana +active +\S+Z +scrubbed +"checked with ops"$`,
+		`^2 +activate +operator:ops-ana +active +\S+Z +scrubbed +""$`,
 		`^3 +forget +operator:ops-ana +inactive +\S+Z +scrubbed +"outdated"$`,
-		`^4 +erase +operator:ops-ana +erased +\S+Z +scrubbed +"customer request"$`,
+		`^4 +erase +operator:ops-ana +erased +\S+Z +scrubbed +""$`,
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != len(want) {
