@@ -43,11 +43,15 @@ func (s *Store) scopeLock(scope memorykit.Scope) int64 {
 // Scope is unfinished, and otherwise keeps a purge from starting until tx
 // ends.
 func (s *Store) holdScope(ctx context.Context, tx pgx.Tx, op string, scope memorykit.Scope) error {
+	// Two statements: the lock first, then a fresh snapshot (READ
+	// COMMITTED) that sees a purge row committed while we waited for it.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1)", s.scopeLock(scope)); err != nil {
+		return err
+	}
 	var purging bool
-	err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared($1)) l,
-			{schema}.purges p
-		WHERE p.tenant_id = $2 AND p.subject_type = $3 AND p.subject_id = $4 AND p.finished_at IS NULL)`),
-		s.scopeLock(scope), scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&purging)
+	err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.purges
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND finished_at IS NULL)`),
+		scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&purging)
 	if err != nil {
 		return err
 	}

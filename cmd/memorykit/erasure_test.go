@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 
@@ -63,7 +64,7 @@ func TestCLIVerifyErasedPostgres(t *testing.T) {
 	// The full-width form of the text is found too (NFKC).
 	runCLI(t, bin, verify("ｖｋ９ｃａｎａｒｙ")...).want(t, 1, "verify-erased with a full-width canary")
 
-	scoped := append(common, "--tenant", "acme", "--project", "apollo", "--operator", "ops-ana")
+	scoped := append(append([]string(nil), common...), "--tenant", "acme", "--project", "apollo", "--operator", "ops-ana")
 	runCLI(t, bin, append([]string{"erase", "--id", rec.ID, "--reason", "subject_request"}, scoped...)...).want(t, 0, "erase")
 	r = runCLI(t, bin, verify(canary)...).want(t, 0, "verify-erased after erase")
 	if strings.TrimSpace(r.stdout) != "not found" {
@@ -92,7 +93,8 @@ func TestCLIVerifyErasedPostgres(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("purge output is not the JSON report: %v\n%s", err, r.stdout)
 	}
-	if rep.Records != 3 || len(rep.RecordIDs) != 3 || rep.Jobs != 1 || rep.Operator != "ops-ana" ||
+	sort.Strings(ids)
+	if rep.Records != 3 || strings.Join(rep.RecordIDs, ",") != strings.Join(ids, ",") || rep.Jobs != 1 || rep.Operator != "ops-ana" ||
 		rep.ReasonCode != "project_closed" || !strings.HasPrefix(rep.Digest, "sha256:") {
 		t.Fatalf("purge report: %+v", rep)
 	}
