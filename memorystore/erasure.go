@@ -25,6 +25,10 @@ type erasure struct {
 func (s *Store) eraseLocked(e *entry, r memorykit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
 	jobs := memorykit.ErasureJobIDs(e.rec, e.revisions)
 	digest := s.keyer.Digest(e.rec.Scope, e.rec.Key)
+	if e.ix != nil {
+		// Out of the recall index while the index still knows the key.
+		s.unindex(e)
+	}
 	var n erasure
 	n.embeddings = len(e.embeddings)
 	for k := range s.embStates {
