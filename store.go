@@ -315,16 +315,23 @@ type JobStore interface {
 	// CompleteJob stores the candidates and marks the job done, scrubbing
 	// its payload, in one atomic step, only if c.WorkerID still holds an
 	// unexpired lease; otherwise ErrLeaseLost and nothing changes. It
-	// returns how many candidates were newly created.
+	// returns how many candidates were newly created. For a job that erase
+	// or purge scrubbed while it was leased, candidates for the erased keys
+	// (every candidate, after a purge) are dropped (see
+	// DropErasedProposals); a completion with candidates for a Scope whose
+	// purge is unfinished is ErrPurging.
 	CompleteJob(ctx context.Context, c JobCompletion) (int, error)
 
 	// FailJob records a failed attempt by the lease holder. With attempts
 	// left (and not Final) the job is queued again at RetryAt; otherwise it
-	// becomes a failed tombstone with its payload scrubbed.
+	// becomes a failed tombstone with its payload scrubbed. A job that
+	// erase or purge scrubbed while it was leased becomes a failed
+	// tombstone with reason ReasonErased instead, here, in ReleaseJob and
+	// in ReapJobLeases.
 	FailJob(ctx context.Context, f JobFailure) (Job, error)
 
 	// ReleaseJob hands a lease back without counting the attempt: the job
-	// is queued and available now.
+	// is queued and available now (unless erase scrubbed it; see FailJob).
 	ReleaseJob(ctx context.Context, jobID, workerID string) error
 
 	// ReapJobLeases handles leases past their expiry, counting the attempt
