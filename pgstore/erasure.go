@@ -43,15 +43,23 @@ func (s *Store) scopeLock(scope memorykit.Scope) int64 {
 // Scope is unfinished, and otherwise keeps a purge from starting until tx
 // ends.
 func (s *Store) holdScope(ctx context.Context, tx pgx.Tx, op string, scope memorykit.Scope) error {
-	// Two statements: the lock first, then a fresh snapshot (READ
-	// COMMITTED) that sees a purge row committed while we waited for it.
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1)", s.scopeLock(scope)); err != nil {
-		return err
-	}
-	var purging bool
-	err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.purges
+	// Two statements, sent in one round trip: the lock first, then a fresh
+	// snapshot (READ COMMITTED) that sees a purge row committed while we
+	// waited for the lock.
+	batch := &pgx.Batch{}
+	batch.Queue("SELECT pg_advisory_xact_lock_shared($1)", s.scopeLock(scope))
+	batch.Queue(s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.purges
 		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND finished_at IS NULL)`),
-		scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&purging)
+		scope.TenantID, string(scope.SubjectType), scope.SubjectID)
+	br := tx.SendBatch(ctx, batch)
+	var purging bool
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&purging)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
