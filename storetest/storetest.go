@@ -63,6 +63,13 @@
 //   - Recall rejects a non-positive channel limit, and a non-nil query
 //     vector that is empty, non-finite or has an invalid profile, with
 //     ErrInvalidInput.
+//   - Erase and purge keep a revision's reason only when it is a reason
+//     code (memorykit.ScrubReason), in every revision of the record. Purge
+//     leaves records that were already erased as they are, and gives every
+//     other record exactly one "purge" revision carrying the purge's actor
+//     and reason code. A purge report's QueueEntries count is
+//     store-specific (what the store keeps of embedding leases and queues);
+//     the suites only require it to be positive when leases existed.
 package storetest
 
 import (
