@@ -12,6 +12,15 @@ import (
 // hold of the write lock; the context is checked between steps.
 const purgeBatch = 8
 
+// tombstoneKey is the key an erased record of scope holds in place of
+// canonicalKey. Every lookup of records by canonical key (List's Key
+// filter, and any rule that asks whether a key was ever decided on) must
+// also match erased records whose Key equals it, or an erased key would
+// look new.
+func (s *Store) tombstoneKey(scope memorykit.Scope, canonicalKey string) string {
+	return s.keyer.Digest(scope, canonicalKey)
+}
+
 // erasure counts what one erase touched, for a purge report.
 type erasure struct {
 	revisions, embeddings, queue, jobs int
@@ -24,7 +33,7 @@ type erasure struct {
 // for writing and has checked the transition.
 func (s *Store) eraseLocked(e *entry, r memorykit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
 	jobs := memorykit.ErasureJobIDs(e.rec, e.revisions)
-	digest := s.keyer.Digest(e.rec.Scope, e.rec.Key)
+	digest := s.tombstoneKey(e.rec.Scope, e.rec.Key)
 	if e.ix != nil {
 		// Out of the recall index while the index still knows the key.
 		s.unindex(e)

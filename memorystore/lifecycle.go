@@ -226,7 +226,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	defer s.mu.RUnlock()
 	digest := ""
 	if f.Key != "" {
-		digest = s.keyer.Digest(f.Scope, f.Key)
+		digest = s.tombstoneKey(f.Scope, f.Key)
 	}
 	var ids []string
 	for id, e := range s.byScope[f.Scope] {

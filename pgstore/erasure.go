@@ -69,6 +69,15 @@ func (s *Store) holdScope(ctx context.Context, tx pgx.Tx, op string, scope memor
 	return nil
 }
 
+// tombstoneKey is the key an erased record of scope holds in place of
+// canonicalKey. Every lookup of records by canonical key (List's Key
+// filter, and any rule that asks whether a key was ever decided on) must
+// also match rows with status 'erased' and this key, or an erased key
+// would look new.
+func (s *Store) tombstoneKey(scope memorykit.Scope, canonicalKey string) string {
+	return s.keyer.Digest(scope, canonicalKey)
+}
+
 // erasureCounts counts the rows one erase touched.
 type erasureCounts struct {
 	revisions, embeddings, queue int
@@ -85,7 +94,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r me
 	if err != nil {
 		return memorykit.Record{}, err
 	}
-	digest := s.keyer.Digest(rec.Scope, rec.Key)
+	digest := s.tombstoneKey(rec.Scope, rec.Key)
 	out, err := s.touch(ctx, tx, touchErase, rec, r, actor, reason, now, digest)
 	if err != nil {
 		return memorykit.Record{}, err
@@ -222,7 +231,7 @@ func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string
 		}
 		out := make([]T, 0, len(in))
 		for _, c := range in {
-			if !drop[memorykit.PurgeAllKeys] && !drop[s.keyer.Digest(job.Scope, memorykit.NormalizeKey(key(c)))] {
+			if !drop[memorykit.PurgeAllKeys] && !drop[s.tombstoneKey(job.Scope, memorykit.NormalizeKey(key(c)))] {
 				out = append(out, c)
 			}
 		}
@@ -364,7 +373,7 @@ func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 			return false, err
 		}
 		ids = append(ids, id)
-		digests = append(digests, s.keyer.Digest(scope, key))
+		digests = append(digests, s.tombstoneKey(scope, key))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -262,7 +262,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		ORDER BY id
 		LIMIT $8`),
 		f.Scope.TenantID, string(f.Scope.SubjectType), f.Scope.SubjectID, f.AfterID,
-		statuses, string(f.Kind), f.Key, f.Limit, s.keyer.Digest(f.Scope, f.Key))
+		statuses, string(f.Kind), f.Key, f.Limit, s.tombstoneKey(f.Scope, f.Key))
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
