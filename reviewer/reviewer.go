@@ -4,7 +4,8 @@
 // audit history.
 //
 // Every call is authorized for the principal on the Scope before the store
-// is touched: PermReview for everything except Erase, which needs PermErase.
+// is touched: PermReview for everything except Erase and Purge, which need
+// PermErase.
 package reviewer
 
 import (
