@@ -305,6 +305,7 @@ func KindCode(err error) string {
 		{ErrIntegrity, "integrity"},
 		{ErrUnavailable, "unavailable"},
 		{ErrDeadline, "deadline"},
+		{ErrPurging, "purging"},
 		{context.DeadlineExceeded, "deadline"},
 		{context.Canceled, "canceled"},
 	}

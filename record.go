@@ -350,7 +350,9 @@ type ListFilter struct {
 	Statuses []Status
 	// Kind, when set, restricts to one kind.
 	Kind Kind
-	// Key, when set, restricts to one canonical key.
+	// Key, when set, restricts to one canonical key. It also matches the
+	// erased tombstones of that key, which keep only its keyed digest
+	// (TombstoneKeyer.Digest), so a lookup by key still finds them.
 	Key string
 	// Limit must be 1..Limits.MaxListSize.
 	Limit int

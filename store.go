@@ -67,9 +67,19 @@ type LifecycleStore interface {
 
 	// Erase turns an inactive, rejected or superseded record into an erased
 	// tombstone: content, content hash, metadata, sources, search terms,
-	// embeddings, embedding leases and the content, hash, metadata and
-	// sources of every revision are scrubbed; identity (ID, Scope, kind,
-	// key), statuses, actors, reasons, versions and timestamps remain.
+	// embeddings, embedding leases and queue entries, and the content,
+	// hash, metadata and sources of every revision are scrubbed; the key is
+	// replaced by its keyed digest (TombstoneKeyer.Digest) and every
+	// revision's reason that is not a reason code (ScrubReason) is dropped.
+	// ID, Scope, kind, statuses, actors, reason codes, versions and
+	// timestamps remain. The extraction jobs the record came from
+	// (ErasureJobIDs) are scrubbed in the same step: a queued one becomes a
+	// failed tombstone with reason ReasonErased; a leased one loses its
+	// payload at once and, when its worker hands it back, is finished as
+	// such a tombstone (CompleteJob drops its proposals for the erased key
+	// and stores the others). A store that rewrites rows in place may keep
+	// old row versions on disk until its storage reclaims them (see
+	// pgstore).
 	Erase(ctx context.Context, t Transition) (Record, error)
 
 	// Revisions returns a record's audit trail, oldest first.
@@ -305,16 +315,23 @@ type JobStore interface {
 	// CompleteJob stores the candidates and marks the job done, scrubbing
 	// its payload, in one atomic step, only if c.WorkerID still holds an
 	// unexpired lease; otherwise ErrLeaseLost and nothing changes. It
-	// returns how many candidates were newly created.
+	// returns how many candidates were newly created. For a job that erase
+	// or purge scrubbed while it was leased, candidates for the erased keys
+	// (every candidate, after a purge) are dropped (see
+	// DropErasedProposals); a completion with candidates for a Scope whose
+	// purge is unfinished is ErrPurging.
 	CompleteJob(ctx context.Context, c JobCompletion) (int, error)
 
 	// FailJob records a failed attempt by the lease holder. With attempts
 	// left (and not Final) the job is queued again at RetryAt; otherwise it
-	// becomes a failed tombstone with its payload scrubbed.
+	// becomes a failed tombstone with its payload scrubbed. A job that
+	// erase or purge scrubbed while it was leased becomes a failed
+	// tombstone with reason ReasonErased instead, here, in ReleaseJob and
+	// in ReapJobLeases.
 	FailJob(ctx context.Context, f JobFailure) (Job, error)
 
 	// ReleaseJob hands a lease back without counting the attempt: the job
-	// is queued and available now.
+	// is queued and available now (unless erase scrubbed it; see FailJob).
 	ReleaseJob(ctx context.Context, jobID, workerID string) error
 
 	// ReapJobLeases handles leases past their expiry, counting the attempt

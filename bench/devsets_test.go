@@ -273,7 +273,7 @@ func devSets() map[string][]evalConv {
 
 func newMemStore(tb testing.TB, clk clock.Clock) memorykit.Store {
 	tb.Helper()
-	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: benchGuard(tb)})
+	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: benchGuard(tb), Tombstones: benchTombstones(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -69,6 +69,15 @@ func (acceptAll) ValidateContent(context.Context, memorykit.ContentCheck) error 
 // batchSize is the benchmarks' Limits.MaxListSize: the largest batch.
 const batchSize = 1000
 
+func benchTombstones(tb testing.TB) *memorykit.TombstoneKeyer {
+	tb.Helper()
+	k, err := memorykit.NewTombstoneKeyer([]byte("bench tombstone secret, benchmarks only"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
 func benchGuard(tb testing.TB) *memorykit.WriteGuard {
 	tb.Helper()
 	g, err := memorykit.NewWriteGuard(memorykit.Limits{
@@ -169,7 +178,7 @@ var (
 func memoryFixture(tb testing.TB) *memorystore.Store {
 	tb.Helper()
 	memOnce.Do(func() {
-		s, err := memorystore.New(memorystore.Config{Clock: benchClock(), Guard: benchGuard(tb)})
+		s, err := memorystore.New(memorystore.Config{Clock: benchClock(), Guard: benchGuard(tb), Tombstones: benchTombstones(tb)})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -209,7 +218,7 @@ func postgresFixture(tb testing.TB) (*pgstore.Store, *pgxpool.Pool) {
 			done = false
 		}
 		pool := openPool(tb, dsn)
-		s, err := pgstore.New(ctx, pool, pgstore.Config{Clock: benchClock(), Guard: benchGuard(tb), Schema: fixtureName})
+		s, err := pgstore.New(ctx, pool, pgstore.Config{Clock: benchClock(), Guard: benchGuard(tb), Tombstones: benchTombstones(tb), Schema: fixtureName})
 		if err != nil {
 			pool.Close()
 			pgtest.Unusable(tb, "open the fixture schema", err)

@@ -51,14 +51,14 @@ func writeStore(b *testing.B, kind string) memorykit.Store {
 func writeStoreOn(b *testing.B, kind string, clk clock.Clock) memorykit.Store {
 	b.Helper()
 	if kind == "memory" {
-		s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: benchGuard(b)})
+		s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: benchGuard(b), Tombstones: benchTombstones(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return s
 	}
 	dsn := pgtest.DSN(b)
-	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{Clock: clk, Guard: benchGuard(b),
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Config{Clock: clk, Guard: benchGuard(b), Tombstones: benchTombstones(b),
 		Schema: pgtest.Schema(b, dsn), MaxConns: 4})
 	if err != nil {
 		pgtest.Unusable(b, "open pgstore", err)

@@ -62,7 +62,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	store, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
+	tombstones, terr := memorykit.NewTombstoneKeyer([]byte("example tombstone secret: load yours from a secret store"))
+	if terr != nil {
+		panic(terr)
+	}
+	store, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: tombstones})
 	if err != nil {
 		panic(err)
 	}

@@ -360,7 +360,7 @@ func (w *Worker) candidates(ctx context.Context, job memorykit.Job, proposals []
 			Sources:  append([]memorykit.Source(nil), p.Sources...),
 			Status:   memorykit.StatusCandidate,
 			Actor:    w.actor,
-			Reason:   "extraction job " + job.ID,
+			Reason:   memorykit.ExtractionCandidateReason(job.ID),
 		}
 		checked, err := w.cfg.Guard.CheckNew(ctx, op, in)
 		if err != nil {

@@ -33,6 +33,11 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
+	for _, in := range checked {
+		if s.purges[in.Scope] != nil {
+			return nil, memorykit.PurgingError(op)
+		}
+	}
 	now := s.now()
 	if err := s.planBatch(op, checked, now); err != nil {
 		return nil, err

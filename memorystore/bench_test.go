@@ -20,7 +20,7 @@ func BenchmarkRecall(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			s, err := memorystore.New(memorystore.Config{Clock: storetest.NewClock(), Guard: storetest.NewGuard(b)})
+			s, err := memorystore.New(memorystore.Config{Clock: storetest.NewClock(), Guard: storetest.NewGuard(b), Tombstones: storetest.NewTombstones(b)})
 			if err != nil {
 				b.Fatal(err)
 			}

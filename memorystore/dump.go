@@ -11,7 +11,8 @@ import (
 
 // Dump renders every piece of the store's state as text: records with
 // their search terms, revisions, embeddings with their vectors, embedding
-// lease/retry/park state, and jobs with their payloads. Lines are sorted,
+// lease/retry/park state, jobs with their payloads, the erase marks of
+// leased jobs and unfinished purges. Lines are sorted,
 // so two dumps of the same state are equal byte for byte.
 //
 // Dump exists for tests (the erase canary test and "nothing changed"
@@ -67,6 +68,18 @@ func (s *Store) Dump() string {
 		fmt.Fprintf(&b, "job %q scope=%q state=%q attempt=%d/%d available=%s leased_by=%q lease_expiry=%s last_error=%q candidates=%d created=%s updated=%s payload=%q\n",
 			j.ID, j.Scope.String(), j.State, j.Attempt, j.MaxAttempts, ts(j.AvailableAt), j.LeasedBy,
 			ts(j.LeaseExpiresAt), j.LastError, j.Candidates, ts(j.CreatedAt), ts(j.UpdatedAt), j.Payload)
+	}
+	for _, id := range sortedKeys(s.jobErased) {
+		fmt.Fprintf(&b, "job_erased %q keys=%q\n", id, s.jobErased[id])
+	}
+	purging := make([]string, 0, len(s.purges))
+	for scope, r := range s.purges {
+		purging = append(purging, fmt.Sprintf("purge scope=%q actor=%s reason=%q records=%q started=%s\n",
+			scope.String(), dumpActor(r.Actor), r.Reason, r.RecordIDs, ts(r.StartedAt)))
+	}
+	sort.Strings(purging)
+	for _, l := range purging {
+		b.WriteString(l)
 	}
 	return b.String()
 }

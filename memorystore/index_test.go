@@ -209,7 +209,7 @@ func randomTestStore(t *testing.T) (*clock.Mock, *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Clock: clk, Guard: guard})
+	s, err := New(Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestVectorScreenIsExactOnNearTies(t *testing.T) {
 	guard, _ := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
 		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
 		MaxJobPayloadBytes: 1000, MaxReasonBytes: 1024}, allowAll{})
-	s, _ := New(Config{Clock: clk, Guard: guard})
+	s, _ := New(Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)})
 	sc := memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p"}
 	r := rand.New(rand.NewPCG(9, 9))
 	const dims = 384
@@ -360,4 +360,13 @@ func TestVectorScreenIsExactOnNearTies(t *testing.T) {
 	if d := cmp.Diff(want.Vector, got.Vector); d != "" {
 		t.Fatalf("vector hits differ (-scan +index):\n%s", d)
 	}
+}
+
+func testTombstones(t testing.TB) *memorykit.TombstoneKeyer {
+	t.Helper()
+	k, err := memorykit.NewTombstoneKeyer([]byte("memorystore internal test tombstone secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

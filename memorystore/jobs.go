@@ -27,6 +27,9 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
+	if s.purges[j.Scope] != nil {
+		return memorykit.Job{}, memorykit.PurgingError(op)
+	}
 	if old := s.jobs[j.ID]; old != nil {
 		err := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
 		if old.Scope == j.Scope {
@@ -155,6 +158,10 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if !job.HeldBy(c.WorkerID, now) {
 		return 0, leaseLost(op)
 	}
+	if _, marked := s.jobErased[job.ID]; !marked && len(checked) > 0 && s.purges[job.Scope] != nil {
+		return 0, memorykit.PurgingError(op)
+	}
+	checked, _ = s.erasedCompletion(job, checked)
 	for i, in := range checked {
 		from, until := stamp(in.EffectiveFrom), stamp(in.EffectiveUntil)
 		if from.IsZero() {
@@ -204,6 +211,9 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if !job.HeldBy(f.WorkerID, now) {
 		return memorykit.Job{}, leaseLost(op)
 	}
+	if s.erasedHandback(job, now) {
+		return *job, nil
+	}
 	job.LastError = f.Reason
 	job.UpdatedAt = now
 	if !f.Final && job.Attempt < job.MaxAttempts {
@@ -241,6 +251,9 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 	if !job.HeldBy(workerID, now) {
 		return leaseLost(op)
 	}
+	if s.erasedHandback(job, now) {
+		return nil
+	}
 	clearLease(job)
 	job.State = memorykit.JobQueued
 	job.Attempt--
@@ -268,6 +281,9 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 			continue
 		}
 		n++
+		if s.erasedHandback(job, now) {
+			continue
+		}
 		job.LastError = ReasonLeaseExpired
 		job.UpdatedAt = now
 		if job.Attempt < job.MaxAttempts {

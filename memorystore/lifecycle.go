@@ -31,6 +31,9 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 
 // createLocked stores a checked NewRecord. The caller holds s.mu.
 func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (memorykit.Record, error) {
+	if s.purges[in.Scope] != nil {
+		return memorykit.Record{}, memorykit.PurgingError(op)
+	}
 	if in.ID != "" {
 		if e := s.records[in.ID]; e != nil {
 			err := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
@@ -117,6 +120,12 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memorykit.Actor) bool {
 	for _, e := range s.byKey[scopedKey{scope: scope, key: key}] {
 		if memorykit.GovernsKeyAgainst(e.rec, owner) {
+			return true
+		}
+	}
+	// Erased records hold the key's tombstone digest instead of the key.
+	for _, e := range s.byKey[scopedKey{scope: scope, key: s.tombstoneKey(scope, key)}] {
+		if e.rec.Status == memorykit.StatusErased && memorykit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
 	}
@@ -240,6 +249,10 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	digest := ""
+	if f.Key != "" {
+		digest = s.tombstoneKey(f.Scope, f.Key)
+	}
 	var ids []string
 	for id, e := range s.byScope[f.Scope] {
 		r := &e.rec
@@ -247,7 +260,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		case f.AfterID != "" && id <= f.AfterID:
 		case len(statuses) > 0 && !statuses[r.Status]:
 		case f.Kind != "" && r.Kind != f.Kind:
-		case f.Key != "" && r.Key != f.Key:
+		case f.Key != "" && r.Key != f.Key && (r.Status != memorykit.StatusErased || r.Key != digest):
 		default:
 			ids = append(ids, id)
 		}
@@ -299,6 +312,9 @@ func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r 
 		return nil, err
 	}
 	e, err := s.target(op, t, r)
+	if err == nil && s.purges[t.Scope] != nil {
+		err = memorykit.PurgingError(op)
+	}
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -344,7 +360,8 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	case memorykit.ActionForget:
 		delete(s.active, activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key})
 	case memorykit.ActionErase:
-		s.scrub(e)
+		s.eraseLocked(e, r, t.Actor, t.Reason, now)
+		return e.rec.Clone(), nil
 	}
 	e.touch(r, t.Actor, t.Reason, now)
 	s.sync(e)

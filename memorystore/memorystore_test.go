@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 func harness() storetest.Harness {
 	return storetest.Harness{
 		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
-			s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
+			s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t)})
 			if err != nil {
 				t.Fatalf("memorystore.New: %v", err)
 			}
@@ -40,12 +40,13 @@ func TestConformance(t *testing.T) {
 	storetest.RunAll(t, harness())
 }
 
-func TestNewRequiresClockAndGuard(t *testing.T) {
+func TestNewRequiresClockGuardAndTombstones(t *testing.T) {
 	guard := storetest.NewGuard(t)
 	cases := map[string]memorystore.Config{
-		"no clock": {Guard: guard},
-		"no guard": {Clock: clock.NewMock()},
-		"nothing":  {},
+		"no clock":      {Guard: guard, Tombstones: storetest.NewTombstones(t)},
+		"no guard":      {Clock: clock.NewMock(), Tombstones: storetest.NewTombstones(t)},
+		"no tombstones": {Clock: clock.NewMock(), Guard: guard},
+		"nothing":       {},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -59,7 +60,7 @@ func TestNewRequiresClockAndGuard(t *testing.T) {
 
 func TestDumpIsDeterministic(t *testing.T) {
 	clk := storetest.NewClock()
-	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: storetest.NewGuard(t)})
+	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: storetest.NewGuard(t), Tombstones: storetest.NewTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestDumpIsDeterministic(t *testing.T) {
 
 func TestDumpRendersEveryKindOfState(t *testing.T) {
 	clk := storetest.NewClock()
-	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: storetest.NewGuard(t)})
+	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: storetest.NewGuard(t), Tombstones: storetest.NewTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestDumpRendersEveryKindOfState(t *testing.T) {
 // and every job counted exactly once.
 func TestConcurrentMixedOperations(t *testing.T) {
 	clk := storetest.NewClock()
-	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: storetest.NewGuard(t)})
+	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: storetest.NewGuard(t), Tombstones: storetest.NewTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,20 +21,24 @@ import (
 	"github.com/goagents/memorykit"
 )
 
-// Config is what New needs. Both fields are required: there is no default
-// clock and no permissive guard.
+// Config is what New needs. Every field is required: there is no default
+// clock, no permissive guard and no default tombstone secret.
 type Config struct {
 	// Clock is the only source of "now" for timestamps, leases and retry
 	// times.
 	Clock clock.Clock
 	// Guard validates every write (Limits and the Host's ContentValidator).
 	Guard *memorykit.WriteGuard
+	// Tombstones digests the key of every erased record (see
+	// memorykit.TombstoneKeyer).
+	Tombstones *memorykit.TombstoneKeyer
 }
 
 // Store implements memorykit.Store in memory.
 type Store struct {
 	clk   clock.Clock
 	guard *memorykit.WriteGuard
+	keyer *memorykit.TombstoneKeyer
 
 	// mu guards everything below. Writers hold it exclusively for the whole
 	// state change; the Host's ContentValidator runs before it is taken.
@@ -49,9 +53,18 @@ type Store struct {
 	jobs      map[string]*memorykit.Job
 	// indexes holds each Scope's recall index (see scopeIndex).
 	indexes map[memorykit.Scope]*scopeIndex
+	// jobErased holds, per leased job that erase or purge scrubbed, the
+	// key digests whose proposals are dropped when its worker hands it
+	// back (see erasure.go).
+	jobErased map[string][]string
+	// purges holds the progress of every unfinished purge by Scope.
+	purges map[memorykit.Scope]*memorykit.PurgeReport
 }
 
-var _ memorykit.Store = (*Store)(nil)
+var (
+	_ memorykit.Store  = (*Store)(nil)
+	_ memorykit.Purger = (*Store)(nil)
+)
 
 // entry is one record with its audit trail and search terms.
 type entry struct {
@@ -108,7 +121,8 @@ type embState struct {
 	reason      string
 }
 
-// New builds an empty Store. A nil Clock or Guard is ErrInvalidConfig.
+// New builds an empty Store. A nil Clock, Guard or Tombstones is
+// ErrInvalidConfig.
 func New(cfg Config) (*Store, error) {
 	const op = "memorystore.new"
 	if cfg.Clock == nil {
@@ -117,9 +131,15 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Guard == nil {
 		return nil, memorykit.ConfigError(op, "guard", "missing")
 	}
+	if cfg.Tombstones == nil {
+		return nil, memorykit.ConfigError(op, "tombstones", "missing")
+	}
 	return &Store{
 		clk:       cfg.Clock,
 		guard:     cfg.Guard,
+		keyer:     cfg.Tombstones,
+		jobErased: make(map[string][]string),
+		purges:    make(map[memorykit.Scope]*memorykit.PurgeReport),
 		records:   make(map[string]*entry),
 		byScope:   make(map[memorykit.Scope]map[string]*entry),
 		active:    make(map[activeKey]string),

@@ -46,7 +46,8 @@ func Example() {
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
 		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 8192, MaxReasonBytes: 1024,
 	}, rejectSecrets{})
-	store, _ := memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
+	tombstones, _ := memorykit.NewTombstoneKeyer([]byte("example tombstone secret: load yours from a secret store"))
+	store, _ := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: tombstones})
 
 	// From the Host's trusted metadata: tenant, project route, the
 	// authenticated caller, the model's actor, and whether this request

@@ -111,6 +111,20 @@ type batchHolder struct {
 }
 
 func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow, now time.Time) error {
+	scopes := make(map[memorykit.Scope]bool)
+	var order []memorykit.Scope
+	for _, r := range rows {
+		if !scopes[r.in.Scope] {
+			scopes[r.in.Scope] = true
+			order = append(order, r.in.Scope)
+		}
+	}
+	sort.Slice(order, func(i, k int) bool { return order[i].String() < order[k].String() })
+	for _, sc := range order {
+		if err := s.holdScope(ctx, tx, op, sc); err != nil {
+			return err
+		}
+	}
 	// IDs: the given ones must be free; the others are generated.
 	var given []string
 	for _, r := range rows {

@@ -28,7 +28,7 @@ func pgHarness(t *testing.T) storetest.Harness {
 	return storetest.Harness{
 		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
 			schema := uniqueSchema(t)
-			s, err := Open(context.Background(), dsn, Config{Clock: clk, Guard: guard, Schema: schema, MaxConns: 6})
+			s, err := Open(context.Background(), dsn, Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t), Schema: schema, MaxConns: 6})
 			if err != nil {
 				unusable(t, "open pgstore", err)
 			}

@@ -42,7 +42,7 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 	clk.Set(epoch)
 	// The two stores share one clock, so timestamps agree.
 	pg := openStore(t, uniqueSchema(t), clk)
-	ms, err := memorystore.New(memorystore.Config{Clock: clk, Guard: testGuard(t)})
+	ms, err := memorystore.New(memorystore.Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func testPruningMatches(t *testing.T, small int) {
 	smallScope = small // the store renders its statements with it when it opens
 	pg := openStore(t, uniqueSchema(t), clk)
 	smallScope = old
-	ms, err := memorystore.New(memorystore.Config{Clock: clk, Guard: testGuard(t)})
+	ms, err := memorystore.New(memorystore.Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,29 +5,24 @@ import (
 	"strings"
 )
 
-// dumpTables lists every table of the schema with the order its rows are
-// dumped in.
-var dumpTables = []struct{ name, order string }{
-	{"schema_migrations", "version"},
-	{"records", "id"},
-	{"revisions", "record_id, version"},
-	{"embeddings", "record_id, profile"},
-	{"embedding_leases", "record_id, profile"},
-	{"jobs", "id"},
-}
-
-// Dump renders every row of every memorykit table in the store's schema as
-// text, one "table: {json}" line per row, in a stable order. It exists for
-// tests (the erase canary test and "nothing changed" checks). Its output
-// holds memory content; never log it.
+// Dump renders every row of every table in the store's schema as text, one
+// "table: {json}" line per row, tables by name and rows by their text, so
+// two dumps of the same state are equal. The tables are read from the
+// catalog, so a table added by a later migration is never left out. It
+// exists for tests (the erase canary tests and "nothing changed" checks).
+// Its output holds memory content; never log it.
 func (s *Store) Dump(ctx context.Context) (string, error) {
 	const op = "pgstore.dump"
 	if err := live(ctx, op); err != nil {
 		return "", err
 	}
+	tables, err := schemaTables(ctx, s.pool, s.schema)
+	if err != nil {
+		return "", mapErr(op, err)
+	}
 	var b strings.Builder
-	for _, t := range dumpTables {
-		rows, err := s.pool.Query(ctx, s.q(`SELECT row_to_json(t)::text FROM {schema}.`+t.name+` t ORDER BY `+t.order))
+	for _, t := range tables {
+		rows, err := s.pool.Query(ctx, `SELECT row_to_json(t)::text AS j FROM `+quoteIdent(s.schema)+`.`+quoteIdent(t)+` t ORDER BY j`)
 		if err != nil {
 			return "", mapErr(op, err)
 		}
@@ -37,7 +32,7 @@ func (s *Store) Dump(ctx context.Context) (string, error) {
 				rows.Close()
 				return "", mapErr(op, err)
 			}
-			b.WriteString(t.name)
+			b.WriteString(t)
 			b.WriteString(": ")
 			b.WriteString(line)
 			b.WriteByte('\n')

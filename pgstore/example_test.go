@@ -35,9 +35,17 @@ func ExampleOpen() {
 		fmt.Println(err)
 		return
 	}
+	tombstones, err := memorykit.NewTombstoneKeyer([]byte("example tombstone secret: load yours from a secret store"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	store, err := pgstore.Open(ctx, os.Getenv("MEMORYKIT_POSTGRES_TEST_DSN"), pgstore.Config{
 		Clock: clock.New(), // the Host's clock; tests pass clock.NewMock()
 		Guard: guard,
+		// The secret keys the digests erased records keep of their keys;
+		// load it from the Host's secret store.
+		Tombstones: tombstones,
 	})
 	if err != nil {
 		// e.g. reason pgvector_unavailable, or a recoverable ErrUnavailable.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -64,6 +65,15 @@ func testLimits() memorykit.Limits {
 	}
 }
 
+func testTombstones(t testing.TB) *memorykit.TombstoneKeyer {
+	t.Helper()
+	k, err := memorykit.NewTombstoneKeyer([]byte(storetest.TestTombstoneSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func testGuard(t testing.TB) *memorykit.WriteGuard {
 	t.Helper()
 	g, err := memorykit.NewWriteGuard(testLimits(), acceptAll{})
@@ -107,7 +117,7 @@ func setup(t *testing.T) *bundle {
 // openStore opens a Store on schema, closed when the test ends.
 func openStore(t testing.TB, schema string, clk clock.Clock) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), testDSN(t), Config{Clock: clk, Guard: testGuard(t), Schema: schema, MaxConns: 8})
+	s, err := Open(context.Background(), testDSN(t), Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema, MaxConns: 8})
 	if err != nil {
 		unusable(t, "open pgstore", err)
 	}

@@ -25,18 +25,31 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 		return memorykit.Job{}, err
 	}
 	now := s.now()
-	job, err := scanJob(s.pool.QueryRow(ctx, s.q(`
+	var job memorykit.Job
+	conflict := false
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		if err := s.holdScope(ctx, tx, op, j.Scope); err != nil {
+			return err
+		}
+		var err error
+		job, err = scanJob(tx.QueryRow(ctx, s.q(`
 		INSERT INTO {schema}.jobs (id, tenant_id, subject_type, subject_id, payload, state,
 			attempt, max_attempts, available_at, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING `+jobCols),
-		j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now))
-	if err == nil {
-		return job, nil
+			j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now))
+		if errors.Is(err, pgx.ErrNoRows) {
+			conflict = true
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return memorykit.Job{}, err
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return memorykit.Job{}, mapErr(op, err)
+	if !conflict {
+		return job, nil
 	}
 	taken := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
 	old, gerr := s.GetJob(ctx, j.Scope, j.ID)
@@ -187,6 +200,10 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		if !found || !job.HeldBy(c.WorkerID, now) {
 			return leaseLost(op)
 		}
+		checked, err := erasedCompletion(ctx, s, tx, op, job, checked, func(p prepared) string { return p.in.Key })
+		if err != nil {
+			return err
+		}
 		for _, p := range checked {
 			in := p.in
 			_, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
@@ -203,7 +220,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			}
 			created++
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '',
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '', erased_keys = '{}',
 				leased_by = '', lease_expires_at = NULL, candidates = $2, updated_at = $3
 			WHERE id = $1`), c.JobID, created, now)
 		return err
@@ -220,7 +237,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 // missing job from a lost lease.
 func (s *Store) completeEmpty(ctx context.Context, op string, c memorykit.JobCompletion) error {
 	now := s.now()
-	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '',
+	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '', erased_keys = '{}',
 			leased_by = '', lease_expires_at = NULL, candidates = 0, updated_at = $3
 		WHERE id = $1 AND state = 'leased' AND leased_by = $2 AND lease_expires_at > $3`),
 		c.JobID, c.WorkerID, now)
@@ -264,6 +281,10 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		if !job.HeldBy(f.WorkerID, now) {
 			return leaseLost(op)
 		}
+		if j, erased, err := s.erasedHandback(ctx, tx, f.JobID, now); err != nil || erased {
+			out = j
+			return err
+		}
 		retry := !f.Final && job.Attempt < job.MaxAttempts
 		out, err = scanJob(tx.QueryRow(ctx, s.q(`UPDATE {schema}.jobs SET
 				last_error = $2, updated_at = $3, leased_by = '', lease_expires_at = NULL,
@@ -301,6 +322,9 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 		if !job.HeldBy(workerID, now) {
 			return leaseLost(op)
 		}
+		if _, erased, err := s.erasedHandback(ctx, tx, jobID, now); err != nil || erased {
+			return err
+		}
 		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'queued', attempt = attempt - 1,
 				leased_by = '', lease_expires_at = NULL, available_at = $2, updated_at = $2
 			WHERE id = $1`), jobID, now)
@@ -315,16 +339,21 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
+	now := s.now()
+	erased, err := s.reapErased(ctx, now)
+	if err != nil {
+		return 0, mapErr(op, err)
+	}
 	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET
 			last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL,
 			state = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
 			available_at = CASE WHEN attempt < max_attempts THEN $1 ELSE available_at END,
 			payload = CASE WHEN attempt < max_attempts THEN payload ELSE '' END
-		WHERE state = 'leased' AND lease_expires_at <= $1`), s.now(), ReasonLeaseExpired)
+		WHERE state = 'leased' AND lease_expires_at <= $1`), now, ReasonLeaseExpired)
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
-	return int(tag.RowsAffected()), nil
+	return erased + int(tag.RowsAffected()), nil
 }
 
 // GetJob implements memorykit.JobStore.

@@ -53,7 +53,7 @@ SELECT ` + recordCols + ` FROM u`
 var (
 	touchPlain = touchSQL("")
 	touchErase = touchSQL(`,
-		content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector`)
+		key = $8, content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector`)
 	touchCorrect = touchSQL(`,
 		content = $8, content_hash = $9, sources = $10::jsonb,
 		metadata = CASE WHEN $11::boolean THEN $12::jsonb ELSE metadata END,
@@ -94,6 +94,9 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 		return memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
 	}
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+		if err := s.holdScope(ctx, tx, op, in.Scope); err != nil {
+			return err
+		}
 		if in.ID != "" {
 			if _, found, err := s.getAny(ctx, tx, in.ID); err != nil {
 				return err
@@ -179,11 +182,13 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 }
 
 // keyGovernedSQL is memorykit.GovernsKeyAgainst in SQL, over every record
-// of a Scope holding a canonical key under any kind: $5/$6 is the owner.
+// of a Scope holding a canonical key under any kind: $5/$6 is the owner,
+// $7 the key's tombstone digest, which erased records hold instead of it.
 const keyGovernedSQL = `
 SELECT EXISTS (
 	SELECT 1 FROM {schema}.records
-	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND key = $4
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
+	  AND (key = $4 OR (status = 'erased' AND key = $7))
 	  AND status <> 'candidate'
 	  AND NOT (created_by_kind = $5 AND created_by_id = $6
 	       AND touched_by_kind = $5 AND touched_by_id = $6
@@ -198,7 +203,7 @@ SELECT EXISTS (
 func (s *Store) keyGoverned(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, key string, owner memorykit.Actor) (bool, error) {
 	var governed bool
 	err := tx.QueryRow(ctx, s.q(keyGovernedSQL), scope.TenantID, string(scope.SubjectType), scope.SubjectID, key,
-		string(owner.Kind), owner.ID).Scan(&governed)
+		string(owner.Kind), owner.ID, s.tombstoneKey(scope, key)).Scan(&governed)
 	return governed, err
 }
 
@@ -288,11 +293,11 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		  AND id > $4
 		  AND (cardinality($5::text[]) = 0 OR status = ANY ($5::text[]))
 		  AND ($6 = '' OR kind = $6)
-		  AND ($7 = '' OR key = $7)
+		  AND ($7 = '' OR key = $7 OR (status = 'erased' AND key = $9))
 		ORDER BY id
 		LIMIT $8`),
 		f.Scope.TenantID, string(f.Scope.SubjectType), f.Scope.SubjectID, f.AfterID,
-		statuses, string(f.Kind), f.Key, f.Limit)
+		statuses, string(f.Kind), f.Key, f.Limit, s.tombstoneKey(f.Scope, f.Key))
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
@@ -338,6 +343,9 @@ func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Re
 // lockTarget locks a transition's record and checks it against rule r
 // (expected version, starting status).
 func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
+	if err := s.holdScope(ctx, tx, op, t.Scope); err != nil {
+		return memorykit.Record{}, err
+	}
 	rec, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
 		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
 		FOR UPDATE`), t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
@@ -392,10 +400,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 				}
 			}
 		case memorykit.ActionErase:
-			if err := s.scrub(ctx, tx, rec.ID); err != nil {
-				return err
-			}
-			out, err = s.touch(ctx, tx, touchErase, rec, r, t.Actor, t.Reason, now)
+			out, err = s.erase(ctx, tx, rec, r, t.Actor, t.Reason, now)
 			return err
 		}
 		out, err = s.touch(ctx, tx, touchPlain, rec, r, t.Actor, t.Reason, now)
@@ -408,21 +413,6 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 		return memorykit.Record{}, err
 	}
 	return out, nil
-}
-
-// scrub removes a record's content from its revisions, embeddings and
-// embedding lease rows; touchErase scrubs the record row itself.
-func (s *Store) scrub(ctx context.Context, tx pgx.Tx, id string) error {
-	_, err := tx.Exec(ctx, s.q(`
-		WITH rv AS (
-			UPDATE {schema}.revisions
-			SET content = '', content_hash = '', metadata = NULL, sources = NULL
-			WHERE record_id = $1
-		), emb AS (
-			DELETE FROM {schema}.embeddings WHERE record_id = $1
-		)
-		DELETE FROM {schema}.embedding_leases WHERE record_id = $1`), id)
-	return err
 }
 
 // Correct implements memorykit.LifecycleStore. The Host's validator runs

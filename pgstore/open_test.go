@@ -53,7 +53,7 @@ func TestPostgresOpenConcurrentMigratesOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			stores[i], errs[i] = Open(context.Background(), dsn, Config{Clock: clk, Guard: testGuard(t), Schema: schema, MaxConns: 2})
+			stores[i], errs[i] = Open(context.Background(), dsn, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema, MaxConns: 2})
 		}()
 	}
 	close(start)
@@ -128,7 +128,7 @@ func TestPostgresOpenRefusesUnsupportedSchemaVersion(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := migrationRows(t, conn, b.schema)
-			s, err := Open(context.Background(), testDSN(t), Config{Clock: b.clk, Guard: testGuard(t), Schema: b.schema})
+			s, err := Open(context.Background(), testDSN(t), Config{Clock: b.clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: b.schema})
 			if err == nil {
 				s.Close()
 				t.Fatal("Open accepted an unsupported schema version")
@@ -148,13 +148,15 @@ func TestPostgresOpenConfigErrors(t *testing.T) {
 	dsn := testDSN(t)
 	clk := newClock()
 	g := testGuard(t)
+	k := testTombstones(t)
 	ctx := context.Background()
 	for name, cfg := range map[string]Config{
-		"no clock":    {Guard: g},
-		"no guard":    {Clock: clk},
-		"bad schema":  {Clock: clk, Guard: g, Schema: "Robert'); DROP"},
-		"pg_ schema":  {Clock: clk, Guard: g, Schema: "pg_catalog"},
-		"neg maxconn": {Clock: clk, Guard: g, MaxConns: -1},
+		"no clock":      {Guard: g, Tombstones: k},
+		"no guard":      {Clock: clk, Tombstones: k},
+		"no tombstones": {Clock: clk, Guard: g},
+		"bad schema":    {Clock: clk, Guard: g, Tombstones: k, Schema: "Robert'); DROP"},
+		"pg_ schema":    {Clock: clk, Guard: g, Tombstones: k, Schema: "pg_catalog"},
+		"neg maxconn":   {Clock: clk, Guard: g, Tombstones: k, MaxConns: -1},
 	} {
 		if s, err := Open(ctx, dsn, cfg); err == nil {
 			s.Close()
@@ -163,12 +165,12 @@ func TestPostgresOpenConfigErrors(t *testing.T) {
 			wantKind(t, err, memorykit.ErrInvalidConfig)
 		}
 	}
-	_, err := Open(ctx, "postgres://user:hunter2@[::1", Config{Clock: clk, Guard: g})
+	_, err := Open(ctx, "postgres://user:hunter2@[::1", Config{Clock: clk, Guard: g, Tombstones: k})
 	wantKind(t, err, memorykit.ErrInvalidConfig)
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("DSN password leaked into the error: %v", err)
 	}
-	if _, err := New(ctx, nil, Config{Clock: clk, Guard: g}); !errors.Is(err, memorykit.ErrInvalidConfig) {
+	if _, err := New(ctx, nil, Config{Clock: clk, Guard: g, Tombstones: k}); !errors.Is(err, memorykit.ErrInvalidConfig) {
 		t.Fatalf("New with a nil pool: %v", err)
 	}
 }
@@ -177,7 +179,7 @@ func TestPostgresOpenUnreachableIsRecoverable(t *testing.T) {
 	testDSN(t)
 	// Port 1 on localhost refuses connections.
 	_, err := Open(context.Background(), "postgres://nobody:secret-pw@127.0.0.1:1/none?sslmode=disable&connect_timeout=2",
-		Config{Clock: newClock(), Guard: testGuard(t)})
+		Config{Clock: newClock(), Guard: testGuard(t), Tombstones: testTombstones(t)})
 	me := wantKind(t, err, memorykit.ErrUnavailable)
 	if !me.Retry || !memorykit.IsRecoverable(err) {
 		t.Fatalf("connection failure is not recoverable: %v", err)
@@ -219,7 +221,7 @@ func TestPostgresOpenWithoutPgvector(t *testing.T) {
 	}
 	u.User = url.UserPassword(role, "novec-pw")
 	u.Path = "/" + db
-	_, err = Open(ctx, u.String(), Config{Clock: newClock(), Guard: testGuard(t)})
+	_, err = Open(ctx, u.String(), Config{Clock: newClock(), Guard: testGuard(t), Tombstones: testTombstones(t)})
 	me := wantKind(t, err, memorykit.ErrUnavailable)
 	if me.Reason != ReasonPgvectorUnavailable || me.Retry {
 		t.Fatalf("error %v: want reason %s, not recoverable", err, ReasonPgvectorUnavailable)
@@ -254,7 +256,7 @@ func TestPostgresNewLeavesCallerPoolOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	s, err := New(ctx, pool, Config{Clock: newClock(), Guard: testGuard(t), Schema: schema})
+	s, err := New(ctx, pool, Config{Clock: newClock(), Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
 	if err != nil {
 		unusable(t, "new pgstore", err)
 	}
@@ -291,7 +293,7 @@ func TestPostgresNewNeedsRegisteredTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	_, err = New(ctx, pool, Config{Clock: newClock(), Guard: testGuard(t), Schema: schema})
+	_, err = New(ctx, pool, Config{Clock: newClock(), Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
 	if errors.Is(err, memorykit.ErrUnavailable) {
 		unusable(t, "new pgstore", err)
 	}

@@ -17,7 +17,7 @@
 // 1, the tables; 2, the recall layout (per-scope document frequencies, a
 // scope-tagged GIN index, half-precision vector candidates); 3, embedding
 // lease rows that outlive the put; 4, the queue of records that may need an
-// embedding. Opening a store on an older schema applies the missing
+// embedding; 5, erasure (the erase marks of leased jobs, purge progress). Opening a store on an older schema applies the missing
 // versions in order; 2 and 4 fill derived tables from the records, in time
 // proportional to their number.
 //
@@ -46,7 +46,7 @@ import (
 // DefaultSchema is the PostgreSQL schema used when Config.Schema is empty.
 const DefaultSchema = "memorykit"
 
-// Config configures a Store. Clock and Guard are required; there are no
+// Config configures a Store. Clock, Guard and Tombstones are required; there are no
 // permissive defaults for them.
 type Config struct {
 	// Clock is the source of every timestamp, lease expiry and "now" the
@@ -54,6 +54,9 @@ type Config struct {
 	Clock clock.Clock
 	// Guard validates every write before it touches the database.
 	Guard *memorykit.WriteGuard
+	// Tombstones digests the key of every erased record (see
+	// memorykit.TombstoneKeyer). Required: there is no default secret.
+	Tombstones *memorykit.TombstoneKeyer
 	// Schema is the PostgreSQL schema holding the tables; it is created if
 	// missing. Empty means DefaultSchema. It must match [a-z_][a-z0-9_]*
 	// and be at most 63 bytes.
@@ -71,6 +74,9 @@ func (c Config) check(op string) (string, error) {
 	}
 	if c.Guard == nil {
 		return "", memorykit.ConfigError(op, "guard", "missing")
+	}
+	if c.Tombstones == nil {
+		return "", memorykit.ConfigError(op, "tombstones", "missing")
 	}
 	if c.MaxConns < 0 {
 		return "", memorykit.ConfigError(op, "max_conns", "negative")
@@ -92,6 +98,7 @@ type Store struct {
 	ownsPool bool
 	clk      clock.Clock
 	guard    *memorykit.WriteGuard
+	keyer    *memorykit.TombstoneKeyer
 	schema   string
 	// rep fills the {schema} and {ext} placeholders of SQL templates.
 	rep *strings.Replacer
@@ -104,7 +111,10 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ memorykit.Store = (*Store)(nil)
+var (
+	_ memorykit.Store  = (*Store)(nil)
+	_ memorykit.Purger = (*Store)(nil)
+)
 
 // Open connects to dsn with a pool the Store creates and owns, migrates the
 // schema and checks pgvector. Close closes that pool. The pool registers
@@ -158,6 +168,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := s.digestLegacyTombstones(ctx, op); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -202,6 +216,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err := s.checkVector(ctx, op); err != nil {
 		return nil, err
 	}
+	if err := s.digestLegacyTombstones(ctx, op); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -211,6 +228,7 @@ func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *St
 		ownsPool: owns,
 		clk:      cfg.Clock,
 		guard:    cfg.Guard,
+		keyer:    cfg.Tombstones,
 		schema:   schema,
 		rep:      strings.NewReplacer("{schema}", quoteIdent(schema), "{ext}", quoteIdent(ext)),
 	}

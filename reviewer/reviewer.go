@@ -4,7 +4,8 @@
 // audit history.
 //
 // Every call is authorized for the principal on the Scope before the store
-// is touched: PermReview for everything except Erase, which needs PermErase.
+// is touched: PermReview for everything except Erase and Purge, which need
+// PermErase.
 package reviewer
 
 import (
@@ -128,6 +129,33 @@ func (r *Reviewer) Forget(ctx context.Context, p memorykit.Principal, scope memo
 // It needs PermErase.
 func (r *Reviewer) Erase(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision) (memorykit.Record, error) {
 	return r.transition(ctx, p, scope, d, memorykit.PermErase, memorykit.ActionErase, r.store.Erase)
+}
+
+// Purge erases the whole project Scope (memorykit.Purger): every record in
+// every status, every extraction job, every embedding, and returns the
+// deletion report. It needs PermErase, and a store that implements
+// memorykit.Purger (else ErrInvalidConfig, reason "purge_unsupported").
+// reason must be a reason code. A purge cut short finishes on the next
+// call; until then writes to the Scope get the recoverable ErrPurging.
+func (r *Reviewer) Purge(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, reason string) (memorykit.PurgeReport, error) {
+	const op = "reviewer.purge"
+	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermErase, scope); err != nil {
+		return memorykit.PurgeReport{}, err
+	}
+	pg, ok := r.store.(memorykit.Purger)
+	if !ok {
+		return memorykit.PurgeReport{}, memorykit.NewError(op, memorykit.ErrInvalidConfig, "purge_unsupported")
+	}
+	rep, err := pg.Purge(ctx, scope, p.Actor, reason)
+	e := memorykit.Event{
+		Kind: memorykit.EventLifecycle, At: r.clock.Now(), Action: memorykit.ActionPurge,
+		Actor: string(p.Actor.Kind) + ":" + p.Actor.ID, Count: rep.Records, Reason: "ok",
+	}.WithScope(scope)
+	if err != nil {
+		e.Count, e.Reason = 0, memorykit.ReasonCode(err)
+	}
+	r.events.Emit(e)
+	return rep, err
 }
 
 // Correct replaces an active or candidate record's content and sources with

@@ -276,3 +276,32 @@ func TestReasonsGoThroughContentPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestPurgeNeedsPermErase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	rec := b.create(t, memorykit.StatusActive, "secret plan", "launch on monday")
+	cand := b.create(t, memorykit.StatusCandidate, "other plan", "maybe tuesday")
+	pete := testkit.Principal("acme", memorykit.ActorReviewer, "pete")
+	b.az.Grant("pete", b.scope, memorykit.PermReview)
+	if _, err := b.r.Purge(ctx, pete, b.scope, "project_closed"); !errors.Is(err, memorykit.ErrForbidden) {
+		t.Fatalf("purge with PermReview only: %v", err)
+	}
+	if got := b.store.Dump(); !strings.Contains(got, "launch on monday") {
+		t.Fatal("a refused purge changed the store")
+	}
+	rep, err := b.r.Purge(ctx, b.rita, b.scope, "project_closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 2 || rep.RecordIDs[0] != min(rec.ID, cand.ID) || rep.Actor != b.rita.Actor {
+		t.Fatalf("report: %+v", rep)
+	}
+	if d := b.store.Dump(); strings.Contains(d, "launch on monday") || strings.Contains(d, "secret plan") {
+		t.Fatalf("purge left content behind:\n%s", d)
+	}
+	if _, err := b.r.Purge(ctx, b.rita, b.scope, "free text is not a code"); !errors.Is(err, memorykit.ErrInvalidInput) {
+		t.Fatalf("purge with a free-text reason: %v", err)
+	}
+}

@@ -46,6 +46,18 @@ func (s gatedLifecycle) Create(ctx context.Context, in memorykit.NewRecord) (mem
 	return s.LifecycleStore.Create(ctx, in)
 }
 
+// Purge passes a purge to the store when it is a memorykit.Purger.
+func (s gatedLifecycle) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
+	if err := s.g.check("runtime.purge"); err != nil {
+		return memorykit.PurgeReport{}, err
+	}
+	p, ok := s.LifecycleStore.(memorykit.Purger)
+	if !ok {
+		return memorykit.PurgeReport{}, memorykit.NewError("runtime.purge", memorykit.ErrInvalidConfig, "purge_unsupported")
+	}
+	return p.Purge(ctx, scope, actor, reason)
+}
+
 func (s gatedLifecycle) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
 	if err := s.g.check("runtime.get"); err != nil {
 		return memorykit.Record{}, err

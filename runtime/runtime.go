@@ -214,6 +214,14 @@ func (r *Runtime) Stop(ctx context.Context) error {
 // after Drain.
 func (r *Runtime) Reviewer() *reviewer.Reviewer { return r.reviewer }
 
+// Purge erases a whole project Scope for an authorized principal
+// (PermErase) and returns the deletion report; see reviewer.Reviewer.Purge.
+// It answers ErrDraining after Drain; a purge cut short by Drain finishes
+// on the next call.
+func (r *Runtime) Purge(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, reason string) (memorykit.PurgeReport, error) {
+	return r.reviewer.Purge(ctx, p, scope, reason)
+}
+
 // Writer returns the write paths (explicit, projection, model). Its calls
 // answer ErrDraining after Drain.
 func (r *Runtime) Writer() *writer.Writer { return r.writer }

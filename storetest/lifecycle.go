@@ -607,7 +607,7 @@ func testErase(t *testing.T, e *env) {
 	got := e.must(actErase, et)
 	now := e.now()
 	want := memorykit.Record{
-		ID: r.ID, Scope: r.Scope, Kind: r.Kind, Key: r.Key, Status: memorykit.StatusErased, Version: 3,
+		ID: r.ID, Scope: r.Scope, Kind: r.Kind, Key: NewTombstones(t).Digest(r.Scope, r.Key), Status: memorykit.StatusErased, Version: 3,
 		EffectiveFrom: r.EffectiveFrom, CreatedBy: author, TouchedBy: operator, CreatedAt: r.CreatedAt, UpdatedAt: now,
 	}
 	diffRecord(t, "Erase result", got, want)
@@ -624,11 +624,12 @@ func testErase(t *testing.T, e *env) {
 			t.Fatalf("revision %d identity: %+v", i, v)
 		}
 	}
-	if revs[2].Actor != operator || revs[2].Reason != "gdpr request" || revs[2].Status != memorykit.StatusErased || !revs[2].At.Equal(now) {
+	// Free-text reasons are scrubbed with the content; actors stay.
+	if revs[2].Actor != operator || revs[2].Reason != "" || revs[2].Status != memorykit.StatusErased || !revs[2].At.Equal(now) {
 		t.Fatalf("erase revision: %+v", revs[2])
 	}
-	if revs[0].Actor != author || revs[1].Actor != reviewer || revs[0].Reason != "test setup" {
-		t.Fatalf("audit actors/reasons lost: %+v", revs)
+	if revs[0].Actor != author || revs[1].Actor != reviewer || revs[0].Reason != "" {
+		t.Fatalf("audit actors lost or free-text reason kept: %+v", revs)
 	}
 	// Rejected and superseded records may be erased too.
 	c := e.create(e.candidate(memorykit.KindNote, "n", "rejected text"))
@@ -742,6 +743,8 @@ func testRevisionTrail(t *testing.T, e *env) {
 		{actForget, operator, "obsolete"},
 		{actErase, operator, "cleanup"},
 	}
+	// Erase keeps reason codes and drops free text (memorykit.ScrubReason).
+	kept := map[string]string{"typo": "typo", "approved": "approved", "more detail": "", "obsolete": "obsolete", "cleanup": "cleanup"}
 	for i, s := range steps {
 		e.advance(time.Duration(i+1) * 17 * time.Second)
 		x := tr(e.scope, c.ID, s.actor)
@@ -765,11 +768,11 @@ func testRevisionTrail(t *testing.T, e *env) {
 		if v.At.Location() != time.UTC {
 			t.Fatalf("revision %d At is not UTC", i)
 		}
-		if i > 0 && (v.Actor != steps[i-1].actor || v.Reason != steps[i-1].reason) {
+		if i > 0 && (v.Actor != steps[i-1].actor || v.Reason != kept[steps[i-1].reason]) {
 			t.Fatalf("revision %d actor %v reason %q", i, v.Actor, v.Reason)
 		}
 	}
-	if revs[0].Actor != author || revs[0].Reason != "test setup" {
+	if revs[0].Actor != author || revs[0].Reason != "" {
 		t.Fatalf("create revision actor %v reason %q", revs[0].Actor, revs[0].Reason)
 	}
 }
@@ -956,7 +959,7 @@ func testEraseCanary(t *testing.T, e *env) {
 	if got.Content != "" || got.ContentHash != "" || len(got.Metadata) != 0 || len(got.Sources) != 0 {
 		t.Fatalf("erased record keeps content: %+v", got)
 	}
-	if got.ID != r.ID || got.Scope != e.scope || got.Kind != memorykit.KindFact || got.Key != "erase target" || got.Status != memorykit.StatusErased {
+	if got.ID != r.ID || got.Scope != e.scope || got.Kind != memorykit.KindFact || got.Key != NewTombstones(t).Digest(e.scope, "erase target") || got.Status != memorykit.StatusErased {
 		t.Fatalf("erased record lost its identity: %+v", got)
 	}
 	list, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})

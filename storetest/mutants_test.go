@@ -109,7 +109,7 @@ func mutantHarness(m mutant) storetest.Harness {
 			if m.guard != nil {
 				guard = m.guard(t)
 			}
-			s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
+			s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

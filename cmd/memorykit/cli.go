@@ -22,8 +22,10 @@ const (
 // options holds every flag; each command registers the ones it uses.
 type options struct {
 	dsn, schema                string
+	tombstoneSecret            string
 	tenant, project, operator  string
 	id, reason, after, profile string
+	canary, reasonCode         string
 	expectVersion              int64
 	limit, batch               int
 }
@@ -159,6 +161,40 @@ var commands = []command{
 		name: "audit", summary: "print a memory's audit trail, oldest first",
 		scoped: true, flags: idFlag, check: checkID, run: runAudit,
 	},
+	{
+		name:    "purge",
+		summary: "erase the whole project: every memory in every status, every extraction job and embedding; prints the deletion report as JSON",
+		scoped:  true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.reasonCode, "reason-code", "", "reason code recorded on every purge revision, such as project_closed (required)")
+		},
+		check: func(o *options) error {
+			if memorykit.CheckReasonCode("cli", o.reasonCode) != nil {
+				return usagef("--reason-code must be 1 to 64 of a-z, 0-9 and _")
+			}
+			return nil
+		},
+		run: runPurge,
+	},
+	{
+		name:    "verify-erased",
+		summary: "scan every table and column of the schema for a text; exit 1 and list where it occurs (table, column, row id), 0 when it occurs nowhere",
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.tenant, "tenant", "", "tenant ID of the erased project (required)")
+			fs.StringVar(&o.project, "project", "", "project ID of the erased project (required)")
+			fs.StringVar(&o.canary, "canary", "", "the erased text to look for, matched ignoring case and also in NFKC form (required)")
+		},
+		check: func(o *options) error {
+			if _, err := memorykit.ProjectScope(o.tenant, o.project); err != nil {
+				return usagef("--tenant and --project must name a valid project Scope")
+			}
+			if strings.TrimSpace(o.canary) == "" {
+				return usagef("--canary is required")
+			}
+			return nil
+		},
+		run: runVerifyErased,
+	},
 }
 
 // run executes one command line and returns the exit code.
@@ -223,6 +259,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if o.dsn == "" {
 		o.dsn = getenv("MEMORYKIT_DSN")
 	}
+	o.tombstoneSecret = getenv("MEMORYKIT_TOMBSTONE_SECRET")
 	err := checkCommon(cmd, &o)
 	if err == nil && cmd.check != nil {
 		err = cmd.check(&o)
@@ -345,8 +382,11 @@ commands:
 	}
 	fmt.Fprint(w, `
 Every command takes --dsn (or $MEMORYKIT_DSN) and --schema. Every command
-but migrate also takes --tenant, --project and --operator: it works on that
-one project Scope only, and records the operator in the audit trail.
+but migrate and verify-erased also takes --tenant, --project and --operator:
+it works on that one project Scope only, and records the operator in the
+audit trail. Commands that open the store need $MEMORYKIT_TOMBSTONE_SECRET,
+the secret (32 bytes or more) that keys the digest erased memories keep of
+their keys; use the same secret as the Host.
 Whoever holds the DSN is trusted (see 'memorykit <command> --help').
 
 Exit status: 0 done, 1 the command failed, 2 bad command line.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
@@ -228,4 +230,76 @@ func runAudit(ctx context.Context, c *cli, o *options) error {
 			v.At.UTC().Format(time.RFC3339), snapshot, strconv.Quote(v.Reason))
 	}
 	return w.Flush()
+}
+
+// purgeJSON is the deletion report as printed by purge.
+type purgeJSON struct {
+	Tenant       string    `json:"tenant"`
+	Project      string    `json:"project"`
+	Operator     string    `json:"operator"`
+	ReasonCode   string    `json:"reason_code"`
+	Records      int       `json:"records"`
+	RecordIDs    []string  `json:"record_ids"`
+	Revisions    int       `json:"revisions"`
+	Embeddings   int       `json:"embeddings"`
+	Jobs         int       `json:"jobs"`
+	QueueEntries int       `json:"queue_entries"`
+	StartedAt    time.Time `json:"started_at"`
+	FinishedAt   time.Time `json:"finished_at"`
+	Digest       string    `json:"digest"`
+}
+
+func runPurge(ctx context.Context, c *cli, o *options) error {
+	s, err := openSession(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.store.Close()
+	rep, err := s.review.Purge(ctx, s.operator, s.scope, o.reasonCode)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(c.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(purgeJSON{
+		Tenant: rep.Scope.TenantID, Project: rep.Scope.SubjectID, Operator: rep.Actor.ID, ReasonCode: rep.Reason,
+		Records: rep.Records, RecordIDs: rep.RecordIDs, Revisions: rep.Revisions, Embeddings: rep.Embeddings,
+		Jobs: rep.Jobs, QueueEntries: rep.QueueEntries, StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt, Digest: rep.Digest,
+	})
+}
+
+// errCanaryFound fails verify-erased when the text was found.
+var errCanaryFound = errors.New("the text occurs in the database (see the list above)")
+
+func runVerifyErased(ctx context.Context, c *cli, o *options) error {
+	scope, err := memorykit.ProjectScope(o.tenant, o.project)
+	if err != nil {
+		return usagef("--tenant and --project must name a valid project Scope")
+	}
+	cfg, err := pgx.ParseConfig(o.dsn)
+	if err != nil {
+		return usagef("--dsn does not parse")
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return dbError("cannot connect to the database", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	hits, err := pgstore.VerifyErased(ctx, conn, o.schema, scope, o.canary)
+	if err != nil {
+		return err
+	}
+	if len(hits) == 0 {
+		fmt.Fprintln(c.out, "not found")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "table\tcolumn\trow")
+	for _, h := range hits {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", h.Table, h.Column, h.Row)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return errCanaryFound
 }

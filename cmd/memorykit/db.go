@@ -91,7 +91,14 @@ func openStore(ctx context.Context, o *options) (*pgstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgstore.Open(ctx, o.dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Schema: o.schema, MaxConns: 4})
+	if o.tombstoneSecret == "" {
+		return nil, usagef("$MEMORYKIT_TOMBSTONE_SECRET is required (the secret that keys erased records' key digests)")
+	}
+	tombstones, err := memorykit.NewTombstoneKeyer([]byte(o.tombstoneSecret))
+	if err != nil {
+		return nil, err
+	}
+	return pgstore.Open(ctx, o.dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Tombstones: tombstones, Schema: o.schema, MaxConns: 4})
 }
 
 // openSession checks that the schema exists at the supported version

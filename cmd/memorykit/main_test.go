@@ -19,6 +19,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +48,8 @@ func runCLI(t *testing.T, bin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=") // only --dsn counts in tests
+	cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=", // only --dsn counts in tests
+		"MEMORYKIT_TOMBSTONE_SECRET="+storetest.TestTombstoneSecret)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -184,7 +186,7 @@ func TestCLIPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Schema: schema})
+	store, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Tombstones: storetest.NewTombstones(t), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,14 +281,15 @@ func TestCLIPostgres(t *testing.T) {
 		t.Errorf("foreign record changed: %v %v", got.Status, err)
 	}
 
-	// audit: every action, with the operator and reasons, no content.
+	// audit: every action, with the operator and reason codes, no content
+	// (erase drops free-text reasons).
 	r = runCLI(t, bin, scoped("audit", "--id", cand1)...).want(t, 0, "audit")
 	want := []string{
 		`^VERSION +ACTION +ACTOR +STATUS +AT +SNAPSHOT +REASON$`,
 		`^1 +create +model:assistant +candidate +\S+Z +scrubbed +""$`,
-		`^2 +activate +operator:ops-ana +active +\S+Z +scrubbed +"checked with ops"$`,
+		`^2 +activate +operator:ops-ana +active +\S+Z +scrubbed +""$`,
 		`^3 +forget +operator:ops-ana +inactive +\S+Z +scrubbed +"outdated"$`,
-		`^4 +erase +operator:ops-ana +erased +\S+Z +scrubbed +"customer request"$`,
+		`^4 +erase +operator:ops-ana +erased +\S+Z +scrubbed +""$`,
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != len(want) {

@@ -56,6 +56,7 @@ func runDemo(ctx context.Context, out io.Writer) (err error) {
 	host, err := NewHost(ctx, Options{
 		Directory: dir, Clock: clk, Logger: zap.NewNop(), Model: ScriptedModel{},
 		WorkerID: "demo-host", ViewNonce: &countingReader{},
+		TombstoneSecret: []byte("demo tombstone secret, for the walk-through only"),
 	})
 	if err != nil {
 		return err

@@ -79,7 +79,7 @@ func TestHealthzIs503WhileAnActorBacksOff(t *testing.T) {
 	t.Run("memorystore", func(t *testing.T) {
 		o := &workerOutage{}
 		b := backend{name: "memorystore", options: func(*testing.T) Options {
-			return Options{workerStores: func(s memorykit.Store) mkruntime.Stores {
+			return Options{TombstoneSecret: testTombstoneSecret, workerStores: func(s memorykit.Store) mkruntime.Stores {
 				st := mkruntime.StoresOf(s)
 				st.Embeddings = outageEmbeddings{EmbeddingStore: s, o: o}
 				return st

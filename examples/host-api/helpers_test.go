@@ -38,7 +38,12 @@ type backend struct {
 	options func(t *testing.T) Options
 }
 
-var memoryBackend = backend{name: "memorystore", options: func(*testing.T) Options { return Options{} }}
+// testTombstoneSecret keys erased records' key digests in the tests.
+var testTombstoneSecret = []byte("host-api test tombstone secret, tests only")
+
+var memoryBackend = backend{name: "memorystore", options: func(*testing.T) Options {
+	return Options{TombstoneSecret: testTombstoneSecret}
+}}
 
 // postgresBackend gives each test a fresh schema, dropped when it ends.
 // Without a DSN it skips, or fails with MEMORYKIT_REQUIRE_POSTGRES=1.
@@ -46,7 +51,7 @@ func postgresBackend(t *testing.T) backend {
 	t.Helper()
 	dsn := pgtest.DSN(t)
 	return backend{name: "pgstore", options: func(t *testing.T) Options {
-		return Options{DSN: dsn, Schema: pgtest.Schema(t, dsn)}
+		return Options{DSN: dsn, Schema: pgtest.Schema(t, dsn), TombstoneSecret: testTombstoneSecret}
 	}}
 }
 

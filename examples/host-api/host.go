@@ -39,6 +39,9 @@ type Options struct {
 	// WorkerID names this process's workers on every lease; it must be
 	// unique among the Hosts sharing a database.
 	WorkerID string
+	// TombstoneSecret keys the digest an erased record keeps of its key
+	// (memorykit.NewTombstoneKeyer): at least 32 bytes, required.
+	TombstoneSecret []byte
 	// ViewNonce is the source of the memory view's nonces; nil means
 	// crypto/rand. Only the demo sets it, to print reproducible views.
 	ViewNonce io.Reader
@@ -88,19 +91,23 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	tombstones, err := memorykit.NewTombstoneKeyer(o.TombstoneSecret)
+	if err != nil {
+		return nil, err
+	}
 
 	var (
 		store      memorykit.Store
 		closeStore = func() {}
 	)
 	if o.DSN == "" {
-		ms, err := memorystore.New(memorystore.Config{Clock: o.Clock, Guard: guard})
+		ms, err := memorystore.New(memorystore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones})
 		if err != nil {
 			return nil, err
 		}
 		store = ms
 	} else {
-		ps, err := pgstore.Open(ctx, o.DSN, pgstore.Config{Clock: o.Clock, Guard: guard, Schema: o.Schema})
+		ps, err := pgstore.Open(ctx, o.DSN, pgstore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones, Schema: o.Schema})
 		if err != nil {
 			return nil, err
 		}

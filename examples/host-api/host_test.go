@@ -158,6 +158,7 @@ func TestRunFlags(t *testing.T) {
 // the embedded store and, when configured, on PostgreSQL. goleak in
 // TestMain proves nothing keeps running.
 func TestServeShutsDown(t *testing.T) {
+	t.Setenv("MEMORYKIT_TOMBSTONE_SECRET", string(testTombstoneSecret))
 	stores := []backend{memoryBackend}
 	if os.Getenv(pgtest.EnvDSN) != "" {
 		stores = append(stores, postgresBackend(t))

@@ -261,7 +261,7 @@ func errorResponse(err error) (int, errorBody) {
 	case errors.Is(kind, memorykit.ErrVersionConflict), errors.Is(kind, memorykit.ErrInvalidTransition),
 		errors.Is(kind, memorykit.ErrAlreadyExists):
 		status = http.StatusConflict
-	case errors.Is(kind, memorykit.ErrDraining), errors.Is(kind, memorykit.ErrStopped),
+	case errors.Is(kind, memorykit.ErrDraining), errors.Is(kind, memorykit.ErrStopped), errors.Is(kind, memorykit.ErrPurging),
 		errors.Is(kind, memorykit.ErrUnavailable), errors.Is(kind, memorykit.ErrDeadline):
 		status = http.StatusServiceUnavailable
 	}

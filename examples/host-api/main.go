@@ -105,6 +105,7 @@ func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, work
 	host, err := NewHost(ctx, Options{
 		Directory: dir, DSN: dsn, Schema: schema, Clock: clock.New(),
 		Logger: log, Model: ScriptedModel{}, WorkerID: workerID,
+		TombstoneSecret: []byte(os.Getenv("MEMORYKIT_TOMBSTONE_SECRET")),
 	})
 	if err != nil {
 		return err

@@ -226,7 +226,7 @@ func newEnv(t *testing.T, f fault) *env {
 		t.Fatal(err)
 	}
 	e.guard = guard
-	e.real, err = memorystore.New(memorystore.Config{Clock: clk, Guard: guard})
+	e.real, err = memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: testkit.NewTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +588,7 @@ func TestNoCallerContentInErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Schema: pgtest.Schema(t, dsn), MaxConns: 2})
+		s, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Tombstones: testkit.NewTombstones(t), Schema: pgtest.Schema(t, dsn), MaxConns: 2})
 		if err != nil {
 			pgtest.Unusable(t, "open pgstore", err)
 		}
@@ -598,13 +598,13 @@ func TestNoCallerContentInErrors(t *testing.T) {
 		}
 		// Opening with a DSN and schema that quote the canary.
 		_, err = pgstore.Open(ctx, "postgres://"+id+":"+content+"@127.0.0.1:1/"+id+"?connect_timeout=1",
-			pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Schema: id, MaxConns: 1})
+			pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Tombstones: testkit.NewTombstones(t), Schema: id, MaxConns: 1})
 		if !checkErr(t, "pgstore.Open unreachable", err) {
 			t.Error("pgstore.Open on an unreachable DSN succeeded")
 		}
-		_, err = pgstore.Open(ctx, dsn, pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Schema: content, MaxConns: 1})
+		_, err = pgstore.Open(ctx, dsn, pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Tombstones: testkit.NewTombstones(t), Schema: content, MaxConns: 1})
 		checkErr(t, "pgstore.Open bad schema", err)
-		_, err = pgstore.Open(ctx, content+"://"+content, pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Schema: id, MaxConns: 1})
+		_, err = pgstore.Open(ctx, content+"://"+content, pgstore.Config{Clock: testkit.NewClock(), Guard: guard, Tombstones: testkit.NewTombstones(t), Schema: id, MaxConns: 1})
 		checkErr(t, "pgstore.Open malformed DSN", err)
 	})
 	for _, f := range faults {
@@ -636,7 +636,7 @@ func testCLI(t *testing.T) {
 	schema := pgtest.Schema(t, dsn)
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=")
+		cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=", "MEMORYKIT_TOMBSTONE_SECRET=leakcheck tombstone secret, tests only, 32+ bytes")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		err := cmd.Run()

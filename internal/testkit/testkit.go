@@ -74,10 +74,20 @@ func NewGuard(t testing.TB) *memorykit.WriteGuard {
 	return g
 }
 
+// NewTombstones returns a tombstone keyer with a fixed test secret.
+func NewTombstones(t testing.TB) *memorykit.TombstoneKeyer {
+	t.Helper()
+	k, err := memorykit.NewTombstoneKeyer([]byte("testkit tombstone secret, tests only!"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 // MemStore returns an empty memorystore on clk.
 func MemStore(t testing.TB, clk clock.Clock) *memorystore.Store {
 	t.Helper()
-	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: NewGuard(t)})
+	s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: NewGuard(t), Tombstones: NewTombstones(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func New(t testing.TB) *DB {
 func (db *DB) Open(t testing.TB, clk clock.Clock) *pgstore.Store {
 	t.Helper()
 	s, err := pgstore.Open(context.Background(), pgtest.WithAppName(t, db.DSN, db.App),
-		pgstore.Config{Clock: clk, Guard: testkit.NewGuard(t), Schema: db.Schema, MaxConns: 4})
+		pgstore.Config{Clock: clk, Guard: testkit.NewGuard(t), Tombstones: testkit.NewTombstones(t), Schema: db.Schema, MaxConns: 4})
 	if err != nil {
 		pgtest.Unusable(t, "open pgstore", err)
 	}

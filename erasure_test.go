@@ -1,0 +1,92 @@
+package memorykit_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/goagents/memorykit"
+)
+
+func TestTombstoneKeyerNeedsASecret(t *testing.T) {
+	for name, secret := range map[string][]byte{"missing": nil, "short": []byte("thirty-one bytes is not enough!")} {
+		if k, err := memorykit.NewTombstoneKeyer(secret); k != nil || !errors.Is(err, memorykit.ErrInvalidConfig) {
+			t.Errorf("%s secret: %v, %v; want ErrInvalidConfig", name, k, err)
+		}
+	}
+	secret := []byte("a secret of thirty-two bytes ok!")
+	k, err := memorykit.NewTombstoneKeyer(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := memorykit.ProjectScope("acme", "apollo")
+	b, _ := memorykit.ProjectScope("acme", "hermes")
+	d := k.Digest(a, "jane doe")
+	secret[0] = 'X' // the keyer keeps its own copy
+	if !memorykit.IsKeyDigest(d) || d != k.Digest(a, "jane doe") {
+		t.Fatalf("digest %q is not stable", d)
+	}
+	if d == k.Digest(b, "jane doe") || d == k.Digest(a, "john roe") {
+		t.Fatal("digests of another Scope or key collide")
+	}
+	other, _ := memorykit.NewTombstoneKeyer([]byte("another secret of thirty-two b!!"))
+	if other.Digest(a, "jane doe") == d {
+		t.Fatal("the digest does not depend on the secret")
+	}
+}
+
+func TestScrubReasonKeepsOnlyCodes(t *testing.T) {
+	for in, want := range map[string]string{
+		"subject_request": "subject_request", "": "", "asked by Jane Doe": "", "Jane": "", "jane-doe": "",
+	} {
+		if got := memorykit.ScrubReason(in); got != want {
+			t.Errorf("ScrubReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestErasureJobIDs(t *testing.T) {
+	scope, _ := memorykit.ProjectScope("acme", "apollo")
+	rec := memorykit.Record{Scope: scope, Sources: []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-2"}}}
+	revs := []memorykit.Revision{
+		{Action: memorykit.ActionCreate, Reason: memorykit.ExtractionCandidateReason("job_abc")},
+		{Action: memorykit.ActionCorrect, Sources: []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-3"}}},
+		{Action: memorykit.ActionForget, Reason: "extraction job not-a-create"},
+	}
+	got := memorykit.ErasureJobIDs(rec, revs)
+	want := map[string]bool{
+		memorykit.ExtractionJobID(scope, "run-1/turn-2"): true,
+		memorykit.ExtractionJobID(scope, "run-1/turn-3"): true,
+		"job_abc": true,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ErasureJobIDs = %v", got)
+	}
+	for _, id := range got {
+		if !want[id] {
+			t.Fatalf("ErasureJobIDs = %v; unexpected %s", got, id)
+		}
+	}
+}
+
+func TestPurgeReportDigestCoversEveryField(t *testing.T) {
+	scope, _ := memorykit.ProjectScope("acme", "apollo")
+	at := time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC)
+	base := memorykit.PurgeReport{Scope: scope, Actor: memorykit.Actor{Kind: memorykit.ActorOperator, ID: "ops"},
+		Reason: "project_closed", Records: 2, RecordIDs: []string{"a", "b"}, Revisions: 5, Embeddings: 1,
+		Jobs: 1, QueueEntries: 1, StartedAt: at, FinishedAt: at}
+	d := memorykit.PurgeReportDigest(base)
+	for name, mutate := range map[string]func(*memorykit.PurgeReport){
+		"records":  func(r *memorykit.PurgeReport) { r.Records++ },
+		"ids":      func(r *memorykit.PurgeReport) { r.RecordIDs = []string{"a", "c"} },
+		"jobs":     func(r *memorykit.PurgeReport) { r.Jobs++ },
+		"finished": func(r *memorykit.PurgeReport) { r.FinishedAt = at.Add(time.Second) },
+		"actor":    func(r *memorykit.PurgeReport) { r.Actor.ID = "other" },
+	} {
+		r := base
+		mutate(&r)
+		if memorykit.PurgeReportDigest(r) == d {
+			t.Errorf("changing %s leaves the digest", name)
+		}
+	}
+}

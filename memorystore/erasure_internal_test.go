@@ -1,0 +1,60 @@
+package memorystore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/goagents/memorykit"
+)
+
+// TestPurgeLeavesNoKeyInTheIndex: a record purged while active leaves the
+// recall index of its Scope, key included, even while other records of
+// the Scope are still indexed (a purge cut short between batches).
+func TestPurgeLeavesNoKeyInTheIndex(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
+		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
+		MaxJobPayloadBytes: 1000, MaxReasonBytes: 1024}, allowAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p"}
+	actor := memorykit.Actor{Kind: memorykit.ActorUser, ID: "u"}
+	var ids []string
+	for _, key := range []string{"jane doe secret", "other key"} {
+		r, err := s.Create(context.Background(), memorykit.NewRecord{Scope: sc, Kind: memorykit.KindFact, Key: key,
+			Content: "text of " + key, Status: memorykit.StatusActive, Actor: actor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	s.mu.Lock()
+	e := s.records[ids[0]]
+	delete(s.active, activeKey{scope: sc, kind: e.rec.Kind, key: e.rec.Key})
+	s.eraseLocked(e, memorykit.LifecycleRule{}, actor, "project_closed", s.now())
+	x := s.indexes[sc]
+	s.mu.Unlock()
+	if x == nil {
+		t.Fatal("the other record's index is gone")
+	}
+	for k := range x.keys {
+		if strings.Contains(k, "jane") {
+			t.Fatalf("the purged key %q is still in the index", k)
+		}
+	}
+	for term := range x.df {
+		if strings.Contains(term, "jane") {
+			t.Fatalf("the purged term %q is still in the index", term)
+		}
+	}
+}
