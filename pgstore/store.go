@@ -17,9 +17,12 @@
 // 1, the tables; 2, the recall layout (per-scope document frequencies, a
 // scope-tagged GIN index, half-precision vector candidates); 3, embedding
 // lease rows that outlive the put; 4, the queue of records that may need an
-// embedding; 5, erasure (the erase marks of leased jobs, purge progress). Opening a store on an older schema applies the missing
-// versions in order; 2 and 4 fill derived tables from the records, in time
-// proportional to their number.
+// embedding; 5, keys re-keyed to the canonical form of issue 10 (done in
+// Go inside the migration); 6, erasure (the erase marks of leased jobs,
+// purge progress). Opening a store on an older schema applies the missing
+// versions in order; 2, 4 and 5 fill or rewrite rows in time proportional
+// to their number. Open and New also replace the plain key of any tombstone
+// erased before schema 6 by its keyed digest.
 //
 // Errors are *memorykit.Error values. Driver messages are never printed,
 // because they may quote stored values: only SQLSTATE codes appear as reason

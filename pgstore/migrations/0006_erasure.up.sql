@@ -1,4 +1,4 @@
--- memorykit schema, version 5: complete erasure and project purge.
+-- memorykit schema, version 6: complete erasure and project purge.
 --
 -- jobs.erased_keys: the keyed key digests (memorykit.TombstoneKeyer) of the
 -- records an erase removed while the job was leased; the worker's hand-back
