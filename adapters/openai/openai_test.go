@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	oai "github.com/openai/openai-go/v3"
@@ -31,64 +29,18 @@ const (
 	canary  = "PAYLOADCANARY-7f3a"
 )
 
-// fakeChat is an httptest server speaking the Chat Completions wire format:
-// POST /chat/completions with a JSON body, answered by the next scripted
-// reply. It records every request body.
+// fakeChat is the shared Chat Completions fake with a client factory.
 type fakeChat struct {
-	t       *testing.T
-	srv     *httptest.Server
-	mu      sync.Mutex
-	replies []func(w http.ResponseWriter, r *http.Request)
-	bodies  []map[string]any
+	*adaptertest.ChatServer
+	srv *httptest.Server
 }
 
-func newFakeChat(t *testing.T, replies ...func(w http.ResponseWriter, r *http.Request)) *fakeChat {
-	f := &fakeChat{t: t, replies: replies}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
+func newFakeChat(t *testing.T, replies ...http.HandlerFunc) *fakeChat {
+	c := adaptertest.NewChatServer(t, testKey, replies...)
+	return &fakeChat{ChatServer: c, srv: c.Server}
 }
 
-func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/chat/completions" {
-		http.Error(w, "unexpected endpoint", http.StatusNotFound)
-		return
-	}
-	if got := r.Header.Get("Authorization"); got != "Bearer "+testKey {
-		http.Error(w, "bad key", http.StatusUnauthorized)
-		return
-	}
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		http.Error(w, "bad json", http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	n := len(f.bodies)
-	f.bodies = append(f.bodies, body)
-	var reply func(http.ResponseWriter, *http.Request)
-	if n < len(f.replies) {
-		reply = f.replies[n]
-	} else if len(f.replies) > 0 {
-		reply = f.replies[len(f.replies)-1] // the last reply repeats
-	}
-	f.mu.Unlock()
-	if reply == nil {
-		http.Error(w, "no reply scripted", http.StatusInternalServerError)
-		return
-	}
-	reply(w, r)
-}
-
-func (f *fakeChat) requests() []map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]map[string]any(nil), f.bodies...)
-}
+func (f *fakeChat) requests() []map[string]any { return f.Requests() }
 
 // client builds an SDK client for the fake server, with no retries and an
 // HTTP transport the test closes.
@@ -100,31 +52,14 @@ func (f *fakeChat) client(t *testing.T) *oai.Client {
 	return &c
 }
 
-// completion writes a chat.completion object as the API documents it.
-func completion(message string, finish string, prompt, output int) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1767225600,"model":"test-model",`+
-			`"choices":[{"index":0,"message":%s,"logprobs":null,"finish_reason":%q}],`+
-			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d},"system_fingerprint":null}`,
-			message, finish, prompt, output, prompt+output)
-	}
-}
+var (
+	answer    = adaptertest.ChatAnswer
+	toolCalls = adaptertest.ChatToolCalls
+	path      = adaptertest.JSONPath
+)
 
-func answer(text string, prompt, output int) func(http.ResponseWriter, *http.Request) {
-	content, _ := json.Marshal(text)
-	return completion(`{"role":"assistant","content":`+string(content)+`,"refusal":null,"annotations":[]}`, "stop", prompt, output)
-}
-
-type call struct{ id, name, args string }
-
-func toolCalls(prompt, output int, calls ...call) func(http.ResponseWriter, *http.Request) {
-	parts := make([]string, len(calls))
-	for i, c := range calls {
-		args, _ := json.Marshal(c.args)
-		parts[i] = fmt.Sprintf(`{"id":%q,"type":"function","function":{"name":%q,"arguments":%s}}`, c.id, c.name, args)
-	}
-	return completion(`{"role":"assistant","content":null,"refusal":null,"tool_calls":[`+strings.Join(parts, ",")+`]}`, "tool_calls", prompt, output)
+func call(id, name, args string) adaptertest.Call {
+	return adaptertest.Call{ID: id, Name: name, Args: args}
 }
 
 func newAdapter(t *testing.T, f *fakeChat, steps int) *mkopenai.Adapter {
@@ -140,25 +75,6 @@ func userTurn(text string) []projector.Message {
 		{Role: projector.RoleSystem, Content: "You are the project assistant."},
 		{Role: projector.RoleUser, Content: text},
 	}
-}
-
-// path reads a value out of decoded JSON: "messages.1.content".
-func path(v any, p string) any {
-	for _, part := range strings.Split(p, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[part]
-		case []any:
-			var i int
-			if _, err := fmt.Sscan(part, &i); err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
 }
 
 func str(v any, p string) string { s, _ := path(v, p).(string); return s }
@@ -240,7 +156,7 @@ func TestOneToolCall(t *testing.T) {
 	fx := adaptertest.New(t)
 	id := fx.Remember(t, "deploy region", "The API runs in eu-west-1.")
 	f := newFakeChat(t,
-		toolCalls(50, 7, call{"call_a", memorytools.SearchMemory, `{"query":"deploy region"}`}),
+		toolCalls(50, 7, call("call_a", memorytools.SearchMemory, `{"query":"deploy region"}`)),
 		answer("It runs in eu-west-1.", 80, 6))
 
 	res, err := newAdapter(t, f, 4).RunTurn(context.Background(), mkopenai.Turn{
@@ -285,9 +201,9 @@ func TestParallelToolCalls(t *testing.T) {
 	fx.Remember(t, "deploy region", "The API runs in eu-west-1.")
 	f := newFakeChat(t,
 		toolCalls(10, 1,
-			call{"call_1", memorytools.SearchMemory, `{"query":"region"}`},
-			call{"call_2", memorytools.ReadMemory, `{"id":"no-such-memory"}`},
-			call{"call_3", memorytools.RememberProjectMemory, `{"kind":"fact","key":"db","content":"Postgres 16."}`}),
+			call("call_1", memorytools.SearchMemory, `{"query":"region"}`),
+			call("call_2", memorytools.ReadMemory, `{"id":"no-such-memory"}`),
+			call("call_3", memorytools.RememberProjectMemory, `{"kind":"fact","key":"db","content":"Postgres 16."}`)),
 		answer("Noted the database; the region is eu-west-1.", 10, 1))
 
 	res, err := newAdapter(t, f, 4).RunTurn(context.Background(), mkopenai.Turn{
@@ -332,8 +248,8 @@ func TestParallelToolCalls(t *testing.T) {
 func TestFailedRememberThenSuccessClaimIsRejected(t *testing.T) {
 	fx := adaptertest.New(t)
 	f := newFakeChat(t,
-		toolCalls(10, 1, call{"call_w", memorytools.RememberProjectMemory,
-			`{"kind":"fact","key":"token","content":"` + adaptertest.RejectMarker + ` the value"}`}),
+		toolCalls(10, 1, call("call_w", memorytools.RememberProjectMemory,
+			`{"kind":"fact","key":"token","content":"`+adaptertest.RejectMarker+` the value"}`)),
 		answer("Done: I saved that to project memory.", 10, 1))
 	s := fx.Session(t, true)
 
@@ -361,7 +277,7 @@ func TestFailedRememberThenSuccessClaimIsRejected(t *testing.T) {
 
 func TestToolLoopStopsAtBound(t *testing.T) {
 	fx := adaptertest.New(t)
-	f := newFakeChat(t, toolCalls(5, 1, call{"call_x", memorytools.SearchMemory, `{"query":"again"}`}))
+	f := newFakeChat(t, toolCalls(5, 1, call("call_x", memorytools.SearchMemory, `{"query":"again"}`)))
 
 	res, err := newAdapter(t, f, 3).RunTurn(context.Background(), mkopenai.Turn{
 		Session: fx.Session(t, false), Messages: userTurn("loop"), RunRef: "turn-5",
