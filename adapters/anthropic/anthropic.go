@@ -114,7 +114,8 @@ type ToolCall struct {
 	ID string
 	// Name is the tool the model asked for.
 	Name string
-	// Arguments are the tool_use block's input as the model sent it.
+	// Arguments are the tool_use block's input as the model sent it; nil
+	// when it was missing.
 	Arguments json.RawMessage
 	// Result is what the tool answered; Result.IsError marks a failure.
 	Result memorytools.Result
@@ -208,7 +209,10 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 			case "text":
 				text = append(text, block.Text)
 			case "tool_use":
-				call := ToolCall{ID: block.ID, Name: block.Name, Arguments: block.Input}
+				call := ToolCall{ID: block.ID, Name: block.Name}
+				if json.Valid(block.Input) {
+					call.Arguments = block.Input
+				}
 				out, err := t.Session.CallTool(ctx, block.Name, block.Input)
 				if err != nil {
 					return res, err

@@ -114,7 +114,8 @@ type ToolCall struct {
 	ID string
 	// Name is the tool the model asked for.
 	Name string
-	// Arguments are the model's arguments as it sent them.
+	// Arguments are the model's arguments as it sent them; nil when they
+	// were not valid JSON (the tool then answered with an error result).
 	Arguments json.RawMessage
 	// Result is what the tool answered; Result.IsError marks a failure.
 	Result memorytools.Result
@@ -207,17 +208,22 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 		}
 		params.Messages = append(params.Messages, msg.ToParam())
 		for _, tc := range msg.ToolCalls {
-			call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)}
-			if tc.Type != "function" {
-				call.Name, call.Arguments = tc.Custom.Name, json.RawMessage(tc.Custom.Input)
+			// Some compatible servers leave "type" out of a function call.
+			// A custom tool is never offered, so the Session answers it as
+			// an unknown tool.
+			name, args := tc.Function.Name, json.RawMessage(tc.Function.Arguments)
+			custom := tc.Type == "custom"
+			if custom {
+				name, args = tc.Custom.Name, json.RawMessage(tc.Custom.Input)
 			}
-			// A custom (non-function) tool is never offered, so the
-			// Session answers it as an unknown tool.
-			name := call.Name
-			if tc.Type != "function" {
+			call := ToolCall{ID: tc.ID, Name: name}
+			if json.Valid(args) {
+				call.Arguments = args
+			}
+			if custom {
 				name = ""
 			}
-			out, err := t.Session.CallTool(ctx, name, call.Arguments)
+			out, err := t.Session.CallTool(ctx, name, args)
 			if err != nil {
 				return res, err
 			}

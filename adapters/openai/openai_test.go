@@ -398,3 +398,35 @@ func TestInvalidConfigAndTurn(t *testing.T) {
 		t.Errorf("invalid turns reached the provider %d times", n)
 	}
 }
+
+// TestCompatibleServerToolCalls: a call without "type" (as some
+// OpenAI-compatible servers send it) still runs as a function call, and
+// arguments that are not JSON get the tool's error result and no
+// Arguments, so the Result always marshals.
+func TestCompatibleServerToolCalls(t *testing.T) {
+	fx := adaptertest.New(t)
+	id := fx.Remember(t, "deploy region", "The API runs in eu-west-1.")
+	f := newFakeChat(t,
+		adaptertest.Completion(`{"role":"assistant","content":"","tool_calls":[`+
+			`{"id":"call_1","index":0,"function":{"name":"search_memory","arguments":"{\"query\":\"deploy region\"}"}},`+
+			`{"id":"call_2","index":1,"type":"function","function":{"name":"read_memory","arguments":"{id: oops"}}]}`, "tool_calls", 1, 1),
+		answer("ok", 1, 1))
+	res, err := newAdapter(t, f, 2).RunTurn(context.Background(), mkopenai.Turn{
+		Session: fx.Session(t, false), Messages: userTurn("compatible"), RunRef: "turn-10",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolCalls) != 2 {
+		t.Fatalf("calls: %+v", res.ToolCalls)
+	}
+	if c := res.ToolCalls[0]; c.Result.IsError || !strings.Contains(c.Result.Content, id) || string(c.Arguments) != `{"query":"deploy region"}` {
+		t.Errorf("untyped call: %+v", c)
+	}
+	if c := res.ToolCalls[1]; !c.Result.IsError || !strings.HasPrefix(c.Result.Content, "invalid arguments") || c.Arguments != nil {
+		t.Errorf("bad arguments: %+v", c)
+	}
+	if _, err := json.Marshal(res.ToolCalls); err != nil {
+		t.Errorf("tool calls do not marshal: %v", err)
+	}
+}
