@@ -122,3 +122,30 @@ func TestModelFlags(t *testing.T) {
 		t.Error("-help printed the key")
 	}
 }
+
+func TestNewTurnRunnerKinds(t *testing.T) {
+	env := func(k string) string {
+		if k == envAnthropicKey || k == envOpenAIKey {
+			return modelKey
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		cfg  modelConfig
+		want string
+	}{
+		{modelConfig{}, "<nil>"},
+		{modelConfig{kind: modelScripted}, "<nil>"},
+		{modelConfig{kind: modelOpenAI, name: "llama3.2", url: "http://127.0.0.1:11434/v1/"}, "main.openaiRunner"},
+		{modelConfig{kind: modelAnthropic, name: "m"}, "main.anthropicRunner"},
+	} {
+		r, err := newTurnRunner(c.cfg, env, nil)
+		if err != nil || fmt.Sprintf("%T", r) != c.want {
+			t.Errorf("%+v: runner %T, err %v; want %s", c.cfg, r, err, c.want)
+		}
+	}
+	// Ollama needs no key: an OpenAI runner without one is fine.
+	if _, err := newTurnRunner(modelConfig{kind: modelOpenAI, name: "m"}, func(string) string { return "" }, nil); err != nil {
+		t.Errorf("openai without a key: %v", err)
+	}
+}
