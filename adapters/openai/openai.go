@@ -204,6 +204,9 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 		msg := completion.Choices[0].Message
 		if len(msg.ToolCalls) == 0 {
 			final, answered = msg.Content, true
+			if final == "" {
+				final = msg.Refusal // a refusal is the model's answer too
+			}
 			break
 		}
 		params.Messages = append(params.Messages, msg.ToParam())

@@ -430,3 +430,15 @@ func TestCompatibleServerToolCalls(t *testing.T) {
 		t.Errorf("tool calls do not marshal: %v", err)
 	}
 }
+
+// TestRefusalIsTheAnswer: a refusal (no content) is what the user sees.
+func TestRefusalIsTheAnswer(t *testing.T) {
+	fx := adaptertest.New(t)
+	f := newFakeChat(t, adaptertest.Completion(`{"role":"assistant","content":null,"refusal":"I can't help with that."}`, "stop", 1, 1))
+	res, err := newAdapter(t, f, 1).RunTurn(context.Background(), mkopenai.Turn{
+		Session: fx.Session(t, false), Messages: userTurn("refuse"), RunRef: "turn-11",
+	})
+	if err != nil || res.Text != "I can't help with that." {
+		t.Fatalf("text %q, err %v", res.Text, err)
+	}
+}
