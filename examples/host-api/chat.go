@@ -100,6 +100,10 @@ func (h *Host) chat(w http.ResponseWriter, r *http.Request, c call) {
 		writeErr(w, err)
 		return
 	}
+	if h.runner != nil { // a real model, through an adapter: model_sdk.go
+		h.chatOnModel(ctx, w, s, msgs, turnID)
+		return
+	}
 	proj, err := h.proj.Project(ctx, projector.Turn{Principal: c.caller.principal, Scope: c.scope, Messages: msgs})
 	if err != nil {
 		writeErr(w, err)

@@ -20,7 +20,7 @@ import (
 
 // The demo runs the Host on the embedded store and walks through what
 // memory does, printing each request and what came back. It talks to the
-// same http.Handler that `go run ./examples/host-api` serves, in process.
+// same http.Handler that `go -C examples/host-api run .` serves, in process.
 //
 // Its output is reproducible: the clock is a mock set to a fixed instant,
 // the memory view's nonce comes from a fixed sequence, and every record is

@@ -41,7 +41,7 @@ func maskIDs(s string) string {
 
 // TestDemoGolden runs the walk-through and compares its output (record IDs
 // masked) with testdata/demo.golden and with the copy in docs/host-api.md.
-// Run `go test ./examples/host-api -run TestDemoGolden -update` after an
+// Run `go -C examples/host-api test . -run TestDemoGolden -update` after an
 // intended change.
 func TestDemoGolden(t *testing.T) {
 	var out bytes.Buffer

@@ -97,7 +97,8 @@ type env struct {
 
 // newEnv starts a Host on b with a mock clock and an observed logger, and
 // shuts it down (HTTP server first, then the Host) when the test ends.
-func newEnv(t *testing.T, b backend, cov *coverage) *env {
+// Each option may adjust the Host's Options last.
+func newEnv(t *testing.T, b backend, cov *coverage, options ...func(*Options)) *env {
 	t.Helper()
 	dir, err := LoadDirectory("")
 	if err != nil {
@@ -108,6 +109,9 @@ func newEnv(t *testing.T, b backend, cov *coverage) *env {
 	core, logs := observer.New(zapcore.DebugLevel)
 	o := b.options(t)
 	o.Directory, o.Clock, o.Logger, o.Model, o.WorkerID = dir, clk, zap.New(core), ScriptedModel{}, "test-host"
+	for _, opt := range options {
+		opt(&o)
+	}
 	host, err := NewHost(context.Background(), o)
 	if err != nil {
 		if o.DSN != "" {

@@ -3,10 +3,12 @@
 // bearer token that the Host maps to a tenant; the project comes only from
 // the route; memorykit enforces everything else.
 //
-//	go run ./examples/host-api                     # embedded store, 127.0.0.1:8080
-//	go run ./examples/host-api -dsn "$DSN"         # PostgreSQL + pgvector
-//	go run ./examples/host-api -demo               # scripted walk-through
+//	go -C examples/host-api run .                  # embedded store, 127.0.0.1:8080
+//	go -C examples/host-api run . -dsn "$DSN"      # PostgreSQL + pgvector
+//	go -C examples/host-api run . -demo            # scripted walk-through
+//	go -C examples/host-api run . -model openai -model-url http://127.0.0.1:11434/v1/ -model-name llama3.2
 //
+// The Host is a module of its own (it imports memorykit's model adapters).
 // See README.md for the API and for plugging in a real model.
 package main
 
@@ -50,6 +52,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	schema := fs.String("schema", "", "PostgreSQL schema (default memorykit)")
 	workerID := fs.String("worker-id", "", "worker identity on leases, unique per process sharing a database (default host-api-<random>)")
 	demo := fs.Bool("demo", false, "run the scripted walk-through on the embedded store and exit")
+	var model modelConfig
+	fs.StringVar(&model.kind, "model", modelScripted, "chat model: scripted (offline), openai (Chat Completions; also Ollama, vLLM, llama.cpp) or anthropic; the key comes from $"+envOpenAIKey+" or $"+envAnthropicKey)
+	fs.StringVar(&model.url, "model-url", "", "model server base URL (default: the provider's public API)")
+	fs.StringVar(&model.name, "model-name", "", "model name, required with -model openai|anthropic")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,6 +68,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *dsn == "" { // read after parsing, so -help never prints a password
 		*dsn = os.Getenv("MEMORYKIT_DSN")
+	}
+	runner, err := newTurnRunner(model, os.Getenv, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "host-api:", err) // content-free: flag names and reason codes only
+		return 2
 	}
 	if *demo {
 		if err := runDemo(ctx, stdout); err != nil {
@@ -77,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer func() { _ = logger.Sync() }()
-	if err := serve(ctx, logger, *addr, *tokens, *dsn, *schema, *workerID); err != nil {
+	if err := serveModel(ctx, logger, *addr, *tokens, *dsn, *schema, *workerID, model.kind, runner); err != nil {
 		logger.Error("host stopped with an error", zap.Error(err)) // memorykit errors are content-free
 		return 1
 	}
@@ -88,6 +99,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // taking HTTP requests and finish the ones in flight, drain memorykit, stop
 // it, and close the store's pool.
 func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, workerID string) error {
+	return serveModel(ctx, log, addr, tokens, dsn, schema, workerID, modelScripted, nil)
+}
+
+// serveModel is serve with the chat model chosen by -model: the scripted
+// model when runner is nil.
+func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, workerID, modelKind string, runner TurnRunner) error {
 	dir, err := LoadDirectory(tokens)
 	if err != nil {
 		return err
@@ -104,7 +121,7 @@ func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, work
 	}
 	host, err := NewHost(ctx, Options{
 		Directory: dir, DSN: dsn, Schema: schema, Clock: clock.New(),
-		Logger: log, Model: ScriptedModel{}, WorkerID: workerID,
+		Logger: log, Model: ScriptedModel{}, Runner: runner, WorkerID: workerID,
 		TombstoneSecret: []byte(os.Getenv("MEMORYKIT_TOMBSTONE_SECRET")),
 	})
 	if err != nil {
@@ -118,7 +135,7 @@ func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, work
 	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID))
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID), zap.String("model", modelKind))
 
 	var failed error
 	select {
