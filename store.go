@@ -143,6 +143,12 @@ type EmbeddingTask struct {
 	// Attempt counts leases of this record at this content hash, including
 	// this one.
 	Attempt int
+	// LeaseToken is this lease's fencing token: it is greater than the
+	// token of every earlier lease of the record and profile. PutEmbedding
+	// and ReleaseEmbedding must carry it; once the record is leased again
+	// (after the reaper took this lease back) calls with this token are
+	// refused with ErrLeaseLost, even from the same worker ID.
+	LeaseToken int64
 }
 
 // EmbeddingLease asks for up to Max pending embeddings of Profile.
@@ -161,6 +167,12 @@ type EmbeddingPut struct {
 	ContentHash string
 	Vector      []float32
 	WorkerID    string
+	// LeaseToken is the EmbeddingTask's fencing token. A put whose token
+	// is older than the latest lease of the record and profile at
+	// ContentHash is ErrLeaseLost and stores nothing. Zero means the put
+	// holds no lease: it is accepted only while the record has never been
+	// leased at ContentHash.
+	LeaseToken int64
 }
 
 // EmbeddingRelease hands a lease back after a failure.
@@ -170,6 +182,9 @@ type EmbeddingRelease struct {
 	Profile     string
 	ContentHash string
 	WorkerID    string
+	// LeaseToken is the EmbeddingTask's fencing token; it must be the
+	// token of the record's current lease.
+	LeaseToken int64
 	// RetryAt is when the record may be leased again (recoverable failure).
 	RetryAt time.Time
 	// Park marks a non-recoverable failure: the record stays pending (and
@@ -189,13 +204,15 @@ type EmbeddingStore interface {
 	LeaseEmbeddings(ctx context.Context, p EmbeddingLease) ([]EmbeddingTask, error)
 
 	// PutEmbedding stores the vector if the record is still active at
-	// p.ContentHash, else returns ErrStale and stores nothing. It clears the
-	// record's lease and retry state. Putting the same vector twice is a
-	// no-op.
+	// p.ContentHash, else returns ErrStale and stores nothing. A put whose
+	// LeaseToken is older than the record's latest lease at that hash is
+	// ErrLeaseLost and stores nothing. It clears the record's lease and
+	// retry state. Putting the same vector twice is a no-op.
 	PutEmbedding(ctx context.Context, p EmbeddingPut) error
 
 	// ReleaseEmbedding clears the worker's lease, recording a retry time or
-	// parking the record. A lease held by another worker is ErrLeaseLost.
+	// parking the record. A lease held by another worker, or by the same
+	// worker under another LeaseToken, is ErrLeaseLost and nothing changes.
 	ReleaseEmbedding(ctx context.Context, r EmbeddingRelease) error
 
 	// PendingEmbeddings counts active records with no current embedding of
@@ -239,6 +256,10 @@ type Job struct {
 	AvailableAt    time.Time
 	LeasedBy       string
 	LeaseExpiresAt time.Time
+	// LeaseToken is the fencing token of the job's latest lease (0 before
+	// the first): every lease gets a greater one. CompleteJob, FailJob and
+	// ReleaseJob must carry the token of the lease they act on.
+	LeaseToken int64
 	// LastError is a reason code.
 	LastError  string
 	Candidates int // candidates stored on completion
@@ -266,6 +287,8 @@ type JobLease struct {
 type JobCompletion struct {
 	JobID    string
 	WorkerID string
+	// LeaseToken is the fencing token LeaseJobs returned with the job.
+	LeaseToken int64
 	// Candidates must be candidate records in the job's Scope; IDs should be
 	// CandidateID values. A candidate whose ID exists is skipped.
 	Candidates []NewRecord
@@ -275,12 +298,22 @@ type JobCompletion struct {
 type JobFailure struct {
 	JobID    string
 	WorkerID string
+	// LeaseToken is the fencing token LeaseJobs returned with the job.
+	LeaseToken int64
 	// Reason is a reason code.
 	Reason string
 	// RetryAt is when the job may be leased again, if attempts remain.
 	RetryAt time.Time
 	// Final fails the job for good regardless of attempts left.
 	Final bool
+}
+
+// JobRelease hands a leased job back without an attempt's result.
+type JobRelease struct {
+	JobID    string
+	WorkerID string
+	// LeaseToken is the fencing token LeaseJobs returned with the job.
+	LeaseToken int64
 }
 
 // JobCounts counts jobs by state.
@@ -298,24 +331,26 @@ type JobStore interface {
 	EnqueueJob(ctx context.Context, j NewJob) (Job, error)
 
 	// LeaseJobs leases queued jobs whose AvailableAt has come, oldest
-	// AvailableAt first then ID, incrementing Attempt and setting LeasedBy
-	// and LeaseExpiresAt = now + TTL.
+	// AvailableAt first then ID, incrementing Attempt and setting LeasedBy,
+	// LeaseExpiresAt = now + TTL and a new, greater LeaseToken.
 	LeaseJobs(ctx context.Context, p JobLease) ([]Job, error)
 
 	// CompleteJob stores the candidates and marks the job done, scrubbing
 	// its payload, in one atomic step, only if c.WorkerID still holds an
-	// unexpired lease; otherwise ErrLeaseLost and nothing changes. It
-	// returns how many candidates were newly created.
+	// unexpired lease under c.LeaseToken; otherwise ErrLeaseLost and
+	// nothing changes. It returns how many candidates were newly created.
 	CompleteJob(ctx context.Context, c JobCompletion) (int, error)
 
-	// FailJob records a failed attempt by the lease holder. With attempts
+	// FailJob records a failed attempt by the lease holder (worker ID and
+	// LeaseToken, else ErrLeaseLost and nothing changes). With attempts
 	// left (and not Final) the job is queued again at RetryAt; otherwise it
 	// becomes a failed tombstone with its payload scrubbed.
 	FailJob(ctx context.Context, f JobFailure) (Job, error)
 
 	// ReleaseJob hands a lease back without counting the attempt: the job
-	// is queued and available now.
-	ReleaseJob(ctx context.Context, jobID, workerID string) error
+	// is queued and available now. Only the holder under r.LeaseToken may
+	// release; otherwise ErrLeaseLost and nothing changes.
+	ReleaseJob(ctx context.Context, r JobRelease) error
 
 	// ReapJobLeases handles leases past their expiry, counting the attempt
 	// already made: jobs with attempts left are queued and available now,

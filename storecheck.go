@@ -275,6 +275,9 @@ func (p EmbeddingPut) Validate(op string, maxDims int) error {
 	if err := checkEmbeddingRef(op, p.Scope, p.RecordID, p.Profile, p.ContentHash, p.WorkerID); err != nil {
 		return err
 	}
+	if p.LeaseToken < 0 {
+		return FieldError(op, "lease_token", "negative")
+	}
 	return CheckVector(op, "vector", p.Vector, maxDims)
 }
 
@@ -283,6 +286,9 @@ func (p EmbeddingPut) Validate(op string, maxDims int) error {
 // reason code (CheckReasonCode).
 func (r EmbeddingRelease) Validate(op string) error {
 	if err := checkEmbeddingRef(op, r.Scope, r.RecordID, r.Profile, r.ContentHash, r.WorkerID); err != nil {
+		return err
+	}
+	if err := CheckLeaseToken(op, r.LeaseToken); err != nil {
 		return err
 	}
 	return CheckReasonCode(op, r.Reason)
@@ -313,11 +319,32 @@ func CheckJobHolder(op, jobID, workerID string) error {
 	return ValidateID(op, "worker_id", workerID)
 }
 
+// CheckLeaseToken validates the fencing token a lease holder's call
+// carries: it must be positive (field "lease_token").
+func CheckLeaseToken(op string, token int64) error {
+	if token <= 0 {
+		return FieldError(op, "lease_token", "must_be_positive")
+	}
+	return nil
+}
+
+// Validate checks a ReleaseJob call: the job and worker IDs and the
+// lease token.
+func (r JobRelease) Validate(op string) error {
+	if err := CheckJobHolder(op, r.JobID, r.WorkerID); err != nil {
+		return err
+	}
+	return CheckLeaseToken(op, r.LeaseToken)
+}
+
 // CheckJobCompletion validates a CompleteJob call before the job is read:
 // the job and worker IDs and at most Limits.MaxListSize candidates. Each
 // candidate is checked with CheckCandidate once the job's Scope is known.
 func (g *WriteGuard) CheckJobCompletion(op string, c JobCompletion) error {
 	if err := CheckJobHolder(op, c.JobID, c.WorkerID); err != nil {
+		return err
+	}
+	if err := CheckLeaseToken(op, c.LeaseToken); err != nil {
 		return err
 	}
 	if len(c.Candidates) > g.limits.MaxListSize {
@@ -346,6 +373,9 @@ func (g *WriteGuard) CheckCandidate(ctx context.Context, op string, i int, jobSc
 // code (CheckReasonCode).
 func (f JobFailure) Validate(op string) error {
 	if err := CheckJobHolder(op, f.JobID, f.WorkerID); err != nil {
+		return err
+	}
+	if err := CheckLeaseToken(op, f.LeaseToken); err != nil {
 		return err
 	}
 	return CheckReasonCode(op, f.Reason)

@@ -144,7 +144,7 @@ func BenchmarkJobs(b *testing.B) {
 								return
 							}
 							for _, j := range jobs {
-								if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: id}); err != nil {
+								if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: id, LeaseToken: j.LeaseToken}); err != nil {
 									errs <- err
 									return
 								}

@@ -320,7 +320,7 @@ func (b *batch) put(vecs [][]float32) {
 	for i, t := range b.tasks {
 		puts[i] = memorykit.EmbeddingPut{
 			Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
-			Vector: vecs[i], WorkerID: w.cfg.WorkerID,
+			Vector: vecs[i], WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken,
 		}
 	}
 	errs := b.putAll(puts)
@@ -412,7 +412,7 @@ func (b *batch) releaseOne(t memorykit.EmbeddingTask, reason string, park bool) 
 	w := b.w
 	rel := memorykit.EmbeddingRelease{
 		Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
-		WorkerID: w.cfg.WorkerID, Reason: reason, Park: park,
+		WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken, Reason: reason, Park: park,
 	}
 	err := b.retryStore(func(ctx context.Context) error {
 		if !park {
@@ -454,7 +454,7 @@ func (b *batch) handBackOne(t memorykit.EmbeddingTask) {
 	defer cancel()
 	err := w.cfg.Store.ReleaseEmbedding(ctx, memorykit.EmbeddingRelease{
 		Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
-		WorkerID: w.cfg.WorkerID, Reason: ReasonWorkerStopped,
+		WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken, Reason: ReasonWorkerStopped,
 	})
 	switch {
 	case err == nil:

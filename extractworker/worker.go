@@ -398,7 +398,7 @@ func (w *Worker) record(workCtx context.Context, o outcome, r *Round) {
 		var created int
 		err := w.retryStore(workCtx, o.job, func(ctx context.Context) error {
 			n, err := w.cfg.Store.CompleteJob(ctx, memorykit.JobCompletion{
-				JobID: o.job.ID, WorkerID: w.cfg.WorkerID, Candidates: o.candidates,
+				JobID: o.job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: o.job.LeaseToken, Candidates: o.candidates,
 			})
 			created = n
 			return err
@@ -446,7 +446,7 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 	err := w.retryStore(workCtx, o.job, func(ctx context.Context) error {
 		var err error
 		job, err = w.cfg.Store.FailJob(ctx, memorykit.JobFailure{
-			JobID: o.job.ID, WorkerID: w.cfg.WorkerID, Reason: o.reason, Final: o.final,
+			JobID: o.job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: o.job.LeaseToken, Reason: o.reason, Final: o.final,
 			RetryAt: w.cfg.Clock.Now().Add(w.cfg.Retry.Delay(o.job.Attempt)),
 		})
 		return err
@@ -473,7 +473,9 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 func (w *Worker) handBack(workCtx context.Context, job memorykit.Job, r *Round) {
 	ctx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	defer cancel()
-	if err := w.cfg.Store.ReleaseJob(ctx, job.ID, w.cfg.WorkerID); err != nil {
+	if err := w.cfg.Store.ReleaseJob(ctx, memorykit.JobRelease{
+		JobID: job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: job.LeaseToken,
+	}); err != nil {
 		r.Abandoned++
 		w.log.Warn("hand-back failed; the lease will expire", zap.String("job_id", job.ID),
 			zap.String("reason", memorykit.ReasonCode(err)))

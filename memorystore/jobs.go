@@ -50,7 +50,13 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 }
 
 func leaseLost(op string) error {
-	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+	return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
+}
+
+// nextLeaseToken issues a fencing token; s.mu is held.
+func (s *Store) nextLeaseToken() int64 {
+	s.leaseSeq++
+	return s.leaseSeq
 }
 
 func clearLease(job *memorykit.Job) {
@@ -103,6 +109,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 		j.Attempt++
 		j.LeasedBy = p.WorkerID
 		j.LeaseExpiresAt = expiry
+		j.LeaseToken = s.nextLeaseToken()
 		j.UpdatedAt = now
 		out = append(out, *j)
 	}
@@ -128,9 +135,8 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	switch {
 	case job == nil:
 		err = notFound(op)
-	case !job.HeldBy(c.WorkerID, s.now()):
-		err = leaseLost(op)
 	default:
+		err = job.CheckLease(op, c.WorkerID, c.LeaseToken, s.now())
 		scope = job.Scope
 	}
 	s.mu.RUnlock()
@@ -152,8 +158,8 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	}
 	now := s.now()
 	job = s.jobs[c.JobID]
-	if !job.HeldBy(c.WorkerID, now) {
-		return 0, leaseLost(op)
+	if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, now); err != nil {
+		return 0, err
 	}
 	for i, in := range checked {
 		from, until := stamp(in.EffectiveFrom), stamp(in.EffectiveUntil)
@@ -201,8 +207,8 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		return memorykit.Job{}, notFound(op)
 	}
 	now := s.now()
-	if !job.HeldBy(f.WorkerID, now) {
-		return memorykit.Job{}, leaseLost(op)
+	if err := job.CheckLease(op, f.WorkerID, f.LeaseToken, now); err != nil {
+		return memorykit.Job{}, err
 	}
 	job.LastError = f.Reason
 	job.UpdatedAt = now
@@ -220,12 +226,12 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 }
 
 // ReleaseJob implements memorykit.JobStore.
-func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
+func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	const op = "memorystore.release_job"
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := memorykit.CheckJobHolder(op, jobID, workerID); err != nil {
+	if err := r.Validate(op); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -233,13 +239,13 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	job := s.jobs[jobID]
+	job := s.jobs[r.JobID]
 	if job == nil {
 		return notFound(op)
 	}
 	now := s.now()
-	if !job.HeldBy(workerID, now) {
-		return leaseLost(op)
+	if err := job.CheckLease(op, r.WorkerID, r.LeaseToken, now); err != nil {
+		return err
 	}
 	clearLease(job)
 	job.State = memorykit.JobQueued

@@ -46,6 +46,21 @@ type Store struct {
 	jobs      map[string]*memorykit.Job
 	// indexes holds each Scope's recall index (see scopeIndex).
 	indexes map[memorykit.Scope]*scopeIndex
+	// leaseSeq is the last fencing token issued to any job or embedding
+	// lease; tokens grow across the store, hence per job and record.
+	leaseSeq int64
+	// embTokens holds the token of each record's latest embedding lease
+	// and the content hash it was issued for. It outlives puts (as
+	// pgstore's lease rows do), so a stale put is refused after a newer
+	// holder stored its vector.
+	embTokens map[embKey]embToken
+}
+
+// embToken is the fencing token of a record's latest embedding lease for
+// one profile, at one content hash.
+type embToken struct {
+	hash  string
+	token int64
 }
 
 var _ memorykit.Store = (*Store)(nil)
@@ -97,6 +112,8 @@ type embState struct {
 	retryAt     time.Time
 	parked      bool
 	reason      string
+	// token is the fencing token of the latest lease.
+	token int64
 }
 
 // New builds an empty Store. A nil Clock or Guard is ErrInvalidConfig.
@@ -115,6 +132,7 @@ func New(cfg Config) (*Store, error) {
 		byScope:   make(map[memorykit.Scope]map[string]*entry),
 		active:    make(map[activeKey]string),
 		embStates: make(map[embKey]*embState),
+		embTokens: make(map[embKey]embToken),
 		jobs:      make(map[string]*memorykit.Job),
 		indexes:   make(map[memorykit.Scope]*scopeIndex),
 	}, nil

@@ -47,7 +47,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 }
 
 func leaseLost(op string) error {
-	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+	return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
 }
 
 // LeaseJobs implements memorykit.JobStore. Queued jobs are claimed with
@@ -71,7 +71,8 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE {schema}.jobs j SET state = 'leased', attempt = j.attempt + 1,
-			leased_by = $2, lease_expires_at = $3, updated_at = $1
+			leased_by = $2, lease_expires_at = $3, updated_at = $1,
+			lease_token = nextval('{schema}.lease_tokens')
 		FROM picked WHERE j.id = picked.id
 		RETURNING `+jobColsJ), now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
 	if err != nil {
@@ -101,7 +102,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 
 // jobColsJ is jobCols qualified with the alias j.
 const jobColsJ = `j.id, j.tenant_id, j.subject_type, j.subject_id, j.payload, j.state, j.attempt, j.max_attempts,
-	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at`
+	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at, j.lease_token`
 
 // jobByID reads a job in any Scope, optionally locking it.
 func (s *Store) jobByID(ctx context.Context, q interface {
@@ -139,8 +140,9 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		return 0, mapErr(op, err)
 	case !found:
 		return 0, notFound(op)
-	case !job.HeldBy(c.WorkerID, s.now()):
-		return 0, leaseLost(op)
+	}
+	if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, s.now()); err != nil {
+		return 0, err
 	}
 	type prepared struct {
 		in          memorykit.NewRecord
@@ -184,8 +186,11 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		if err != nil {
 			return err
 		}
-		if !found || !job.HeldBy(c.WorkerID, now) {
+		if !found {
 			return leaseLost(op)
+		}
+		if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, now); err != nil {
+			return err
 		}
 		for _, p := range checked {
 			in := p.in
@@ -222,18 +227,23 @@ func (s *Store) completeEmpty(ctx context.Context, op string, c memorykit.JobCom
 	now := s.now()
 	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '',
 			leased_by = '', lease_expires_at = NULL, candidates = 0, updated_at = $3
-		WHERE id = $1 AND state = 'leased' AND leased_by = $2 AND lease_expires_at > $3`),
-		c.JobID, c.WorkerID, now)
+		WHERE id = $1 AND state = 'leased' AND leased_by = $2 AND lease_expires_at > $3
+			AND lease_token = $4`),
+		c.JobID, c.WorkerID, now, c.LeaseToken)
 	if err != nil {
 		return mapErr(op, err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	if _, found, err := s.jobByID(ctx, s.pool, c.JobID, false); err != nil {
+	job, found, err := s.jobByID(ctx, s.pool, c.JobID, false)
+	if err != nil {
 		return mapErr(op, err)
 	} else if !found {
 		return notFound(op)
+	}
+	if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, now); err != nil {
+		return err
 	}
 	return leaseLost(op)
 }
@@ -261,8 +271,8 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		if !found {
 			return notFound(op)
 		}
-		if !job.HeldBy(f.WorkerID, now) {
-			return leaseLost(op)
+		if err := job.CheckLease(op, f.WorkerID, f.LeaseToken, now); err != nil {
+			return err
 		}
 		retry := !f.Final && job.Attempt < job.MaxAttempts
 		out, err = scanJob(tx.QueryRow(ctx, s.q(`UPDATE {schema}.jobs SET
@@ -281,14 +291,15 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 }
 
 // ReleaseJob implements memorykit.JobStore.
-func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
+func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	const op = "pgstore.release_job"
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := memorykit.CheckJobHolder(op, jobID, workerID); err != nil {
+	if err := r.Validate(op); err != nil {
 		return err
 	}
+	jobID := r.JobID
 	now := s.now()
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
 		job, found, err := s.jobByID(ctx, tx, jobID, true)
@@ -298,8 +309,8 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 		if !found {
 			return notFound(op)
 		}
-		if !job.HeldBy(workerID, now) {
-			return leaseLost(op)
+		if err := job.CheckLease(op, r.WorkerID, r.LeaseToken, now); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'queued', attempt = attempt - 1,
 				leased_by = '', lease_expires_at = NULL, available_at = $2, updated_at = $2

@@ -157,7 +157,7 @@ func TestPostgresEraseScrubsEveryTable(t *testing.T) {
 		t.Fatalf("lease: %v %v", tasks, err)
 	}
 	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: profile,
-		ContentHash: r.ContentHash, Vector: []float32{1, 2, 3}, WorkerID: "w1"}); err != nil {
+		ContentHash: r.ContentHash, Vector: []float32{1, 2, 3}, WorkerID: "w1", LeaseToken: tasks[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer},
@@ -497,10 +497,14 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 		if i%2 == 0 {
 			s = s1
 		}
-		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "intruder"}); !errors.Is(err, memorykit.ErrLeaseLost) {
+		cur, err := s.GetJob(ctx, scope, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "intruder", LeaseToken: cur.LeaseToken}); !errors.Is(err, memorykit.ErrLeaseLost) {
 			t.Fatalf("a stranger completed %s: %v", id, err)
 		}
-		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: leased[id]}); err != nil {
+		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: leased[id], LeaseToken: cur.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -537,12 +541,12 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	}
 	// Attempt 1 stores one candidate, then its lease expires and is reaped
 	// before it can finish (simulated by creating the candidate directly).
-	lease("w1")
+	first := lease("w1")
 	if _, err := b.s.Create(b.ctx, cand("alpha")); err != nil {
 		t.Fatal(err)
 	}
 	b.clk.Add(2 * time.Minute)
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w1", Candidates: []memorykit.NewRecord{cand("alpha")}}); !errors.Is(err, memorykit.ErrLeaseLost) {
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w1", LeaseToken: first.LeaseToken, Candidates: []memorykit.NewRecord{cand("alpha")}}); !errors.Is(err, memorykit.ErrLeaseLost) {
 		t.Fatalf("completion after expiry: %v", err)
 	}
 	if n, err := b.s.ReapJobLeases(b.ctx); err != nil || n != 1 {
@@ -556,20 +560,20 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	before, _ := b.s.Dump(b.ctx)
 	bad := cand("gamma")
 	bad.Content = "FORBIDDEN"
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{cand("beta"), bad}}); !errors.Is(err, memorykit.ErrInvalidInput) {
 		t.Fatalf("bad candidate: %v", err)
 	}
 	wrongScope := cand("delta")
 	wrongScope.Scope.SubjectID = "project-2"
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{wrongScope}}); !errors.Is(err, memorykit.ErrInvalidInput) {
 		t.Fatalf("foreign-scope candidate: %v", err)
 	}
 	if after, _ := b.s.Dump(b.ctx); after != before {
 		t.Fatal("a refused completion changed the database")
 	}
-	created, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+	created, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{cand("alpha"), cand("beta")}})
 	if err != nil || created != 1 {
 		t.Fatalf("complete: %d %v", created, err)

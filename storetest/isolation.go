@@ -133,7 +133,7 @@ func (e *env) probeForeign(t *testing.T, from memorykit.Scope, d isoData) {
 	})
 	e.refused(t, "ReleaseEmbedding"+where, memorykit.ErrNotFound, func() error {
 		return e.s.ReleaseEmbedding(e.ctx, memorykit.EmbeddingRelease{Scope: from, RecordID: d.task.RecordID, Profile: d.task.Profile,
-			ContentHash: d.task.ContentHash, WorkerID: d.worker, Reason: "probe", Park: true})
+			ContentHash: d.task.ContentHash, WorkerID: d.worker, LeaseToken: d.task.LeaseToken, Reason: "probe", Park: true})
 	})
 	_, err = e.s.GetJob(e.ctx, from, d.job.ID)
 	wantErr(t, err, memorykit.ErrNotFound)

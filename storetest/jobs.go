@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func RunJobConformance(t *testing.T, h Harness) {
 		{"WorkerCrashRecovery", testJobCrash},
 		{"CountJobs", testJobCount},
 		{"GetJob", testJobGet},
+		{"StaleLeaseTokenRefused", testJobStaleToken},
 	})
 }
 
@@ -219,7 +221,7 @@ func testJobComplete(t *testing.T, e *env) {
 	c2 := e.proposal(j.ID, memorykit.KindPreference, "review size", "Keep reviews small.")
 	c2.Metadata = map[string]string{"confidence": "high"}
 	c2.Sources = []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-1"}}
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c1, c2}}); n != 2 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1, c2}}); n != 2 {
 		t.Fatalf("CompleteJob created %d candidates, want 2", n)
 	}
 	now := e.now()
@@ -246,11 +248,11 @@ func testJobComplete(t *testing.T, e *env) {
 	}
 	e.wantCounts(t, memorykit.JobCounts{Done: 1})
 	e.refused(t, "a second CompleteJob", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c1}})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1}})
 		return err
 	})
 	e.refused(t, "FailJob of a done job", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "late_failure"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "late_failure"})
 		return err
 	})
 	if got := e.leaseJobs("worker-2", 5); len(got) != 0 {
@@ -268,7 +270,7 @@ func testJobCompleteSkips(t *testing.T, e *env) {
 	c2 := e.proposal(j.ID, memorykit.KindNote, "note", "A new note.")
 	dup := c2
 	dup.Content = "The same candidate twice in one batch."
-	n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{again, c2, dup}})
+	n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{again, c2, dup}})
 	if n != 1 {
 		t.Fatalf("CompleteJob created %d candidates, want 1", n)
 	}
@@ -288,7 +290,7 @@ func testJobCompleteSkips(t *testing.T, e *env) {
 func testJobCompleteEmpty(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 3)
 	e.leaseOne("worker-1")
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"}); n != 0 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); n != 0 {
 		t.Fatalf("CompleteJob without candidates created %d", n)
 	}
 	got := e.getJob(e.scope, j.ID)
@@ -303,15 +305,15 @@ func testJobCompleteOther(t *testing.T, e *env) {
 	leased := e.leaseOne("worker-1")
 	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
 	e.refused(t, "CompleteJob by a worker without the lease", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", Candidates: []memorykit.NewRecord{c}})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
 		return err
 	})
 	diffJob(t, "job after a foreign completion", e.getJob(e.scope, j.ID), leased)
 	e.refused(t, "CompleteJob of an unknown job", memorykit.ErrNotFound, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job-unknown", WorkerID: "worker-1"})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
 		return err
 	})
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c}}); n != 1 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}}); n != 1 {
 		t.Fatalf("holder's completion created %d", n)
 	}
 }
@@ -322,15 +324,15 @@ func testJobCompleteExpired(t *testing.T, e *env) {
 	e.advance(jobTTL + time.Second)
 	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
 	e.refused(t, "CompleteJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c}})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
 		return err
 	})
 	e.refused(t, "FailJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "too_slow"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "too_slow"})
 		return err
 	})
 	e.refused(t, "ReleaseJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		return e.s.ReleaseJob(e.ctx, j.ID, "worker-1")
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)})
 	})
 }
 
@@ -361,12 +363,12 @@ func testJobCompleteInvalid(t *testing.T, e *env) {
 	}
 	for name, batch := range batches {
 		e.refused(t, "CompleteJob with "+name, memorykit.ErrInvalidInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: batch})
+			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: batch})
 			return err
 		})
 	}
 	diffJob(t, "job after rejected completions", e.getJob(e.scope, j.ID), leased)
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{good}}); n != 1 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{good}}); n != 1 {
 		t.Fatalf("valid completion created %d", n)
 	}
 }
@@ -379,7 +381,7 @@ func testJobFailRetry(t *testing.T, e *env) {
 			t.Fatalf("lease %d has attempt %d", attempt, got.Attempt)
 		}
 		retryAt := e.clk.Now().Add(time.Minute)
-		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "extract_timeout", RetryAt: retryAt})
+		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: retryAt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +400,7 @@ func testJobFailRetry(t *testing.T, e *env) {
 	if last.Attempt != 3 {
 		t.Fatalf("third lease has attempt %d", last.Attempt)
 	}
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "extract_timeout", RetryAt: e.clk.Now().Add(time.Minute)})
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: e.clk.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +419,7 @@ func testJobFailRetry(t *testing.T, e *env) {
 func testJobFailFinal(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 5)
 	e.leaseOne("worker-1")
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "bad_payload", Final: true})
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "bad_payload", Final: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,15 +434,15 @@ func testJobFailOther(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 3)
 	e.leaseOne("worker-1")
 	e.refused(t, "FailJob by another worker", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-2", Reason: "nope"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Reason: "nope"})
 		return err
 	})
 	e.refused(t, "FailJob of an unknown job", memorykit.ErrNotFound, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: "job-unknown", WorkerID: "worker-1", Reason: "nope"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown"), Reason: "nope"})
 		return err
 	})
 	// A zero RetryAt requeues the job for now.
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "flaky"})
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "flaky"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,13 +458,13 @@ func testJobRelease(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 2)
 	e.leaseOne("worker-1")
 	e.refused(t, "ReleaseJob by another worker", memorykit.ErrLeaseLost, func() error {
-		return e.s.ReleaseJob(e.ctx, j.ID, "worker-2")
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)})
 	})
 	e.refused(t, "ReleaseJob of an unknown job", memorykit.ErrNotFound, func() error {
-		return e.s.ReleaseJob(e.ctx, "job-unknown", "worker-1")
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
 	})
 	e.advance(5 * time.Second)
-	if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-1"); err != nil {
+	if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.getJob(e.scope, j.ID)
@@ -476,7 +478,7 @@ func testJobRelease(t *testing.T, e *env) {
 		if l.Attempt != 1 {
 			t.Fatalf("lease after %d releases has attempt %d", i+1, l.Attempt)
 		}
-		if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-2"); err != nil {
+		if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -510,7 +512,7 @@ func testJobReap(t *testing.T, e *env) {
 	}
 	e.wantCounts(t, memorykit.JobCounts{Queued: 1, Failed: 1})
 	e.refused(t, "CompleteJob by the reaped worker", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j1.ID, WorkerID: "worker-1"})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j1.ID, WorkerID: "worker-1", LeaseToken: e.tok(j1.ID)})
 		return err
 	})
 }
@@ -530,11 +532,11 @@ func testJobCrash(t *testing.T, e *env) {
 		e.proposal(j.ID, memorykit.KindFact, "a", "first"),
 		e.proposal(j.ID, memorykit.KindFact, "b", "second"),
 	}
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", Candidates: cands}); n != 2 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: cands}); n != 2 {
 		t.Fatalf("second worker created %d", n)
 	}
 	e.refused(t, "the crashed worker's late completion", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: cands})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: cands})
 		return err
 	})
 	all, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})
@@ -559,13 +561,13 @@ func testJobCount(t *testing.T, e *env) {
 	for _, j := range js {
 		switch j.ID {
 		case memorykit.ExtractionJobID(e.scope, "q1"), memorykit.ExtractionJobID(other, "q2"):
-			if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-1"); err != nil {
+			if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken}); err != nil {
 				t.Fatal(err)
 			}
 		case memorykit.ExtractionJobID(e.scope, "d1"):
-			e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"})
+			e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken})
 		case memorykit.ExtractionJobID(e.scope, "f1"):
-			if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "boom"}); err != nil {
+			if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken, Reason: "boom"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -584,4 +586,68 @@ func testJobGet(t *testing.T, e *env) {
 	wantErr(t, err, memorykit.ErrNotFound)
 	_, err = e.s.GetJob(e.ctx, e.scope, "job-unknown")
 	wantErr(t, err, memorykit.ErrNotFound)
+}
+
+// tok returns the fencing token of the job's latest lease, or 1 for a job
+// that does not exist in the env's Scope (so a call reaches the store's
+// lookup instead of failing validation).
+func (e *env) tok(id string) int64 {
+	e.t.Helper()
+	j, err := e.s.GetJob(e.ctx, e.scope, id)
+	if err != nil || j.LeaseToken == 0 {
+		return 1
+	}
+	return j.LeaseToken
+}
+
+// testJobStaleToken: a worker leases a job, the reaper takes the lease back
+// and the job is leased again by a worker with the same ID. Every call
+// carrying the first lease's token is refused as lease lost and changes
+// nothing; the current lease's token still works.
+func testJobStaleToken(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	first := e.leaseOne("worker-1")
+	if first.LeaseToken <= 0 {
+		t.Fatalf("leased job has token %d, want a positive one", first.LeaseToken)
+	}
+	e.advance(jobTTL)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 1 {
+		t.Fatalf("ReapJobLeases = %d, %v; want 1", n, err)
+	}
+	second := e.leaseOne("worker-1")
+	if second.LeaseToken <= first.LeaseToken {
+		t.Fatalf("second lease token %d is not above the first %d", second.LeaseToken, first.LeaseToken)
+	}
+	stale := first.LeaseToken
+	cand := e.proposal(j.ID, memorykit.KindFact, "stale key", "stale attempt's candidate")
+	e.refused(t, "CompleteJob with a stale token", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
+			Candidates: []memorykit.NewRecord{cand}})
+		return err
+	})
+	e.refused(t, "CompleteJob without candidates with a stale token", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
+		return err
+	})
+	e.refused(t, "FailJob with a stale token", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
+			Reason: "stale_failure", Final: true})
+		return err
+	})
+	e.refused(t, "ReleaseJob with a stale token", memorykit.ErrLeaseLost, func() error {
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
+	})
+	e.refused(t, "CompleteJob with a token never issued", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken + 1000})
+		return err
+	})
+	real := e.proposal(j.ID, memorykit.KindFact, "real key", "current attempt's candidate")
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken,
+		Candidates: []memorykit.NewRecord{real}}); n != 1 {
+		t.Fatalf("CompleteJob by the current lease created %d candidates, want 1", n)
+	}
+	if _, err := e.s.Get(e.ctx, e.scope, cand.ID); !errors.Is(err, memorykit.ErrNotFound) {
+		t.Fatalf("the stale attempt's candidate exists: %v", err)
+	}
+	wantTombstone(t, e.getJob(e.scope, j.ID), memorykit.JobDone)
 }
