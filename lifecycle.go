@@ -107,6 +107,15 @@ func (x ActiveExpectation) Check(op, holderID string, holderVersion int64) error
 // reaped (JobStore.ReapJobLeases).
 const ReasonLeaseExpired = "lease_expired"
 
+// ReasonHandBackLimit is the LastError of a job that failed because its
+// leases were handed back (or reaped) MaxReaps times (JobStore.ReleaseJob).
+const ReasonHandBackLimit = "hand_back_limit"
+
+// Retries reports whether a job whose lease just ended without a result
+// (reaped or handed back, already counted in Reaps or HandBacks) may be
+// leased again.
+func (j Job) Retries() bool { return j.Reaps+j.HandBacks < j.MaxReaps }
+
 // HeldBy reports whether workerID holds an unexpired lease on the job at
 // now. CompleteJob, FailJob and ReleaseJob act only for the holder; a lease
 // is expired once now reaches LeaseExpiresAt.

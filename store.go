@@ -249,10 +249,23 @@ type Job struct {
 	Scope Scope
 	// Payload is the finished turn's text; empty once the job is done or
 	// failed.
-	Payload        string
-	State          JobState
-	Attempt        int // leases so far
-	MaxAttempts    int
+	Payload string
+	State   JobState
+	// Attempt counts leases so far; a lease handed back (ReleaseJob) is
+	// not counted.
+	Attempt int
+	// Failures counts attempts that ended in a failure the attempt itself
+	// reported (FailJob: the Extractor returned an error or proposed
+	// invalid candidates). MaxAttempts bounds it.
+	Failures    int
+	MaxAttempts int
+	// Reaps counts leases taken back after expiry (the worker died or
+	// stalled) and HandBacks leases handed back unfinished (ReleaseJob, a
+	// drain). Neither counts toward MaxAttempts; MaxReaps bounds their
+	// sum, so a job that always kills its worker still ends.
+	Reaps          int
+	HandBacks      int
+	MaxReaps       int
 	AvailableAt    time.Time
 	LeasedBy       string
 	LeaseExpiresAt time.Time
@@ -274,6 +287,9 @@ type NewJob struct {
 	Scope       Scope
 	Payload     string
 	MaxAttempts int
+	// MaxReaps bounds the job's leases that end without a result (reaped
+	// after expiry or handed back); it must be positive.
+	MaxReaps int
 }
 
 // JobLease asks for up to Max queued, available jobs.
@@ -342,20 +358,24 @@ type JobStore interface {
 	CompleteJob(ctx context.Context, c JobCompletion) (int, error)
 
 	// FailJob records a failed attempt by the lease holder (worker ID and
-	// LeaseToken, else ErrLeaseLost and nothing changes). With attempts
-	// left (and not Final) the job is queued again at RetryAt; otherwise it
-	// becomes a failed tombstone with its payload scrubbed.
+	// LeaseToken, else ErrLeaseLost and nothing changes), incrementing
+	// Failures. While Failures < MaxAttempts (and not Final) the job is
+	// queued again at RetryAt; otherwise it becomes a failed tombstone with
+	// its payload scrubbed.
 	FailJob(ctx context.Context, f JobFailure) (Job, error)
 
-	// ReleaseJob hands a lease back without counting the attempt: the job
-	// is queued and available now. Only the holder under r.LeaseToken may
-	// release; otherwise ErrLeaseLost and nothing changes.
+	// ReleaseJob hands a lease back without counting the attempt: Attempt
+	// is decremented, HandBacks incremented, and the job is queued and
+	// available now, or, once Reaps + HandBacks reaches MaxReaps, a failed
+	// tombstone (reason ReasonHandBackLimit). Only the holder under
+	// r.LeaseToken may release; otherwise ErrLeaseLost and nothing
+	// changes.
 	ReleaseJob(ctx context.Context, r JobRelease) error
 
-	// ReapJobLeases handles leases past their expiry, counting the attempt
-	// already made: jobs with attempts left are queued and available now,
-	// the others become failed tombstones (reason ReasonLeaseExpired). It
-	// returns how many leases it reaped.
+	// ReapJobLeases handles leases past their expiry, incrementing Reaps
+	// (not Failures): jobs with Reaps + HandBacks below MaxReaps are queued
+	// and available now, the others become failed tombstones (reason
+	// ReasonLeaseExpired). It returns how many leases it reaped.
 	ReapJobLeases(ctx context.Context) (int, error)
 
 	// GetJob returns a job in scope.

@@ -295,7 +295,7 @@ func (r EmbeddingRelease) Validate(op string) error {
 }
 
 // CheckJob validates an EnqueueJob call: the Scope, the job ID, a positive
-// MaxAttempts and the payload (CheckPayload).
+// MaxAttempts and MaxReaps and the payload (CheckPayload).
 func (g *WriteGuard) CheckJob(op string, j NewJob) error {
 	if err := j.Scope.Validate(); err != nil {
 		return err
@@ -305,6 +305,9 @@ func (g *WriteGuard) CheckJob(op string, j NewJob) error {
 	}
 	if j.MaxAttempts <= 0 {
 		return FieldError(op, "max_attempts", "must_be_positive")
+	}
+	if j.MaxReaps <= 0 {
+		return FieldError(op, "max_reaps", "must_be_positive")
 	}
 	return g.CheckPayload(op, j.Payload)
 }

@@ -363,7 +363,7 @@ func TestJobChecks(t *testing.T) {
 	t.Parallel()
 	g, scope := testGuard(t), testScope(t)
 	ctx := context.Background()
-	job := memorykit.NewJob{ID: "j1", Scope: scope, Payload: "turn text", MaxAttempts: 3}
+	job := memorykit.NewJob{ID: "j1", Scope: scope, Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}
 	if err := g.CheckJob("test", job); err != nil {
 		t.Fatalf("valid job: %v", err)
 	}

@@ -250,7 +250,7 @@ func enqueue(b *testing.B, s memorykit.Store, n int) {
 	for i := 0; i < n; i++ {
 		sc := scopes[i%len(scopes)]
 		if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(sc, fmt.Sprintf("turn-%d", i)),
-			Scope: sc, Payload: "the finished turn text", MaxAttempts: 3}); err != nil {
+			Scope: sc, Payload: "the finished turn text", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,8 +25,13 @@ type EnqueuerConfig struct {
 	Logger *zap.Logger
 	// Events receives EventExtractionEnqueued and EventEnqueueFailed.
 	Events memorykit.EventSink
-	// MaxAttempts is every new job's attempt limit. It must be positive.
+	// MaxAttempts is every new job's limit on failed attempts (the
+	// Extractor returned an error). It must be positive.
 	MaxAttempts int
+	// MaxReaps is every new job's limit on leases that ended without a
+	// result (reaped after the worker died, or handed back on drain). It
+	// must be positive.
+	MaxReaps int
 }
 
 // Enqueuer hands an Agent run's finished turn to extraction as a durable
@@ -61,6 +66,8 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 		return nil, missing("events")
 	case cfg.MaxAttempts <= 0:
 		return nil, memorykit.ConfigError(op, "max_attempts", "not_positive")
+	case cfg.MaxReaps <= 0:
+		return nil, memorykit.ConfigError(op, "max_reaps", "not_positive")
 	}
 	return &Enqueuer{cfg: cfg, log: cfg.Logger.Named("extractworker.enqueue")}, nil
 }
@@ -122,7 +129,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
 	}
 	id := memorykit.ExtractionJobID(t.Scope, t.RunRef)
 	job, err := e.cfg.Store.EnqueueJob(ctx, memorykit.NewJob{
-		ID: id, Scope: t.Scope, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts,
+		ID: id, Scope: t.Scope, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts, MaxReaps: e.cfg.MaxReaps,
 	})
 	switch {
 	case err == nil:

@@ -94,7 +94,7 @@ func (e *env) enqueue(n, maxAttempts int, payload func(i int) string) []memoryki
 	for i := range jobs {
 		j, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
 			ID:    memorykit.ExtractionJobID(e.Scope, fmt.Sprintf("run-%d/turn-1", i)),
-			Scope: e.Scope, Payload: payload(i), MaxAttempts: maxAttempts,
+			Scope: e.Scope, Payload: payload(i), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
 		})
 		if err != nil {
 			e.T.Fatalf("enqueue %d: %v", i, err)

@@ -41,6 +41,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 		Payload:     j.Payload,
 		State:       memorykit.JobQueued,
 		MaxAttempts: j.MaxAttempts,
+		MaxReaps:    j.MaxReaps,
 		AvailableAt: now,
 		CreatedAt:   now,
 		UpdatedAt:   now,
@@ -212,7 +213,8 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	}
 	job.LastError = f.Reason
 	job.UpdatedAt = now
-	if !f.Final && job.Attempt < job.MaxAttempts {
+	job.Failures++
+	if !f.Final && job.Failures < job.MaxAttempts {
 		clearLease(job)
 		job.State = memorykit.JobQueued
 		job.AvailableAt = stamp(f.RetryAt)
@@ -247,11 +249,17 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	if err := job.CheckLease(op, r.WorkerID, r.LeaseToken, now); err != nil {
 		return err
 	}
+	job.Attempt--
+	job.HandBacks++
+	job.UpdatedAt = now
+	if !job.Retries() {
+		job.LastError = memorykit.ReasonHandBackLimit
+		tombstone(job, memorykit.JobFailed)
+		return nil
+	}
 	clearLease(job)
 	job.State = memorykit.JobQueued
-	job.Attempt--
 	job.AvailableAt = now
-	job.UpdatedAt = now
 	return nil
 }
 
@@ -276,7 +284,8 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 		n++
 		job.LastError = ReasonLeaseExpired
 		job.UpdatedAt = now
-		if job.Attempt < job.MaxAttempts {
+		job.Reaps++
+		if job.Retries() {
 			clearLease(job)
 			job.State = memorykit.JobQueued
 			job.AvailableAt = now

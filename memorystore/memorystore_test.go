@@ -113,7 +113,7 @@ func TestDumpRendersEveryKindOfState(t *testing.T) {
 		Vector: []float32{0.625, 1}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "dumpjob", Scope: scope, Payload: "dumppayload", MaxAttempts: 2}); err != nil {
+	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "dumpjob", Scope: scope, Payload: "dumppayload", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	d := s.Dump()
@@ -177,7 +177,7 @@ func TestConcurrentMixedOperations(t *testing.T) {
 						ContentHash: task.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: worker, LeaseToken: task.LeaseToken})
 				}
 				_, _ = s.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, fmt.Sprintf("%d-%d", w, i)),
-					Scope: scope, Payload: "turn", MaxAttempts: 2})
+					Scope: scope, Payload: "turn", MaxAttempts: 2, MaxReaps: 2})
 				jobs, _ := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Second, Max: 2})
 				for _, j := range jobs {
 					if i%2 == 0 {

@@ -27,11 +27,11 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	now := s.now()
 	job, err := scanJob(s.pool.QueryRow(ctx, s.q(`
 		INSERT INTO {schema}.jobs (id, tenant_id, subject_type, subject_id, payload, state,
-			attempt, max_attempts, available_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7)
+			attempt, max_attempts, available_at, created_at, updated_at, max_reaps)
+		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7, $8)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING `+jobCols),
-		j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now))
+		j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now, j.MaxReaps))
 	if err == nil {
 		return job, nil
 	}
@@ -102,7 +102,8 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 
 // jobColsJ is jobCols qualified with the alias j.
 const jobColsJ = `j.id, j.tenant_id, j.subject_type, j.subject_id, j.payload, j.state, j.attempt, j.max_attempts,
-	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at, j.lease_token`
+	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at, j.lease_token,
+	j.failures, j.reaps, j.hand_backs, j.max_reaps`
 
 // jobByID reads a job in any Scope, optionally locking it.
 func (s *Store) jobByID(ctx context.Context, q interface {
@@ -274,9 +275,10 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		if err := job.CheckLease(op, f.WorkerID, f.LeaseToken, now); err != nil {
 			return err
 		}
-		retry := !f.Final && job.Attempt < job.MaxAttempts
+		retry := !f.Final && job.Failures+1 < job.MaxAttempts
 		out, err = scanJob(tx.QueryRow(ctx, s.q(`UPDATE {schema}.jobs SET
 				last_error = $2, updated_at = $3, leased_by = '', lease_expires_at = NULL,
+				failures = failures + 1,
 				state = CASE WHEN $4::boolean THEN 'queued' ELSE 'failed' END,
 				available_at = CASE WHEN $4::boolean THEN $5 ELSE available_at END,
 				payload = CASE WHEN $4::boolean THEN payload ELSE '' END
@@ -312,9 +314,14 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 		if err := job.CheckLease(op, r.WorkerID, r.LeaseToken, now); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'queued', attempt = attempt - 1,
-				leased_by = '', lease_expires_at = NULL, available_at = $2, updated_at = $2
-			WHERE id = $1`), jobID, now)
+		retry := job.Reaps+job.HandBacks+1 < job.MaxReaps
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET attempt = attempt - 1, hand_backs = hand_backs + 1,
+				leased_by = '', lease_expires_at = NULL, updated_at = $2,
+				state = CASE WHEN $3::boolean THEN 'queued' ELSE 'failed' END,
+				available_at = CASE WHEN $3::boolean THEN $2 ELSE available_at END,
+				payload = CASE WHEN $3::boolean THEN payload ELSE '' END,
+				last_error = CASE WHEN $3::boolean THEN last_error ELSE $4 END
+			WHERE id = $1`), jobID, now, retry, memorykit.ReasonHandBackLimit)
 		return err
 	})
 }
@@ -327,10 +334,10 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET
-			last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL,
-			state = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
-			available_at = CASE WHEN attempt < max_attempts THEN $1 ELSE available_at END,
-			payload = CASE WHEN attempt < max_attempts THEN payload ELSE '' END
+			last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL, reaps = reaps + 1,
+			state = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN 'queued' ELSE 'failed' END,
+			available_at = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN $1 ELSE available_at END,
+			payload = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN payload ELSE '' END
 		WHERE state = 'leased' AND lease_expires_at <= $1`), s.now(), ReasonLeaseExpired)
 	if err != nil {
 		return 0, mapErr(op, err)

@@ -200,7 +200,7 @@ func TestPostgresCountScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, sc := range []memorykit.Scope{b.scope, other, other} {
-		if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%d", i), Scope: sc, Payload: "turn", MaxAttempts: 2}); err != nil {
+		if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%d", i), Scope: sc, Payload: "turn", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}

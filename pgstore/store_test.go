@@ -438,7 +438,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 	const n = 240
 	for i := range n {
 		if _, err := s1.EnqueueJob(ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%04d", i), Scope: scope,
-			Payload: "turn text", MaxAttempts: 3}); err != nil {
+			Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -521,7 +521,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	b := setup(t)
 	jobID := memorykit.ExtractionJobID(b.scope, "run-1/turn-1")
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "the user said X", MaxAttempts: 2}); err != nil {
+	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "the user said X", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	lease := func(worker string) memorykit.Job {
@@ -586,7 +586,7 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	if err != nil || len(cands) != 2 {
 		t.Fatalf("candidates %d %v", len(cands), err)
 	}
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "again", MaxAttempts: 2}); !errors.Is(err, memorykit.ErrAlreadyExists) {
+	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "again", MaxAttempts: 2, MaxReaps: 2}); !errors.Is(err, memorykit.ErrAlreadyExists) {
 		t.Fatalf("re-enqueue: %v", err)
 	}
 }

@@ -105,8 +105,13 @@ type Workers struct {
 	JobDeadline time.Duration
 	// JobRetry sets when a failed job is tried again.
 	JobRetry memorykit.Backoff
-	// JobMaxAttempts bounds the attempts of every enqueued job.
+	// JobMaxAttempts bounds the failed attempts (the Extractor returned an
+	// error) of every enqueued job.
 	JobMaxAttempts int
+	// JobMaxReaps bounds the leases of every enqueued job that end without
+	// a result: reaped because the worker died, or handed back on drain.
+	// These do not count toward JobMaxAttempts.
+	JobMaxReaps int
 	// ReapInterval is how often expired leases are returned.
 	ReapInterval time.Duration
 	// StoreBackoff sets every worker's wait after recoverable store errors.
@@ -200,6 +205,7 @@ func (w Workers) validate() error {
 		{"workers.embed_batch", w.EmbedBatch},
 		{"workers.extract_batch", w.ExtractBatch},
 		{"workers.job_max_attempts", w.JobMaxAttempts},
+		{"workers.job_max_reaps", w.JobMaxReaps},
 	} {
 		if n.v <= 0 {
 			return invalid(n.name, "must_be_positive")

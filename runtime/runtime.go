@@ -88,6 +88,7 @@ func New(cfg Config) (*Runtime, error) {
 	enq, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
 		Store: gatedJobs{JobStore: cfg.Stores.Jobs, g: g}, Authorizer: cfg.Authorizer, Clock: cfg.Clock,
 		Logger: log.Named("enqueue"), Events: cfg.Events, MaxAttempts: cfg.Workers.JobMaxAttempts,
+		MaxReaps: cfg.Workers.JobMaxReaps,
 	})
 	if err != nil {
 		return nil, err

@@ -73,7 +73,7 @@ func workers() mkruntime.Workers {
 	return mkruntime.Workers{
 		LeaseTTL: time.Hour, EmbedBatch: 16, EmbedPoll: time.Second, EmbedDeadline: 20 * time.Minute,
 		EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
-		JobRetry: b, JobMaxAttempts: 3, ReapInterval: 5 * time.Second, StoreBackoff: b,
+		JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 		HandBackTimeout: 20 * time.Minute,
 		Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
 	}

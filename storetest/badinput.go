@@ -429,7 +429,7 @@ func testBadJobs(t *testing.T, e *env) {
 	max := Limits().MaxListSize
 	var cases []badCase
 	addEnq := func(name string, want error, mutate func(*memorykit.NewJob)) {
-		n := memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "turn text " + secretToken, MaxAttempts: 3}
+		n := memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "turn text " + secretToken, MaxAttempts: 3, MaxReaps: 3}
 		mutate(&n)
 		cases = append(cases, badCase{"EnqueueJob " + name, want, func() error { _, err := e.s.EnqueueJob(e.ctx, n); return err }})
 	}
@@ -520,7 +520,7 @@ func testBadContext(t *testing.T, e *env) {
 				ContentHash: a.ContentHash, Vector: []float32{1}, WorkerID: "embedder-1"})
 		},
 		"EnqueueJob": func() error {
-			_, err := e.s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-ctx", Scope: e.scope, Payload: "p", MaxAttempts: 1})
+			_, err := e.s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-ctx", Scope: e.scope, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
 			return err
 		},
 		"LeaseJobs": func() error {

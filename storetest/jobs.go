@@ -38,6 +38,9 @@ func RunJobConformance(t *testing.T, h Harness) {
 		{"CountJobs", testJobCount},
 		{"GetJob", testJobGet},
 		{"StaleLeaseTokenRefused", testJobStaleToken},
+		{"ReapsDoNotUseAttempts", testJobReapsNotAttempts},
+		{"PoisonJobEndsAfterMaxReaps", testJobPoisonReaps},
+		{"HandBacksBoundedWithReaps", testJobHandBackLimit},
 	})
 }
 
@@ -47,7 +50,21 @@ func payload(ref string) string { return "finished turn text for " + ref }
 func (e *env) enqueueIn(scope memorykit.Scope, ref string, maxAttempts int) memorykit.Job {
 	e.t.Helper()
 	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
-		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, Payload: payload(ref), MaxAttempts: maxAttempts,
+		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, Payload: payload(ref), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
+	})
+	if err != nil {
+		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
+	}
+	return j
+}
+
+// enqueueLimits stores a job in the env's Scope with separate limits on
+// failed attempts and on leases ended without a result.
+func (e *env) enqueueLimits(ref string, maxAttempts, maxReaps int) memorykit.Job {
+	e.t.Helper()
+	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
+		ID: memorykit.ExtractionJobID(e.scope, ref), Scope: e.scope, Payload: payload(ref),
+		MaxAttempts: maxAttempts, MaxReaps: maxReaps,
 	})
 	if err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
@@ -63,7 +80,7 @@ func (e *env) enqueue(ref string, maxAttempts int) memorykit.Job {
 // enqueueID stores a job with an explicit ID.
 func (e *env) enqueueID(id string, maxAttempts int) memorykit.Job {
 	e.t.Helper()
-	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: payload(id), MaxAttempts: maxAttempts})
+	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: payload(id), MaxAttempts: maxAttempts, MaxReaps: maxAttempts})
 	if err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", id, err)
 	}
@@ -156,7 +173,7 @@ func testJobEnqueue(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 3)
 	now := e.now()
 	want := memorykit.Job{ID: id, Scope: e.scope, Payload: payload("run-1/turn-1"), State: memorykit.JobQueued,
-		MaxAttempts: 3, AvailableAt: now, CreatedAt: now, UpdatedAt: now}
+		MaxAttempts: 3, MaxReaps: 3, AvailableAt: now, CreatedAt: now, UpdatedAt: now}
 	diffJob(t, "enqueued job", j, want)
 	diffJob(t, "GetJob", e.getJob(e.scope, id), want)
 	if j.CreatedAt.Location() != time.UTC {
@@ -164,7 +181,7 @@ func testJobEnqueue(t *testing.T, e *env) {
 	}
 	e.advance(time.Minute)
 	before := e.dump()
-	got, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: "a different payload", MaxAttempts: 5})
+	got, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: "a different payload", MaxAttempts: 5, MaxReaps: 5})
 	wantErr(t, err, memorykit.ErrAlreadyExists)
 	diffJob(t, "re-enqueue result", got, want)
 	e.unchanged(t, before, "a re-enqueue")
@@ -388,6 +405,7 @@ func testJobFailRetry(t *testing.T, e *env) {
 		want := got
 		want.State, want.LeasedBy, want.LeaseExpiresAt = memorykit.JobQueued, "", time.Time{}
 		want.AvailableAt, want.LastError, want.UpdatedAt = retryAt.UTC().Truncate(time.Microsecond), "extract_timeout", e.now()
+		want.Failures = attempt
 		diffJob(t, fmt.Sprintf("job after failure %d", attempt), f, want)
 		diffJob(t, "GetJob after failure", e.getJob(e.scope, j.ID), want)
 		e.advance(59 * time.Second)
@@ -455,7 +473,7 @@ func testJobFailOther(t *testing.T, e *env) {
 }
 
 func testJobRelease(t *testing.T, e *env) {
-	j := e.enqueue("run-1/turn-1", 2)
+	j := e.enqueueLimits("run-1/turn-1", 2, 10)
 	e.leaseOne("worker-1")
 	e.refused(t, "ReleaseJob by another worker", memorykit.ErrLeaseLost, func() error {
 		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)})
@@ -650,4 +668,102 @@ func testJobStaleToken(t *testing.T, e *env) {
 		t.Fatalf("the stale attempt's candidate exists: %v", err)
 	}
 	wantTombstone(t, e.getJob(e.scope, j.ID), memorykit.JobDone)
+}
+
+// reapOnce lets the job's lease expire and reaps it.
+func (e *env) reapOnce(t testing.TB) {
+	t.Helper()
+	e.advance(jobTTL)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 1 {
+		t.Fatalf("ReapJobLeases = %d, %v; want 1", n, err)
+	}
+}
+
+// testJobReapsNotAttempts: a job whose worker dies more times than
+// MaxAttempts (each lease reaped) is not failed for it; failed attempts
+// are still bounded by MaxAttempts on their own.
+func testJobReapsNotAttempts(t *testing.T, e *env) {
+	const maxAttempts = 2
+	j := e.enqueueLimits("run-1/turn-1", maxAttempts, 10)
+	for i := 1; i <= maxAttempts+2; i++ {
+		e.leaseOne("worker-1")
+		e.reapOnce(t)
+		got := e.getJob(e.scope, j.ID)
+		if got.State != memorykit.JobQueued || got.Reaps != i || got.Failures != 0 || got.Payload != j.Payload {
+			t.Fatalf("after reap %d: state %s reaps %d failures %d", i, got.State, got.Reaps, got.Failures)
+		}
+	}
+	// One real failure is retried (1 < MaxAttempts), whatever the reaps.
+	l := e.leaseOne("worker-1")
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
+	if err != nil || f.State != memorykit.JobQueued || f.Failures != 1 {
+		t.Fatalf("FailJob after reaps = %+v, %v; want queued with 1 failure", f, err)
+	}
+	l = e.leaseOne("worker-1")
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); n != 0 {
+		t.Fatalf("created %d", n)
+	}
+	got := e.getJob(e.scope, j.ID)
+	wantTombstone(t, got, memorykit.JobDone)
+	if got.Reaps != maxAttempts+2 || got.Failures != 1 || got.Attempt != maxAttempts+4 {
+		t.Fatalf("done job: reaps %d failures %d attempt %d", got.Reaps, got.Failures, got.Attempt)
+	}
+	// A second job: failures alone end it at MaxAttempts.
+	k := e.enqueueLimits("run-1/turn-2", maxAttempts, 10)
+	for i := 1; i <= maxAttempts; i++ {
+		l := e.leaseOne("worker-1")
+		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: k.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]memorykit.JobState{true: memorykit.JobFailed, false: memorykit.JobQueued}[i == maxAttempts]; f.State != want {
+			t.Fatalf("after failure %d the job is %s, want %s", i, f.State, want)
+		}
+	}
+}
+
+// testJobPoisonReaps: a job that kills every worker that leases it ends
+// failed (ReasonLeaseExpired) once it was reaped MaxReaps times, even with
+// its MaxAttempts unused.
+func testJobPoisonReaps(t *testing.T, e *env) {
+	j := e.enqueueLimits("run-1/turn-1", 5, 3)
+	for i := 1; i <= 3; i++ {
+		e.leaseOne("worker-1")
+		e.reapOnce(t)
+	}
+	got := e.getJob(e.scope, j.ID)
+	wantTombstone(t, got, memorykit.JobFailed)
+	if got.LastError != memorykit.ReasonLeaseExpired || got.Reaps != 3 || got.Failures != 0 {
+		t.Fatalf("poison job: last error %q reaps %d failures %d", got.LastError, got.Reaps, got.Failures)
+	}
+	if more := e.leaseJobs("worker-1", 5); len(more) != 0 {
+		t.Fatalf("a failed job was leased: %v", jobIDs(more))
+	}
+}
+
+// testJobHandBackLimit: hand-backs do not use attempts either, but count
+// with reaps toward MaxReaps; the hand-back that reaches it fails the job
+// (ReasonHandBackLimit).
+func testJobHandBackLimit(t *testing.T, e *env) {
+	j := e.enqueueLimits("run-1/turn-1", 5, 3)
+	e.leaseOne("worker-1")
+	e.reapOnce(t)
+	for i := 1; i <= 2; i++ {
+		l := e.leaseOne("worker-1")
+		if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); err != nil {
+			t.Fatal(err)
+		}
+		got := e.getJob(e.scope, j.ID)
+		if got.HandBacks != i || got.Reaps != 1 || got.Failures != 0 {
+			t.Fatalf("after hand-back %d: %+v", i, got)
+		}
+		if i == 1 && got.State != memorykit.JobQueued {
+			t.Fatalf("after one reap and one hand-back the job is %s", got.State)
+		}
+	}
+	got := e.getJob(e.scope, j.ID)
+	wantTombstone(t, got, memorykit.JobFailed)
+	if got.LastError != memorykit.ReasonHandBackLimit {
+		t.Fatalf("last error %q, want %q", got.LastError, memorykit.ReasonHandBackLimit)
+	}
 }

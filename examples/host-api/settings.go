@@ -84,6 +84,7 @@ func hostWorkers() mkruntime.Workers {
 		JobDeadline:     30 * time.Second,
 		JobRetry:        backoff,
 		JobMaxAttempts:  5,
+		JobMaxReaps:     10,
 		ReapInterval:    10 * time.Second,
 		StoreBackoff:    backoff,
 		HandBackTimeout: 5 * time.Second,

@@ -14,3 +14,23 @@ ALTER TABLE {schema}.jobs
 
 ALTER TABLE {schema}.embedding_leases
     ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;
+
+-- Infrastructure faults no longer use up a job's attempts. max_attempts now
+-- bounds failures (attempts whose Extractor reported an error); a lease
+-- reaped after expiry or handed back on drain counts in reaps or
+-- hand_backs, which max_reaps bounds. Jobs already queued keep a
+-- conservative count: every earlier lease except a running one is taken
+-- for a failure, and max_reaps starts at max_attempts.
+ALTER TABLE {schema}.jobs
+    ADD COLUMN failures integer NOT NULL DEFAULT 0,
+    ADD COLUMN reaps integer NOT NULL DEFAULT 0,
+    ADD COLUMN hand_backs integer NOT NULL DEFAULT 0,
+    ADD COLUMN max_reaps integer NOT NULL DEFAULT 1;
+
+UPDATE {schema}.jobs SET
+    max_reaps = max_attempts,
+    failures = greatest(attempt - CASE WHEN state = 'leased' THEN 1 ELSE 0 END, 0);
+
+ALTER TABLE {schema}.jobs
+    ALTER COLUMN max_reaps DROP DEFAULT,
+    ADD CONSTRAINT jobs_max_reaps_positive CHECK (max_reaps > 0);
