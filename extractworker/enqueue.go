@@ -96,6 +96,14 @@ const (
 	EnqueueDuplicate EnqueueStatus = "duplicate"
 	// EnqueueFailed: nothing was stored. The turn stands; see Reason.
 	EnqueueFailed EnqueueStatus = "failed"
+	// EnqueueDeferred: storing failed recoverably and the turn is held in
+	// the Runtime's outbox, which stores it later (runtime.Outbox). Only
+	// runtime.Session.FinishTurn reports it.
+	EnqueueDeferred EnqueueStatus = "deferred"
+	// EnqueueDropped: storing failed recoverably and the Runtime's outbox
+	// was full or closed, so the turn was not kept; see Reason. Only
+	// runtime.Session.FinishTurn reports it.
+	EnqueueDropped EnqueueStatus = "dropped"
 )
 
 // EnqueueResult is Enqueue's content-free report.

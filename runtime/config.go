@@ -56,6 +56,9 @@ type Config struct {
 	Workers Workers
 	// Tools bounds the memory tools' arguments and results.
 	Tools memorytools.Limits
+	// Outbox bounds the outbox that keeps turns whose extraction enqueue
+	// failed recoverably, and retries them.
+	Outbox Outbox
 
 	// Hooks are optional test seams; the zero value is what production
 	// wants.
@@ -73,8 +76,9 @@ const (
 // nil changes nothing in how the Runtime behaves.
 type Hooks struct {
 	// OnWait, if set, is called on an actor's goroutine (ActorEmbed,
-	// ActorExtract or ActorReap) right after the timer of one of its waits
-	// is armed on the Clock: a test that advances a mock clock only after
+	// ActorExtract, ActorReap, or ActorOutbox for the outbox's retry
+	// waits) right after the timer of one of its waits is armed on the
+	// Clock: a test that advances a mock clock only after
 	// it has seen the wait is sure to wake that actor, and one that has
 	// seen every actor wait idle knows the background work is done. It
 	// must not block for long.
@@ -169,6 +173,9 @@ func (c Config) validate() error {
 		return invalid("embedder", "dimension_mismatch")
 	}
 	if err := c.Tools.Validate(); err != nil {
+		return err
+	}
+	if err := c.Outbox.validate(); err != nil {
 		return err
 	}
 	if err := memorykit.ValidateID("runtime.new", "worker_id", c.WorkerID); err != nil {

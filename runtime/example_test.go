@@ -94,7 +94,8 @@ func newRuntime(clk clock.Clock, extractor memorykit.Extractor) (*mkruntime.Runt
 			HandBackTimeout: 5 * time.Second,
 			Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
 		},
-		Tools: memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
+		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
+		Outbox: mkruntime.Outbox{MaxTurns: 1000, MaxBytes: 8 << 20, Retry: backoff},
 	})
 	if err != nil {
 		panic(err)

@@ -49,6 +49,7 @@ type Runtime struct {
 	writer   *writer.Writer
 	reviewer *reviewer.Reviewer
 	enqueuer *extractworker.Enqueuer
+	outbox   *outbox
 	sup      *supervisor.Supervisor
 
 	mu      sync.Mutex // serialises Start / Drain / Stop
@@ -93,6 +94,10 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	ob, err := newRuntimeOutbox(cfg)
+	if err != nil {
+		return nil, err
+	}
 	actors, err := newActors(cfg)
 	if err != nil {
 		return nil, err
@@ -105,7 +110,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	return &Runtime{
 		cfg: cfg, gate: g, records: records, engine: engine, proj: proj,
-		writer: wr, reviewer: rv, enqueuer: enq, sup: sup,
+		writer: wr, reviewer: rv, enqueuer: enq, outbox: ob, sup: sup,
 	}, nil
 }
 
@@ -168,6 +173,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err := r.sup.Start(ctx); err != nil {
 		return err
 	}
+	r.outbox.start()
 	r.started = true
 	r.gate.state.Store(intakeOpen)
 	return nil
@@ -183,6 +189,7 @@ func (r *Runtime) Drain(ctx context.Context) error {
 	if r.started && r.gate.state.Load() == intakeOpen {
 		r.gate.state.Store(intakeDraining)
 	}
+	r.outbox.close(ctx, true)
 	return r.sup.Drain(ctx)
 }
 
@@ -194,6 +201,7 @@ func (r *Runtime) Stop(ctx context.Context) error {
 	if r.started {
 		r.gate.state.Store(intakeStopped)
 	}
+	r.outbox.close(ctx, false)
 	return r.sup.Stop(ctx)
 }
 

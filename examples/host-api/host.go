@@ -113,6 +113,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		Events:     logEvents{log: o.Logger.Named("events")},
 		Workers:    hostWorkers(),
 		Tools:      hostToolLimits(),
+		Outbox:     hostOutbox(),
 	})
 	if err != nil {
 		closeStore()

@@ -96,3 +96,14 @@ func hostWorkers() mkruntime.Workers {
 func hostToolLimits() memorytools.Limits {
 	return memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192}
 }
+
+// hostOutbox keeps up to 1,000 turns (8 MiB of transcripts) whose
+// extraction enqueue failed while the database was unreachable, and tries
+// them again every second up to every 30 s. What is left at shutdown is
+// only logged (count and job IDs): this demo Host does not persist it.
+func hostOutbox() mkruntime.Outbox {
+	return mkruntime.Outbox{
+		MaxTurns: 1000, MaxBytes: 8 << 20,
+		Retry: memorykit.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2},
+	}
+}
