@@ -59,6 +59,9 @@ type Config struct {
 	// Outbox bounds the outbox that keeps turns whose extraction enqueue
 	// failed recoverably, and retries them.
 	Outbox Outbox
+	// Mode says whether this Runtime serves requests, runs the workers, or
+	// both (ModeAll).
+	Mode Mode
 
 	// Hooks are optional test seams; the zero value is what production
 	// wants.
@@ -176,6 +179,9 @@ func (c Config) validate() error {
 		return err
 	}
 	if err := c.Outbox.validate(); err != nil {
+		return err
+	}
+	if err := c.Mode.validate(); err != nil {
 		return err
 	}
 	if err := memorykit.ValidateID("runtime.new", "worker_id", c.WorkerID); err != nil {

@@ -96,6 +96,7 @@ func newRuntime(clk clock.Clock, extractor memorykit.Extractor) (*mkruntime.Runt
 		},
 		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
 		Outbox: mkruntime.Outbox{MaxTurns: 1000, MaxBytes: 8 << 20, Retry: backoff},
+		Mode:   mkruntime.ModeAll,
 	})
 	if err != nil {
 		panic(err)

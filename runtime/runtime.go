@@ -165,17 +165,19 @@ func (r reapStores) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 	return r.emb.ReapEmbeddingLeases(ctx)
 }
 
-// Start starts the workers and opens intake. It returns a typed error when
-// called twice or after Stop.
+// Start starts the workers and opens intake, as far as Config.Mode runs
+// them. It returns a typed error when called twice or after Stop.
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.sup.Start(ctx); err != nil {
+	if err := r.startWorkers(ctx); err != nil {
 		return err
 	}
-	r.outbox.start()
+	if r.cfg.Mode.runsRequests() {
+		r.outbox.start()
+	}
 	r.started = true
-	r.gate.state.Store(intakeOpen)
+	r.gate.state.Store(r.openIntake())
 	return nil
 }
 
@@ -190,7 +192,7 @@ func (r *Runtime) Drain(ctx context.Context) error {
 		r.gate.state.Store(intakeDraining)
 	}
 	r.outbox.close(ctx, true)
-	return r.sup.Drain(ctx)
+	return r.endWorkers(ctx, false)
 }
 
 // Stop closes intake, cancels and waits for every worker. After Stop
@@ -202,7 +204,7 @@ func (r *Runtime) Stop(ctx context.Context) error {
 		r.gate.state.Store(intakeStopped)
 	}
 	r.outbox.close(ctx, false)
-	return r.sup.Stop(ctx)
+	return r.endWorkers(ctx, true)
 }
 
 // Reviewer returns the governed review API (list candidates, activate,

@@ -114,6 +114,7 @@ func configOn(t *testing.T, clk *clock.Mock, store memorykit.Store) (mkruntime.C
 		Authorizer: b.az, Extractor: b.ext, Stores: mkruntime.StoresOf(b.store), Clock: b.clk,
 		WorkerID: "host-a", Logger: zap.New(core), Events: b.sink, Workers: workers(),
 		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
+		Mode:   mkruntime.ModeAll,
 		Outbox: mkruntime.Outbox{MaxTurns: 100, MaxBytes: 1 << 20, Retry: memorykit.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}},
 	}
 	return cfg, b

@@ -114,6 +114,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		Workers:    hostWorkers(),
 		Tools:      hostToolLimits(),
 		Outbox:     hostOutbox(),
+		Mode:       mkruntime.ModeAll,
 	})
 	if err != nil {
 		closeStore()
