@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -121,7 +122,15 @@ type Worker struct {
 	log     *zap.Logger
 	profile string
 	dim     int
+	// outages counts outcomes left to expire because the store failed
+	// recoverably (a handled outage, logged at WARN).
+	outages atomic.Int64
 }
+
+// StoreOutages returns how many record outcomes this worker could not
+// store because the store failed recoverably; each lease was left for the
+// reaper, so the record is embedded again.
+func (w *Worker) StoreOutages() int64 { return w.outages.Load() }
 
 // New validates cfg and returns a Worker. A missing part or an invalid
 // value is an ErrInvalidConfig *memorykit.Error naming the field.
@@ -474,8 +483,15 @@ func (b *batch) abandon(t memorykit.EmbeddingTask, step string, err error) {
 	w := b.w
 	b.r.Abandoned++
 	reason := memorykit.ReasonCode(err)
-	w.log.Error("could not store the record's outcome; the lease will expire", zap.String("record_id", t.RecordID),
-		zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)))
+	if memorykit.IsRecoverable(err) {
+		n := w.outages.Add(1)
+		w.log.Warn("could not store the record's outcome; the lease will expire", zap.String("record_id", t.RecordID),
+			zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)),
+			zap.Int64("store_outages", n))
+	} else {
+		w.log.Error("could not store the record's outcome; the lease will expire", zap.String("record_id", t.RecordID),
+			zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)))
+	}
 	b.emit(memorykit.EventWorkerError, []memorykit.EmbeddingTask{t}, reason)
 }
 

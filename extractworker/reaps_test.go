@@ -2,9 +2,14 @@ package extractworker_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
 )
 
@@ -103,4 +108,81 @@ func TestPoisonJobThatKillsItsWorkerEnds(t *testing.T) {
 			t.Fatalf("round = %+v, want nothing leased", r)
 		}
 	})
+}
+
+// TestExtractorReasonRecordsKindAndRecoverability: a plain Extractor error
+// no longer records the bare "error": the job's LastError says what kind of
+// failure it was and whether it was recoverable.
+func TestExtractorReasonRecordsKindAndRecoverability(t *testing.T) {
+	plain := errors.New("model said no")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{plain, "extractor_error_final"},
+		{memorykit.Recoverable(plain), "extractor_error_recoverable"},
+		{testkit.DBDown, "connection_lost"}, // the Host's own reason code stays
+		{memorykit.NewError("host.extract", memorykit.ErrForbidden, ""), "extractor_forbidden_final"},
+		{context.DeadlineExceeded, "extractor_deadline_final"},
+	} {
+		got := extractworker.ExtractorReason(c.err)
+		if got != c.want {
+			t.Errorf("ExtractorReason(%v) = %q, want %q", c.err, got, c.want)
+		}
+		if err := memorykit.CheckReasonCode("test", got); err != nil {
+			t.Errorf("%q is not a reason code: %v", got, err)
+		}
+	}
+	long := memorykit.NewError("host.extract", memorykit.ErrUnavailable, strings.Repeat("x", 65))
+	if got := extractworker.ExtractorReason(long); got != "extractor_unavailable_final" {
+		t.Errorf("an unusable reason gives %q", got)
+	}
+}
+
+// TestPlainExtractorErrorRecordsItsKind: the job failed by a plain,
+// non-recoverable Extractor error records extractor_error_final.
+func TestPlainExtractorErrorRecordsItsKind(t *testing.T) {
+	eachStore(t, func(t *testing.T, e *env) {
+		job := e.enqueue(1, 3, turnPayload)[0]
+		x := newExtractor(e.Clock)
+		x.fn = func(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+			return nil, errors.New("model refused")
+		}
+		if r := runOnce(t, e.worker(e.config("worker-a", x))); r.Failed != 1 {
+			t.Fatalf("round = %+v", r)
+		}
+		if got := e.job(job.ID); got.State != memorykit.JobFailed || got.LastError != "extractor_error_final" {
+			t.Fatalf("job = state %s last error %q", got.State, got.LastError)
+		}
+	})
+}
+
+// TestHandledOutageLogsAWarning: an outcome the store cannot take because
+// it is down (recoverably) until the lease runs out is a handled outage:
+// logged at WARN, not ERROR, and counted.
+func TestHandledOutageLogsAWarning(t *testing.T) {
+	e := newEnv(t)
+	e.store = testkit.MemStore(t, e.Clock)
+	e.enqueue(1, 3, turnPayload)
+	fs := newFaultStore(e.store)
+	fs.FailCalls("CompleteJob", 1, testkit.DBDown)
+	cfg := e.config("worker-a", newExtractor(e.Clock))
+	cfg.Store = fs
+	// The first store retry would end past the lease: give up at once.
+	cfg.StoreBackoff = extractworker.Backoff{Initial: leaseTTL, Max: leaseTTL, Multiplier: 1}
+	w := e.worker(cfg)
+	if r := runOnce(t, w); r.Abandoned != 1 {
+		t.Fatalf("round = %+v, want one abandoned", r)
+	}
+	if n := w.StoreOutages(); n != 1 {
+		t.Fatalf("StoreOutages = %d, want 1", n)
+	}
+	msg := "could not store the job's outcome; the lease will expire"
+	logs := e.Logs.FilterMessage(msg).All()
+	if len(logs) != 1 || logs[0].Level != zapcore.WarnLevel {
+		t.Fatalf("outage logs = %+v, want one WARN", logs)
+	}
+	if n := e.Logs.FilterLevelExact(zapcore.ErrorLevel).Len(); n != 0 {
+		t.Fatalf("%d ERROR logs for a handled outage", n)
+	}
 }
