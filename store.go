@@ -247,6 +247,9 @@ const (
 type Job struct {
 	ID    string
 	Scope Scope
+	// RunRef is the Host's reference of the turn the job was enqueued for
+	// (see NewJob.RunRef); it is not content and is kept on tombstones.
+	RunRef string
 	// Payload is the finished turn's text; empty once the job is done or
 	// failed.
 	Payload string
@@ -283,8 +286,12 @@ type Job struct {
 // NewJob is the input for enqueuing a job.
 type NewJob struct {
 	// ID is required; use ExtractionJobID for a deterministic identity.
-	ID          string
-	Scope       Scope
+	ID    string
+	Scope Scope
+	// RunRef, optional, is the Host's reference of the finished turn, such
+	// as "run-42/turn-3" (see CheckRunRef); the Extractor sees it in
+	// ExtractionInput.
+	RunRef      string
 	Payload     string
 	MaxAttempts int
 	// MaxReaps bounds the job's leases that end without a result (reaped

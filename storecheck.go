@@ -309,6 +309,11 @@ func (g *WriteGuard) CheckJob(op string, j NewJob) error {
 	if j.MaxReaps <= 0 {
 		return FieldError(op, "max_reaps", "must_be_positive")
 	}
+	if j.RunRef != "" {
+		if err := CheckRunRef(op, j.RunRef); err != nil {
+			return err
+		}
+	}
 	return g.CheckPayload(op, j.Payload)
 }
 
@@ -382,4 +387,25 @@ func (f JobFailure) Validate(op string) error {
 		return err
 	}
 	return CheckReasonCode(op, f.Reason)
+}
+
+// CheckRunRef validates a run reference (field "run_ref"): 1 to MaxIDBytes
+// bytes of ASCII letters, digits and ". _ - : @ /".
+func CheckRunRef(op, ref string) error {
+	if ref == "" {
+		return FieldError(op, "run_ref", "empty")
+	}
+	if len(ref) > MaxIDBytes {
+		return FieldError(op, "run_ref", "too_long")
+	}
+	for i := 0; i < len(ref); i++ {
+		c := ref[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
+		default:
+			return FieldError(op, "run_ref", "bad_character")
+		}
+	}
+	return nil
 }

@@ -137,7 +137,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
 	}
 	id := memorykit.ExtractionJobID(t.Scope, t.RunRef)
 	job, err := e.cfg.Store.EnqueueJob(ctx, memorykit.NewJob{
-		ID: id, Scope: t.Scope, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts, MaxReaps: e.cfg.MaxReaps,
+		ID: id, Scope: t.Scope, RunRef: t.RunRef, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts, MaxReaps: e.cfg.MaxReaps,
 	})
 	switch {
 	case err == nil:

@@ -186,3 +186,32 @@ func TestHandledOutageLogsAWarning(t *testing.T) {
 		t.Fatalf("%d ERROR logs for a handled outage", n)
 	}
 }
+
+// TestExtractorSeesTheRunRef: the Extractor gets the run reference the
+// turn was enqueued with.
+func TestExtractorSeesTheRunRef(t *testing.T) {
+	eachStore(t, func(t *testing.T, e *env) {
+		res := e.enqueuer(e.store, testkit.NewAuthorizer().Grant("u1", e.Scope, memorykit.PermExtract)).Enqueue(e.Ctx, extractworker.Turn{
+			Principal: testkit.Principal(e.Scope.TenantID, memorykit.ActorUser, "u1"), Scope: e.Scope,
+			RunRef: "run-42/turn-3", Payload: turnPayload(0),
+		})
+		if res.Status != extractworker.EnqueueQueued {
+			t.Fatalf("enqueue = %+v", res)
+		}
+		var got string
+		x := newExtractor(e.Clock)
+		x.fn = func(_ context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+			got = in.RunRef
+			return nil, nil
+		}
+		if r := runOnce(t, e.worker(e.config("worker-a", x))); r.Completed != 1 {
+			t.Fatalf("round = %+v", r)
+		}
+		if got != "run-42/turn-3" {
+			t.Fatalf("ExtractionInput.RunRef = %q", got)
+		}
+		if j := e.job(res.JobID); j.RunRef != "run-42/turn-3" {
+			t.Fatalf("job RunRef = %q", j.RunRef)
+		}
+	})
+}

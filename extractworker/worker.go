@@ -301,7 +301,7 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 	ctx, cancel := clockctx.WithTimeout(workCtx, w.cfg.Clock, w.cfg.JobDeadline)
 	defer cancel()
 	proposals, err := w.cfg.Extractor.Extract(ctx, memorykit.ExtractionInput{
-		JobID: job.ID, Scope: job.Scope, Payload: job.Payload, Attempt: job.Attempt,
+		JobID: job.ID, Scope: job.Scope, RunRef: job.RunRef, Payload: job.Payload, Attempt: job.Attempt,
 	})
 	if workCtx.Err() != nil {
 		out.kind = outHandBack

@@ -38,6 +38,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	job := &memorykit.Job{
 		ID:          j.ID,
 		Scope:       j.Scope,
+		RunRef:      j.RunRef,
 		Payload:     j.Payload,
 		State:       memorykit.JobQueued,
 		MaxAttempts: j.MaxAttempts,

@@ -27,11 +27,11 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	now := s.now()
 	job, err := scanJob(s.pool.QueryRow(ctx, s.q(`
 		INSERT INTO {schema}.jobs (id, tenant_id, subject_type, subject_id, payload, state,
-			attempt, max_attempts, available_at, created_at, updated_at, max_reaps)
-		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7, $8)
+			attempt, max_attempts, available_at, created_at, updated_at, max_reaps, run_ref)
+		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7, $8, $9)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING `+jobCols),
-		j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now, j.MaxReaps))
+		j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now, j.MaxReaps, j.RunRef))
 	if err == nil {
 		return job, nil
 	}
@@ -103,7 +103,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 // jobColsJ is jobCols qualified with the alias j.
 const jobColsJ = `j.id, j.tenant_id, j.subject_type, j.subject_id, j.payload, j.state, j.attempt, j.max_attempts,
 	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at, j.lease_token,
-	j.failures, j.reaps, j.hand_backs, j.max_reaps`
+	j.failures, j.reaps, j.hand_backs, j.max_reaps, j.run_ref`
 
 // jobByID reads a job in any Scope, optionally locking it.
 func (s *Store) jobByID(ctx context.Context, q interface {

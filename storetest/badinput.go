@@ -441,6 +441,9 @@ func testBadJobs(t *testing.T, e *env) {
 	addEnq("payload invalid UTF-8", errInput, func(n *memorykit.NewJob) { n.Payload = secretToken + "\xff" })
 	addEnq("max attempts 0", errInput, func(n *memorykit.NewJob) { n.MaxAttempts = 0 })
 	addEnq("max attempts negative", errInput, func(n *memorykit.NewJob) { n.MaxAttempts = -2 })
+	addEnq("max reaps 0", errInput, func(n *memorykit.NewJob) { n.MaxReaps = 0 })
+	addEnq("run ref with a space", errInput, func(n *memorykit.NewJob) { n.RunRef = "run 1" })
+	addEnq("run ref too long", errInput, func(n *memorykit.NewJob) { n.RunRef = strings.Repeat("r", memorykit.MaxIDBytes+1) })
 	for name, id := range badIDs {
 		addEnq("id "+name, errInput, func(n *memorykit.NewJob) { n.ID = id })
 	}

@@ -50,7 +50,7 @@ func payload(ref string) string { return "finished turn text for " + ref }
 func (e *env) enqueueIn(scope memorykit.Scope, ref string, maxAttempts int) memorykit.Job {
 	e.t.Helper()
 	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
-		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, Payload: payload(ref), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
+		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, RunRef: ref, Payload: payload(ref), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
 	})
 	if err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
@@ -172,7 +172,7 @@ func testJobEnqueue(t *testing.T, e *env) {
 	id := memorykit.ExtractionJobID(e.scope, "run-1/turn-1")
 	j := e.enqueue("run-1/turn-1", 3)
 	now := e.now()
-	want := memorykit.Job{ID: id, Scope: e.scope, Payload: payload("run-1/turn-1"), State: memorykit.JobQueued,
+	want := memorykit.Job{ID: id, Scope: e.scope, RunRef: "run-1/turn-1", Payload: payload("run-1/turn-1"), State: memorykit.JobQueued,
 		MaxAttempts: 3, MaxReaps: 3, AvailableAt: now, CreatedAt: now, UpdatedAt: now}
 	diffJob(t, "enqueued job", j, want)
 	diffJob(t, "GetJob", e.getJob(e.scope, id), want)

@@ -15,13 +15,15 @@ ALTER TABLE {schema}.jobs
 ALTER TABLE {schema}.embedding_leases
     ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;
 
--- Infrastructure faults no longer use up a job's attempts. max_attempts now
+-- run_ref keeps the Host's reference of the turn (not content), which the
+-- Extractor sees. Infrastructure faults no longer use up a job's attempts. max_attempts now
 -- bounds failures (attempts whose Extractor reported an error); a lease
 -- reaped after expiry or handed back on drain counts in reaps or
 -- hand_backs, which max_reaps bounds. Jobs already queued keep a
 -- conservative count: every earlier lease except a running one is taken
 -- for a failure, and max_reaps starts at max_attempts.
 ALTER TABLE {schema}.jobs
+    ADD COLUMN run_ref text COLLATE "C" NOT NULL DEFAULT '',
     ADD COLUMN failures integer NOT NULL DEFAULT 0,
     ADD COLUMN reaps integer NOT NULL DEFAULT 0,
     ADD COLUMN hand_backs integer NOT NULL DEFAULT 0,
