@@ -51,10 +51,6 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	return *job, nil
 }
 
-func leaseLost(op string) error {
-	return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
-}
-
 // nextLeaseToken issues a fencing token; s.mu is held.
 func (s *Store) nextLeaseToken() int64 {
 	s.leaseSeq++
