@@ -99,8 +99,11 @@ func Authorize(ctx context.Context, az Authorizer, p Principal, perm Permission,
 
 // ExtractionInput is what an Extractor sees for one job.
 type ExtractionInput struct {
-	JobID   string
-	Scope   Scope
+	JobID string
+	Scope Scope
+	// RunRef is the run reference the turn was enqueued with (empty for a
+	// job enqueued without one).
+	RunRef  string
 	Payload string
 	Attempt int
 }

@@ -153,6 +153,12 @@ type EmbeddingTask struct {
 	// Attempt counts leases of this record at this content hash, including
 	// this one.
 	Attempt int
+	// LeaseToken is this lease's fencing token: it is greater than the
+	// token of every earlier lease of the record and profile. PutEmbedding
+	// and ReleaseEmbedding must carry it; once the record is leased again
+	// (after the reaper took this lease back) calls with this token are
+	// refused with ErrLeaseLost, even from the same worker ID.
+	LeaseToken int64
 }
 
 // EmbeddingLease asks for up to Max pending embeddings of Profile.
@@ -171,6 +177,12 @@ type EmbeddingPut struct {
 	ContentHash string
 	Vector      []float32
 	WorkerID    string
+	// LeaseToken is the EmbeddingTask's fencing token. A put whose token
+	// is older than the latest lease of the record and profile at
+	// ContentHash is ErrLeaseLost and stores nothing. Zero means the put
+	// holds no lease: it is accepted only while the record has never been
+	// leased at ContentHash.
+	LeaseToken int64
 }
 
 // EmbeddingRelease hands a lease back after a failure.
@@ -180,6 +192,9 @@ type EmbeddingRelease struct {
 	Profile     string
 	ContentHash string
 	WorkerID    string
+	// LeaseToken is the EmbeddingTask's fencing token; it must be the
+	// token of the record's current lease.
+	LeaseToken int64
 	// RetryAt is when the record may be leased again (recoverable failure).
 	RetryAt time.Time
 	// Park marks a non-recoverable failure: the record stays pending (and
@@ -199,13 +214,15 @@ type EmbeddingStore interface {
 	LeaseEmbeddings(ctx context.Context, p EmbeddingLease) ([]EmbeddingTask, error)
 
 	// PutEmbedding stores the vector if the record is still active at
-	// p.ContentHash, else returns ErrStale and stores nothing. It clears the
-	// record's lease and retry state. Putting the same vector twice is a
-	// no-op.
+	// p.ContentHash, else returns ErrStale and stores nothing. A put whose
+	// LeaseToken is older than the record's latest lease at that hash is
+	// ErrLeaseLost and stores nothing. It clears the record's lease and
+	// retry state. Putting the same vector twice is a no-op.
 	PutEmbedding(ctx context.Context, p EmbeddingPut) error
 
 	// ReleaseEmbedding clears the worker's lease, recording a retry time or
-	// parking the record. A lease held by another worker is ErrLeaseLost.
+	// parking the record. A lease held by another worker, or by the same
+	// worker under another LeaseToken, is ErrLeaseLost and nothing changes.
 	ReleaseEmbedding(ctx context.Context, r EmbeddingRelease) error
 
 	// PendingEmbeddings counts active records with no current embedding of
@@ -240,15 +257,35 @@ const (
 type Job struct {
 	ID    string
 	Scope Scope
+	// RunRef is the Host's reference of the turn the job was enqueued for
+	// (see NewJob.RunRef); it is not content and is kept on tombstones.
+	RunRef string
 	// Payload is the finished turn's text; empty once the job is done or
 	// failed.
-	Payload        string
-	State          JobState
-	Attempt        int // leases so far
-	MaxAttempts    int
+	Payload string
+	State   JobState
+	// Attempt counts leases so far; a lease handed back (ReleaseJob) is
+	// not counted.
+	Attempt int
+	// Failures counts attempts that ended in a failure the attempt itself
+	// reported (FailJob: the Extractor returned an error or proposed
+	// invalid candidates). MaxAttempts bounds it.
+	Failures    int
+	MaxAttempts int
+	// Reaps counts leases taken back after expiry (the worker died or
+	// stalled) and HandBacks leases handed back unfinished (ReleaseJob, a
+	// drain). Neither counts toward MaxAttempts; MaxReaps bounds their
+	// sum, so a job that always kills its worker still ends.
+	Reaps          int
+	HandBacks      int
+	MaxReaps       int
 	AvailableAt    time.Time
 	LeasedBy       string
 	LeaseExpiresAt time.Time
+	// LeaseToken is the fencing token of the job's latest lease (0 before
+	// the first): every lease gets a greater one. CompleteJob, FailJob and
+	// ReleaseJob must carry the token of the lease they act on.
+	LeaseToken int64
 	// LastError is a reason code.
 	LastError  string
 	Candidates int // candidates stored on completion
@@ -259,10 +296,17 @@ type Job struct {
 // NewJob is the input for enqueuing a job.
 type NewJob struct {
 	// ID is required; use ExtractionJobID for a deterministic identity.
-	ID          string
-	Scope       Scope
+	ID    string
+	Scope Scope
+	// RunRef, optional, is the Host's reference of the finished turn, such
+	// as "run-42/turn-3" (see CheckRunRef); the Extractor sees it in
+	// ExtractionInput.
+	RunRef      string
 	Payload     string
 	MaxAttempts int
+	// MaxReaps bounds the job's leases that end without a result (reaped
+	// after expiry or handed back); it must be positive.
+	MaxReaps int
 }
 
 // JobLease asks for up to Max queued, available jobs.
@@ -276,6 +320,8 @@ type JobLease struct {
 type JobCompletion struct {
 	JobID    string
 	WorkerID string
+	// LeaseToken is the fencing token LeaseJobs returned with the job.
+	LeaseToken int64
 	// Candidates must be candidate records in the job's Scope; IDs should be
 	// CandidateID values. A candidate whose ID exists is skipped.
 	Candidates []NewRecord
@@ -285,12 +331,22 @@ type JobCompletion struct {
 type JobFailure struct {
 	JobID    string
 	WorkerID string
+	// LeaseToken is the fencing token LeaseJobs returned with the job.
+	LeaseToken int64
 	// Reason is a reason code.
 	Reason string
 	// RetryAt is when the job may be leased again, if attempts remain.
 	RetryAt time.Time
 	// Final fails the job for good regardless of attempts left.
 	Final bool
+}
+
+// JobRelease hands a leased job back without an attempt's result.
+type JobRelease struct {
+	JobID    string
+	WorkerID string
+	// LeaseToken is the fencing token LeaseJobs returned with the job.
+	LeaseToken int64
 }
 
 // JobCounts counts jobs by state.
@@ -308,36 +364,41 @@ type JobStore interface {
 	EnqueueJob(ctx context.Context, j NewJob) (Job, error)
 
 	// LeaseJobs leases queued jobs whose AvailableAt has come, oldest
-	// AvailableAt first then ID, incrementing Attempt and setting LeasedBy
-	// and LeaseExpiresAt = now + TTL.
+	// AvailableAt first then ID, incrementing Attempt and setting LeasedBy,
+	// LeaseExpiresAt = now + TTL and a new, greater LeaseToken.
 	LeaseJobs(ctx context.Context, p JobLease) ([]Job, error)
 
 	// CompleteJob stores the candidates and marks the job done, scrubbing
 	// its payload, in one atomic step, only if c.WorkerID still holds an
-	// unexpired lease; otherwise ErrLeaseLost and nothing changes. It
-	// returns how many candidates were newly created. For a job that erase
-	// or purge scrubbed while it was leased, candidates for the erased keys
-	// (every candidate, after a purge) are dropped (see
-	// DropErasedProposals); a completion with candidates for a Scope whose
-	// purge is unfinished is ErrPurging.
+	// unexpired lease under c.LeaseToken; otherwise ErrLeaseLost and
+	// nothing changes. It returns how many candidates were newly created.
+	// For a job that erase or purge scrubbed while it was leased,
+	// candidates for the erased keys (every candidate, after a purge) are
+	// dropped (see DropErasedProposals); a completion with candidates for a
+	// Scope whose purge is unfinished is ErrPurging.
 	CompleteJob(ctx context.Context, c JobCompletion) (int, error)
 
-	// FailJob records a failed attempt by the lease holder. With attempts
-	// left (and not Final) the job is queued again at RetryAt; otherwise it
-	// becomes a failed tombstone with its payload scrubbed. A job that
-	// erase or purge scrubbed while it was leased becomes a failed
-	// tombstone with reason ReasonErased instead, here, in ReleaseJob and
-	// in ReapJobLeases.
+	// FailJob records a failed attempt by the lease holder (worker ID and
+	// LeaseToken, else ErrLeaseLost and nothing changes), incrementing
+	// Failures. While Failures < MaxAttempts (and not Final) the job is
+	// queued again at RetryAt; otherwise it becomes a failed tombstone with
+	// its payload scrubbed. A job that erase or purge scrubbed while it was
+	// leased becomes a failed tombstone with reason ReasonErased instead,
+	// here, in ReleaseJob and in ReapJobLeases.
 	FailJob(ctx context.Context, f JobFailure) (Job, error)
 
-	// ReleaseJob hands a lease back without counting the attempt: the job
-	// is queued and available now (unless erase scrubbed it; see FailJob).
-	ReleaseJob(ctx context.Context, jobID, workerID string) error
+	// ReleaseJob hands a lease back without counting the attempt: Attempt
+	// is decremented, HandBacks incremented, and the job is queued and
+	// available now (unless erase scrubbed it; see FailJob), or, once
+	// Reaps + HandBacks reaches MaxReaps, a failed tombstone (reason
+	// ReasonHandBackLimit). Only the holder under r.LeaseToken may release;
+	// otherwise ErrLeaseLost and nothing changes.
+	ReleaseJob(ctx context.Context, r JobRelease) error
 
-	// ReapJobLeases handles leases past their expiry, counting the attempt
-	// already made: jobs with attempts left are queued and available now,
-	// the others become failed tombstones (reason ReasonLeaseExpired). It
-	// returns how many leases it reaped.
+	// ReapJobLeases handles leases past their expiry, incrementing Reaps
+	// (not Failures): jobs with Reaps + HandBacks below MaxReaps are queued
+	// and available now, the others become failed tombstones (reason
+	// ReasonLeaseExpired). It returns how many leases it reaped.
 	ReapJobLeases(ctx context.Context) (int, error)
 
 	// GetJob returns a job in scope.

@@ -279,6 +279,9 @@ func (p EmbeddingPut) Validate(op string, maxDims int) error {
 	if err := checkEmbeddingRef(op, p.Scope, p.RecordID, p.Profile, p.ContentHash, p.WorkerID); err != nil {
 		return err
 	}
+	if p.LeaseToken < 0 {
+		return FieldError(op, "lease_token", "negative")
+	}
 	return CheckVector(op, "vector", p.Vector, maxDims)
 }
 
@@ -289,11 +292,14 @@ func (r EmbeddingRelease) Validate(op string) error {
 	if err := checkEmbeddingRef(op, r.Scope, r.RecordID, r.Profile, r.ContentHash, r.WorkerID); err != nil {
 		return err
 	}
+	if err := CheckLeaseToken(op, r.LeaseToken); err != nil {
+		return err
+	}
 	return CheckReasonCode(op, r.Reason)
 }
 
 // CheckJob validates an EnqueueJob call: the Scope, the job ID, a positive
-// MaxAttempts and the payload (CheckPayload).
+// MaxAttempts and MaxReaps and the payload (CheckPayload).
 func (g *WriteGuard) CheckJob(op string, j NewJob) error {
 	if err := j.Scope.Validate(); err != nil {
 		return err
@@ -303,6 +309,14 @@ func (g *WriteGuard) CheckJob(op string, j NewJob) error {
 	}
 	if j.MaxAttempts <= 0 {
 		return FieldError(op, "max_attempts", "must_be_positive")
+	}
+	if j.MaxReaps <= 0 {
+		return FieldError(op, "max_reaps", "must_be_positive")
+	}
+	if j.RunRef != "" {
+		if err := CheckRunRef(op, j.RunRef); err != nil {
+			return err
+		}
 	}
 	return g.CheckPayload(op, j.Payload)
 }
@@ -317,11 +331,32 @@ func CheckJobHolder(op, jobID, workerID string) error {
 	return ValidateID(op, "worker_id", workerID)
 }
 
+// CheckLeaseToken validates the fencing token a lease holder's call
+// carries: it must be positive (field "lease_token").
+func CheckLeaseToken(op string, token int64) error {
+	if token <= 0 {
+		return FieldError(op, "lease_token", "must_be_positive")
+	}
+	return nil
+}
+
+// Validate checks a ReleaseJob call: the job and worker IDs and the
+// lease token.
+func (r JobRelease) Validate(op string) error {
+	if err := CheckJobHolder(op, r.JobID, r.WorkerID); err != nil {
+		return err
+	}
+	return CheckLeaseToken(op, r.LeaseToken)
+}
+
 // CheckJobCompletion validates a CompleteJob call before the job is read:
 // the job and worker IDs and at most Limits.MaxListSize candidates. Each
 // candidate is checked with CheckCandidate once the job's Scope is known.
 func (g *WriteGuard) CheckJobCompletion(op string, c JobCompletion) error {
 	if err := CheckJobHolder(op, c.JobID, c.WorkerID); err != nil {
+		return err
+	}
+	if err := CheckLeaseToken(op, c.LeaseToken); err != nil {
 		return err
 	}
 	if len(c.Candidates) > g.limits.MaxListSize {
@@ -352,5 +387,29 @@ func (f JobFailure) Validate(op string) error {
 	if err := CheckJobHolder(op, f.JobID, f.WorkerID); err != nil {
 		return err
 	}
+	if err := CheckLeaseToken(op, f.LeaseToken); err != nil {
+		return err
+	}
 	return CheckReasonCode(op, f.Reason)
+}
+
+// CheckRunRef validates a run reference (field "run_ref"): 1 to MaxIDBytes
+// bytes of ASCII letters, digits and ". _ - : @ /".
+func CheckRunRef(op, ref string) error {
+	if ref == "" {
+		return FieldError(op, "run_ref", "empty")
+	}
+	if len(ref) > MaxIDBytes {
+		return FieldError(op, "run_ref", "too_long")
+	}
+	for i := 0; i < len(ref); i++ {
+		c := ref[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
+		default:
+			return FieldError(op, "run_ref", "bad_character")
+		}
+	}
+	return nil
 }

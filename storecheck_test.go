@@ -324,7 +324,7 @@ func TestEmbeddingPutAndReleaseValidate(t *testing.T) {
 	if err := put.Validate("test", 0); err != nil {
 		t.Fatalf("valid put: %v", err)
 	}
-	rel := memorykit.EmbeddingRelease{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, WorkerID: "w1", Reason: "timeout"}
+	rel := memorykit.EmbeddingRelease{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
 	if err := rel.Validate("test"); err != nil {
 		t.Fatalf("valid release: %v", err)
 	}
@@ -363,15 +363,15 @@ func TestJobChecks(t *testing.T) {
 	t.Parallel()
 	g, scope := testGuard(t), testScope(t)
 	ctx := context.Background()
-	job := memorykit.NewJob{ID: "j1", Scope: scope, Payload: "turn text", MaxAttempts: 3}
+	job := memorykit.NewJob{ID: "j1", Scope: scope, Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}
 	if err := g.CheckJob("test", job); err != nil {
 		t.Fatalf("valid job: %v", err)
 	}
-	done := memorykit.JobCompletion{JobID: "j1", WorkerID: "w1"}
+	done := memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1}
 	if err := g.CheckJobCompletion("test", done); err != nil {
 		t.Fatalf("valid completion: %v", err)
 	}
-	fail := memorykit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "timeout"}
+	fail := memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
 	if err := fail.Validate("test"); err != nil {
 		t.Fatalf("valid failure: %v", err)
 	}
@@ -401,8 +401,17 @@ func TestJobChecks(t *testing.T) {
 			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1"})
 		}, memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"completion size", func() error {
-			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", Candidates: tooMany})
+			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Candidates: tooMany})
 		}, memorykit.ErrInvalidInput, "candidates", "above_max_list_size"},
+		{"completion lease token", func() error {
+			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1"})
+		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
+		{"failure lease token", func() error {
+			return memorykit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "x"}.Validate("test")
+		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
+		{"release lease token", func() error {
+			return memorykit.JobRelease{JobID: "j1", WorkerID: "w1"}.Validate("test")
+		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"failure job id", func() error {
 			return memorykit.JobFailure{WorkerID: "w1", Reason: "x"}.Validate("test")
 		}, memorykit.ErrInvalidInput, "job_id", "empty"},
@@ -410,7 +419,7 @@ func TestJobChecks(t *testing.T) {
 			return memorykit.JobFailure{JobID: "j1", Reason: "x"}.Validate("test")
 		}, memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"failure reason", func() error {
-			return memorykit.JobFailure{JobID: "j1", WorkerID: "w1"}.Validate("test")
+			return memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1}.Validate("test")
 		}, memorykit.ErrInvalidInput, "reason_code", "bad_length"},
 	})
 

@@ -144,7 +144,7 @@ func BenchmarkJobs(b *testing.B) {
 								return
 							}
 							for _, j := range jobs {
-								if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: id}); err != nil {
+								if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: id, LeaseToken: j.LeaseToken}); err != nil {
 									errs <- err
 									return
 								}
@@ -250,7 +250,7 @@ func enqueue(b *testing.B, s memorykit.Store, n int) {
 	for i := 0; i < n; i++ {
 		sc := scopes[i%len(scopes)]
 		if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(sc, fmt.Sprintf("turn-%d", i)),
-			Scope: sc, Payload: "the finished turn text", MaxAttempts: 3}); err != nil {
+			Scope: sc, Payload: "the finished turn text", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 			b.Fatal(err)
 		}
 	}

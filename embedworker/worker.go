@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -121,7 +122,15 @@ type Worker struct {
 	log     *zap.Logger
 	profile string
 	dim     int
+	// outages counts outcomes left to expire because the store failed
+	// recoverably (a handled outage, logged at WARN).
+	outages atomic.Int64
 }
+
+// StoreOutages returns how many record outcomes this worker could not
+// store because the store failed recoverably; each lease was left for the
+// reaper, so the record is embedded again.
+func (w *Worker) StoreOutages() int64 { return w.outages.Load() }
 
 // New validates cfg and returns a Worker. A missing part or an invalid
 // value is an ErrInvalidConfig *memorykit.Error naming the field.
@@ -320,7 +329,7 @@ func (b *batch) put(vecs [][]float32) {
 	for i, t := range b.tasks {
 		puts[i] = memorykit.EmbeddingPut{
 			Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
-			Vector: vecs[i], WorkerID: w.cfg.WorkerID,
+			Vector: vecs[i], WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken,
 		}
 	}
 	errs := b.putAll(puts)
@@ -412,7 +421,7 @@ func (b *batch) releaseOne(t memorykit.EmbeddingTask, reason string, park bool) 
 	w := b.w
 	rel := memorykit.EmbeddingRelease{
 		Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
-		WorkerID: w.cfg.WorkerID, Reason: reason, Park: park,
+		WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken, Reason: reason, Park: park,
 	}
 	err := b.retryStore(func(ctx context.Context) error {
 		if !park {
@@ -454,7 +463,7 @@ func (b *batch) handBackOne(t memorykit.EmbeddingTask) {
 	defer cancel()
 	err := w.cfg.Store.ReleaseEmbedding(ctx, memorykit.EmbeddingRelease{
 		Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
-		WorkerID: w.cfg.WorkerID, Reason: ReasonWorkerStopped,
+		WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken, Reason: ReasonWorkerStopped,
 	})
 	switch {
 	case err == nil:
@@ -474,8 +483,15 @@ func (b *batch) abandon(t memorykit.EmbeddingTask, step string, err error) {
 	w := b.w
 	b.r.Abandoned++
 	reason := memorykit.ReasonCode(err)
-	w.log.Error("could not store the record's outcome; the lease will expire", zap.String("record_id", t.RecordID),
-		zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)))
+	if memorykit.IsRecoverable(err) {
+		n := w.outages.Add(1)
+		w.log.Warn("could not store the record's outcome; the lease will expire", zap.String("record_id", t.RecordID),
+			zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)),
+			zap.Int64("store_outages", n))
+	} else {
+		w.log.Error("could not store the record's outcome; the lease will expire", zap.String("record_id", t.RecordID),
+			zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)))
+	}
 	b.emit(memorykit.EventWorkerError, []memorykit.EmbeddingTask{t}, reason)
 }
 

@@ -139,7 +139,7 @@ func TestReaperAndEnqueuerConfigFailClosed(t *testing.T) {
 		}
 	}
 
-	qgood := extractworker.EnqueuerConfig{Store: store, Authorizer: testkit.NewAuthorizer(), Clock: e.Clock, Logger: zap.NewNop(), Events: e.Sink, MaxAttempts: 3}
+	qgood := extractworker.EnqueuerConfig{Store: store, Authorizer: testkit.NewAuthorizer(), Clock: e.Clock, Logger: zap.NewNop(), Events: e.Sink, MaxAttempts: 3, MaxReaps: 3}
 	if _, err := extractworker.NewEnqueuer(qgood); err != nil {
 		t.Fatalf("valid enqueuer: %v", err)
 	}
@@ -150,6 +150,7 @@ func TestReaperAndEnqueuerConfigFailClosed(t *testing.T) {
 		"logger":       func(c *extractworker.EnqueuerConfig) { c.Logger = nil },
 		"events":       func(c *extractworker.EnqueuerConfig) { c.Events = nil },
 		"max_attempts": func(c *extractworker.EnqueuerConfig) { c.MaxAttempts = 0 },
+		"max_reaps":    func(c *extractworker.EnqueuerConfig) { c.MaxReaps = 0 },
 	} {
 		cfg := qgood
 		mutate(&cfg)

@@ -25,8 +25,13 @@ type EnqueuerConfig struct {
 	Logger *zap.Logger
 	// Events receives EventExtractionEnqueued and EventEnqueueFailed.
 	Events memorykit.EventSink
-	// MaxAttempts is every new job's attempt limit. It must be positive.
+	// MaxAttempts is every new job's limit on failed attempts (the
+	// Extractor returned an error). It must be positive.
 	MaxAttempts int
+	// MaxReaps is every new job's limit on leases that ended without a
+	// result (reaped after the worker died, or handed back on drain). It
+	// must be positive.
+	MaxReaps int
 }
 
 // Enqueuer hands an Agent run's finished turn to extraction as a durable
@@ -61,6 +66,8 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 		return nil, missing("events")
 	case cfg.MaxAttempts <= 0:
 		return nil, memorykit.ConfigError(op, "max_attempts", "not_positive")
+	case cfg.MaxReaps <= 0:
+		return nil, memorykit.ConfigError(op, "max_reaps", "not_positive")
 	}
 	return &Enqueuer{cfg: cfg, log: cfg.Logger.Named("extractworker.enqueue")}, nil
 }
@@ -89,6 +96,14 @@ const (
 	EnqueueDuplicate EnqueueStatus = "duplicate"
 	// EnqueueFailed: nothing was stored. The turn stands; see Reason.
 	EnqueueFailed EnqueueStatus = "failed"
+	// EnqueueDeferred: storing failed recoverably and the turn is held in
+	// the Runtime's outbox, which stores it later (runtime.Outbox). Only
+	// runtime.Session.FinishTurn reports it.
+	EnqueueDeferred EnqueueStatus = "deferred"
+	// EnqueueDropped: storing failed recoverably and the Runtime's outbox
+	// was full or closed, so the turn was not kept; see Reason. Only
+	// runtime.Session.FinishTurn reports it.
+	EnqueueDropped EnqueueStatus = "dropped"
 )
 
 // EnqueueResult is Enqueue's content-free report.
@@ -122,7 +137,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
 	}
 	id := memorykit.ExtractionJobID(t.Scope, t.RunRef)
 	job, err := e.cfg.Store.EnqueueJob(ctx, memorykit.NewJob{
-		ID: id, Scope: t.Scope, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts,
+		ID: id, Scope: t.Scope, RunRef: t.RunRef, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts, MaxReaps: e.cfg.MaxReaps,
 	})
 	switch {
 	case err == nil:

@@ -13,7 +13,7 @@ import (
 func (e *env) enqueuer(store memorykit.JobStore, az memorykit.Authorizer) *extractworker.Enqueuer {
 	e.T.Helper()
 	q, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
-		Store: store, Authorizer: az, Clock: e.Clock, Logger: e.Log, Events: e.Sink, MaxAttempts: 3,
+		Store: store, Authorizer: az, Clock: e.Clock, Logger: e.Log, Events: e.Sink, MaxAttempts: 3, MaxReaps: 3,
 	})
 	if err != nil {
 		e.T.Fatalf("NewEnqueuer: %v", err)

@@ -74,7 +74,7 @@ func Example() {
 	events := make(completions, 1)
 
 	enqueuer, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
-		Store: store, Authorizer: allowProject{scope}, Clock: clk, Logger: log, Events: events, MaxAttempts: 3,
+		Store: store, Authorizer: allowProject{scope}, Clock: clk, Logger: log, Events: events, MaxAttempts: 3, MaxReaps: 5,
 	})
 	if err != nil {
 		panic(err)

@@ -94,7 +94,7 @@ func (e *env) enqueue(n, maxAttempts int, payload func(i int) string) []memoryki
 	for i := range jobs {
 		j, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
 			ID:    memorykit.ExtractionJobID(e.Scope, fmt.Sprintf("run-%d/turn-1", i)),
-			Scope: e.Scope, Payload: payload(i), MaxAttempts: maxAttempts,
+			Scope: e.Scope, Payload: payload(i), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
 		})
 		if err != nil {
 			e.T.Fatalf("enqueue %d: %v", i, err)
@@ -229,11 +229,11 @@ func (f *faultStore) FailJob(ctx context.Context, fl memorykit.JobFailure) (memo
 	return f.Store.FailJob(ctx, fl)
 }
 
-func (f *faultStore) ReleaseJob(ctx context.Context, jobID, workerID string) error {
+func (f *faultStore) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	if err := f.Fault("ReleaseJob"); err != nil {
 		return err
 	}
-	return f.Store.ReleaseJob(ctx, jobID, workerID)
+	return f.Store.ReleaseJob(ctx, r)
 }
 
 func (f *faultStore) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {

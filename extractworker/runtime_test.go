@@ -50,7 +50,7 @@ func TestRunRetryInstantsUnderSupervisor(t *testing.T) {
 			}
 		}
 		got := e.job(job.ID)
-		if got.State != memorykit.JobFailed || got.Payload != "" || got.LastError != "error" {
+		if got.State != memorykit.JobFailed || got.Payload != "" || got.LastError != "extractor_error_recoverable" {
 			t.Fatalf("job = state %s payload %q last error %q", got.State, got.Payload, got.LastError)
 		}
 		if n := len(e.Sink.OfKind(memorykit.EventJobFailed)); n != 1 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -109,7 +110,15 @@ type Worker struct {
 	cfg   Config
 	log   *zap.Logger
 	actor memorykit.Actor
+	// outages counts outcomes left to expire because the store failed
+	// recoverably (a handled outage, logged at WARN).
+	outages atomic.Int64
 }
+
+// StoreOutages returns how many job outcomes this worker could not store
+// because the store failed recoverably (the database was down or
+// restarting); each lease was left for the reaper, so the job runs again.
+func (w *Worker) StoreOutages() int64 { return w.outages.Load() }
 
 // New validates cfg and returns a Worker. A missing part or an invalid
 // value is an ErrInvalidConfig *memorykit.Error naming the field.
@@ -292,7 +301,7 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 	ctx, cancel := clockctx.WithTimeout(workCtx, w.cfg.Clock, w.cfg.JobDeadline)
 	defer cancel()
 	proposals, err := w.cfg.Extractor.Extract(ctx, memorykit.ExtractionInput{
-		JobID: job.ID, Scope: job.Scope, Payload: job.Payload, Attempt: job.Attempt,
+		JobID: job.ID, Scope: job.Scope, RunRef: job.RunRef, Payload: job.Payload, Attempt: job.Attempt,
 	})
 	if workCtx.Err() != nil {
 		out.kind = outHandBack
@@ -305,7 +314,7 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 		out.reason = ReasonDeadline
 		return out
 	case err != nil:
-		out.reason = memorykit.ReasonCode(err)
+		out.reason = ExtractorReason(err)
 		out.final = !memorykit.IsRecoverable(err)
 		return out
 	}
@@ -398,7 +407,7 @@ func (w *Worker) record(workCtx context.Context, o outcome, r *Round) {
 		var created int
 		err := w.retryStore(workCtx, o.job, func(ctx context.Context) error {
 			n, err := w.cfg.Store.CompleteJob(ctx, memorykit.JobCompletion{
-				JobID: o.job.ID, WorkerID: w.cfg.WorkerID, Candidates: o.candidates,
+				JobID: o.job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: o.job.LeaseToken, Candidates: o.candidates,
 			})
 			created = n
 			return err
@@ -446,7 +455,7 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 	err := w.retryStore(workCtx, o.job, func(ctx context.Context) error {
 		var err error
 		job, err = w.cfg.Store.FailJob(ctx, memorykit.JobFailure{
-			JobID: o.job.ID, WorkerID: w.cfg.WorkerID, Reason: o.reason, Final: o.final,
+			JobID: o.job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: o.job.LeaseToken, Reason: o.reason, Final: o.final,
 			RetryAt: w.cfg.Clock.Now().Add(w.cfg.Retry.Delay(o.job.Attempt)),
 		})
 		return err
@@ -473,7 +482,9 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 func (w *Worker) handBack(workCtx context.Context, job memorykit.Job, r *Round) {
 	ctx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	defer cancel()
-	if err := w.cfg.Store.ReleaseJob(ctx, job.ID, w.cfg.WorkerID); err != nil {
+	if err := w.cfg.Store.ReleaseJob(ctx, memorykit.JobRelease{
+		JobID: job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: job.LeaseToken,
+	}); err != nil {
 		r.Abandoned++
 		w.log.Warn("hand-back failed; the lease will expire", zap.String("job_id", job.ID),
 			zap.String("reason", memorykit.ReasonCode(err)))
@@ -495,6 +506,13 @@ func (w *Worker) storeFailed(workCtx context.Context, job memorykit.Job, step st
 	if errors.Is(err, memorykit.ErrLeaseLost) {
 		w.log.Warn("lease lost before the outcome was stored", zap.String("job_id", job.ID),
 			zap.String("step", step), zap.String("reason", reason))
+	} else if memorykit.IsRecoverable(err) {
+		// A handled outage: the reaper returns the job once the lease
+		// expires, so this is a warning, counted.
+		n := w.outages.Add(1)
+		w.log.Warn("could not store the job's outcome; the lease will expire", zap.String("job_id", job.ID),
+			zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)),
+			zap.Int64("store_outages", n))
 	} else {
 		w.log.Error("could not store the job's outcome; the lease will expire", zap.String("job_id", job.ID),
 			zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)))
@@ -550,4 +568,24 @@ func cloneMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// ExtractorReason is the content-free reason code recorded (as the job's
+// LastError and in events) for an Extractor error. A *memorykit.Error
+// carrying a valid reason code keeps it: the Host chose it. Any other error
+// records "extractor_", its kind (memorykit.KindCode: "forbidden",
+// "deadline", ... or "error") and "_recoverable" or "_final" as the error
+// says whether trying again may help: a plain error is
+// "extractor_error_final", memorykit.Recoverable of one
+// "extractor_error_recoverable".
+func ExtractorReason(err error) string {
+	var me *memorykit.Error
+	if errors.As(err, &me) && me.Reason != "" && memorykit.CheckReasonCode("", me.Reason) == nil {
+		return me.Reason
+	}
+	suffix := "_final"
+	if memorykit.IsRecoverable(err) {
+		suffix = "_recoverable"
+	}
+	return "extractor_" + memorykit.KindCode(err) + suffix
 }

@@ -249,7 +249,7 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 				}
 				before := len(e.Sink.OfKind(memorykit.EventCandidateRejected))
 				job, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
-					ID: memorykit.ExtractionJobID(e.Scope, "bad/"+name), Scope: e.Scope, Payload: "turn text", MaxAttempts: 2,
+					ID: memorykit.ExtractionJobID(e.Scope, "bad/"+name), Scope: e.Scope, Payload: "turn text", MaxAttempts: 2, MaxReaps: 2,
 				})
 				if err != nil {
 					t.Fatal(err)

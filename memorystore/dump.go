@@ -65,8 +65,8 @@ func (s *Store) Dump() string {
 	}
 	for _, id := range sortedKeys(s.jobs) {
 		j := s.jobs[id]
-		fmt.Fprintf(&b, "job %q scope=%q state=%q attempt=%d/%d available=%s leased_by=%q lease_expiry=%s last_error=%q candidates=%d created=%s updated=%s payload=%q\n",
-			j.ID, j.Scope.String(), j.State, j.Attempt, j.MaxAttempts, ts(j.AvailableAt), j.LeasedBy,
+		fmt.Fprintf(&b, "job %q scope=%q run_ref=%q state=%q lease_token=%d attempt=%d failures=%d/%d reaps=%d hand_backs=%d/%d available=%s leased_by=%q lease_expiry=%s last_error=%q candidates=%d created=%s updated=%s payload=%q\n",
+			j.ID, j.Scope.String(), j.RunRef, j.State, j.LeaseToken, j.Attempt, j.Failures, j.MaxAttempts, j.Reaps, j.HandBacks, j.MaxReaps, ts(j.AvailableAt), j.LeasedBy,
 			ts(j.LeaseExpiresAt), j.LastError, j.Candidates, ts(j.CreatedAt), ts(j.UpdatedAt), j.Payload)
 	}
 	for _, id := range sortedKeys(s.jobErased) {

@@ -74,6 +74,8 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		st.leasedBy = p.WorkerID
 		st.leaseExpiry = expiry
 		st.retryAt = time.Time{}
+		st.token = s.nextLeaseToken()
+		s.embTokens[k] = embToken{hash: e.rec.ContentHash, token: st.token}
 		tasks = append(tasks, memorykit.EmbeddingTask{
 			RecordID:    e.rec.ID,
 			Scope:       e.rec.Scope,
@@ -81,6 +83,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 			ContentHash: e.rec.ContentHash,
 			Text:        e.rec.EmbeddingText(),
 			Attempt:     st.attempt,
+			LeaseToken:  st.token,
 		})
 	}
 	return tasks, nil
@@ -157,6 +160,9 @@ func (s *Store) checkPut(op string, p memorykit.EmbeddingPut) (*entry, error) {
 	if e.rec.Status != memorykit.StatusActive || e.rec.ContentHash != p.ContentHash {
 		return nil, memorykit.NewError(op, memorykit.ErrStale, "content_changed")
 	}
+	if t, ok := s.embTokens[embKey{recordID: p.RecordID, profile: p.Profile}]; ok && t.hash == p.ContentHash && t.token > p.LeaseToken {
+		return nil, memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+	}
 	return e, nil
 }
 
@@ -202,8 +208,11 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 		return memorykit.NewError(op, memorykit.ErrStale, "content_changed")
 	}
 	st := s.currentState(e, r.Profile)
+	if st != nil && st.token != r.LeaseToken {
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+	}
 	if st == nil || st.leasedBy != r.WorkerID {
-		return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
 	}
 	st.leasedBy = ""
 	st.leaseExpiry = time.Time{}
@@ -269,6 +278,11 @@ func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *mem
 	for k := range s.embStates {
 		if in(k) {
 			delete(s.embStates, k)
+		}
+	}
+	for k := range s.embTokens {
+		if in(k) {
+			delete(s.embTokens, k)
 		}
 	}
 	return n, nil

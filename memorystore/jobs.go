@@ -41,9 +41,11 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	job := &memorykit.Job{
 		ID:          j.ID,
 		Scope:       j.Scope,
+		RunRef:      j.RunRef,
 		Payload:     j.Payload,
 		State:       memorykit.JobQueued,
 		MaxAttempts: j.MaxAttempts,
+		MaxReaps:    j.MaxReaps,
 		AvailableAt: now,
 		CreatedAt:   now,
 		UpdatedAt:   now,
@@ -52,8 +54,10 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	return *job, nil
 }
 
-func leaseLost(op string) error {
-	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+// nextLeaseToken issues a fencing token; s.mu is held.
+func (s *Store) nextLeaseToken() int64 {
+	s.leaseSeq++
+	return s.leaseSeq
 }
 
 func clearLease(job *memorykit.Job) {
@@ -106,6 +110,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 		j.Attempt++
 		j.LeasedBy = p.WorkerID
 		j.LeaseExpiresAt = expiry
+		j.LeaseToken = s.nextLeaseToken()
 		j.UpdatedAt = now
 		out = append(out, *j)
 	}
@@ -131,9 +136,8 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	switch {
 	case job == nil:
 		err = notFound(op)
-	case !job.HeldBy(c.WorkerID, s.now()):
-		err = leaseLost(op)
 	default:
+		err = job.CheckLease(op, c.WorkerID, c.LeaseToken, s.now())
 		scope = job.Scope
 	}
 	s.mu.RUnlock()
@@ -155,8 +159,8 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	}
 	now := s.now()
 	job = s.jobs[c.JobID]
-	if !job.HeldBy(c.WorkerID, now) {
-		return 0, leaseLost(op)
+	if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, now); err != nil {
+		return 0, err
 	}
 	if _, marked := s.jobErased[job.ID]; !marked && len(checked) > 0 && s.purges[job.Scope] != nil {
 		return 0, memorykit.PurgingError(op)
@@ -208,15 +212,16 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		return memorykit.Job{}, notFound(op)
 	}
 	now := s.now()
-	if !job.HeldBy(f.WorkerID, now) {
-		return memorykit.Job{}, leaseLost(op)
+	if err := job.CheckLease(op, f.WorkerID, f.LeaseToken, now); err != nil {
+		return memorykit.Job{}, err
 	}
 	if s.erasedHandback(job, now) {
 		return *job, nil
 	}
 	job.LastError = f.Reason
 	job.UpdatedAt = now
-	if !f.Final && job.Attempt < job.MaxAttempts {
+	job.Failures++
+	if !f.Final && job.Failures < job.MaxAttempts {
 		clearLease(job)
 		job.State = memorykit.JobQueued
 		job.AvailableAt = stamp(f.RetryAt)
@@ -230,12 +235,12 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 }
 
 // ReleaseJob implements memorykit.JobStore.
-func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
+func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	const op = "memorystore.release_job"
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := memorykit.CheckJobHolder(op, jobID, workerID); err != nil {
+	if err := r.Validate(op); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -243,22 +248,28 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	job := s.jobs[jobID]
+	job := s.jobs[r.JobID]
 	if job == nil {
 		return notFound(op)
 	}
 	now := s.now()
-	if !job.HeldBy(workerID, now) {
-		return leaseLost(op)
+	if err := job.CheckLease(op, r.WorkerID, r.LeaseToken, now); err != nil {
+		return err
+	}
+	job.Attempt--
+	job.HandBacks++
+	job.UpdatedAt = now
+	if !job.Retries() {
+		job.LastError = memorykit.ReasonHandBackLimit
+		tombstone(job, memorykit.JobFailed)
+		return nil
 	}
 	if s.erasedHandback(job, now) {
 		return nil
 	}
 	clearLease(job)
 	job.State = memorykit.JobQueued
-	job.Attempt--
 	job.AvailableAt = now
-	job.UpdatedAt = now
 	return nil
 }
 
@@ -286,7 +297,8 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 		}
 		job.LastError = ReasonLeaseExpired
 		job.UpdatedAt = now
-		if job.Attempt < job.MaxAttempts {
+		job.Reaps++
+		if job.Retries() {
 			clearLease(job)
 			job.State = memorykit.JobQueued
 			job.AvailableAt = now

@@ -387,6 +387,11 @@ func (s *Store) scrub(e *entry) {
 			delete(s.embStates, k)
 		}
 	}
+	for k := range s.embTokens {
+		if k.recordID == e.rec.ID {
+			delete(s.embTokens, k)
+		}
+	}
 }
 
 // Correct implements memorykit.LifecycleStore. The Host's validator runs

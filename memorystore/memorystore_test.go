@@ -114,7 +114,7 @@ func TestDumpRendersEveryKindOfState(t *testing.T) {
 		Vector: []float32{0.625, 1}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "dumpjob", Scope: scope, Payload: "dumppayload", MaxAttempts: 2}); err != nil {
+	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "dumpjob", Scope: scope, Payload: "dumppayload", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	d := s.Dump()
@@ -175,16 +175,16 @@ func TestConcurrentMixedOperations(t *testing.T) {
 				tasks, _ := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/x", WorkerID: worker, TTL: time.Second, Max: 3})
 				for _, task := range tasks {
 					_ = s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
-						ContentHash: task.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: worker})
+						ContentHash: task.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: worker, LeaseToken: task.LeaseToken})
 				}
 				_, _ = s.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, fmt.Sprintf("%d-%d", w, i)),
-					Scope: scope, Payload: "turn", MaxAttempts: 2})
+					Scope: scope, Payload: "turn", MaxAttempts: 2, MaxReaps: 2})
 				jobs, _ := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Second, Max: 2})
 				for _, j := range jobs {
 					if i%2 == 0 {
-						_, _ = s.CompleteJob(ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: worker})
+						_, _ = s.CompleteJob(ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: worker, LeaseToken: j.LeaseToken})
 					} else {
-						_, _ = s.FailJob(ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: worker, Reason: "flaky"})
+						_, _ = s.FailJob(ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: worker, LeaseToken: j.LeaseToken, Reason: "flaky"})
 					}
 				}
 				_, _ = s.Recall(ctx, memorykit.RecallQuery{Scope: scope, ExactKeys: []string{key}, Terms: []string{"content"},

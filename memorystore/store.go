@@ -59,6 +59,21 @@ type Store struct {
 	jobErased map[string][]string
 	// purges holds the progress of every unfinished purge by Scope.
 	purges map[memorykit.Scope]*memorykit.PurgeReport
+	// leaseSeq is the last fencing token issued to any job or embedding
+	// lease; tokens grow across the store, hence per job and record.
+	leaseSeq int64
+	// embTokens holds the token of each record's latest embedding lease
+	// and the content hash it was issued for. It outlives puts (as
+	// pgstore's lease rows do), so a stale put is refused after a newer
+	// holder stored its vector.
+	embTokens map[embKey]embToken
+}
+
+// embToken is the fencing token of a record's latest embedding lease for
+// one profile, at one content hash.
+type embToken struct {
+	hash  string
+	token int64
 }
 
 var (
@@ -119,6 +134,8 @@ type embState struct {
 	retryAt     time.Time
 	parked      bool
 	reason      string
+	// token is the fencing token of the latest lease.
+	token int64
 }
 
 // New builds an empty Store. A nil Clock, Guard or Tombstones is
@@ -145,6 +162,7 @@ func New(cfg Config) (*Store, error) {
 		active:    make(map[activeKey]string),
 		byKey:     make(map[scopedKey][]*entry),
 		embStates: make(map[embKey]*embState),
+		embTokens: make(map[embKey]embToken),
 		jobs:      make(map[string]*memorykit.Job),
 		indexes:   make(map[memorykit.Scope]*scopeIndex),
 	}, nil

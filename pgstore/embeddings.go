@@ -53,8 +53,9 @@ WITH cand AS (
 	LIMIT $5
 ), up AS (
 	INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
-		lease_expires_at, attempts, retry_at, parked, reason, updated_at)
-	SELECT id, $1, content_hash, $3, $4, 1, NULL, false, '', $2 FROM cand ORDER BY id
+		lease_expires_at, attempts, retry_at, parked, reason, updated_at, lease_token)
+	SELECT id, $1, content_hash, $3, $4, 1, NULL, false, '', $2, nextval('{schema}.lease_tokens')
+	FROM cand ORDER BY id
 	ON CONFLICT (record_id, profile) DO UPDATE SET
 		content_hash = excluded.content_hash,
 		worker_id = excluded.worker_id,
@@ -64,12 +65,14 @@ WITH cand AS (
 		parked = false,
 		reason = CASE WHEN l.content_hash = excluded.content_hash THEN l.reason ELSE '' END,
 		stored = false,
-		updated_at = excluded.updated_at
+		updated_at = excluded.updated_at,
+		lease_token = excluded.lease_token
 	WHERE l.content_hash <> excluded.content_hash
 	   OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
-	RETURNING l.record_id, l.content_hash, l.attempts
+	RETURNING l.record_id, l.content_hash, l.attempts, l.lease_token
 )
-SELECT c.id, c.tenant_id, c.subject_type, c.subject_id, c.key, c.content, up.content_hash, up.attempts
+SELECT c.id, c.tenant_id, c.subject_type, c.subject_id, c.key, c.content, up.content_hash, up.attempts,
+	up.lease_token
 FROM up JOIN cand c ON c.id = up.record_id
 ORDER BY c.id`
 
@@ -102,7 +105,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 			key, content, hash string
 		)
 		if err := rows.Scan(&t.RecordID, &t.Scope.TenantID, &subjectType, &t.Scope.SubjectID,
-			&key, &content, &hash, &t.Attempt); err != nil {
+			&key, &content, &hash, &t.Attempt, &t.LeaseToken); err != nil {
 			return nil, mapErr(op, err)
 		}
 		t.Scope.SubjectType = memorykit.SubjectType(subjectType)
@@ -218,18 +221,27 @@ func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.Em
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		type target struct{ id, profile string }
+		// The latest lease of each record and profile, locked in key
+		// order: a put older than it is refused (fencing token).
+		tokens, err := s.embeddingLeaseTokens(ctx, tx, puts)
+		if err != nil {
+			return err
+		}
 		// The last accepted put of each record and profile is the one
 		// written; earlier ones were overwritten by it, as in a sequence
 		// of PutEmbedding calls.
-		type target struct{ id, profile string }
 		last := make(map[target]int)
 		for i, p := range puts {
 			c, ok := recs[p.RecordID]
+			t, leased := tokens[[2]string{p.RecordID, p.Profile}]
 			switch {
 			case !ok || c.scope != p.Scope:
 				errs[i] = notFound(op)
 			case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
 				errs[i] = memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+			case leased && t.hash == p.ContentHash && t.token > p.LeaseToken:
+				errs[i] = memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
 			default:
 				last[target{p.RecordID, p.Profile}] = i
 			}
@@ -299,6 +311,42 @@ func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.Em
 	return errs, nil
 }
 
+// leaseToken is the fencing token of a lease row and the content hash it
+// belongs to.
+type leaseToken struct {
+	hash  string
+	token int64
+}
+
+// embeddingLeaseTokens locks (FOR UPDATE, in key order) and reads the lease
+// rows of the puts' records and profiles.
+func (s *Store) embeddingLeaseTokens(ctx context.Context, tx pgx.Tx, puts []memorykit.EmbeddingPut) (map[[2]string]leaseToken, error) {
+	ids := make([]string, len(puts))
+	profiles := make([]string, len(puts))
+	for i, p := range puts {
+		ids[i], profiles[i] = p.RecordID, p.Profile
+	}
+	rows, err := tx.Query(ctx, s.q(`SELECT l.record_id, l.profile, l.content_hash, l.lease_token
+		FROM {schema}.embedding_leases l
+		WHERE (l.record_id, l.profile) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+		ORDER BY l.record_id, l.profile
+		FOR UPDATE OF l`), ids, profiles)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[[2]string]leaseToken)
+	for rows.Next() {
+		var id, profile string
+		var t leaseToken
+		if err := rows.Scan(&id, &profile, &t.hash, &t.token); err != nil {
+			return nil, err
+		}
+		out[[2]string{id, profile}] = t
+	}
+	return out, rows.Err()
+}
+
 // checkCurrent share-locks a record in scope and checks it is active at
 // hash: a missing record is ErrNotFound, any other state ErrStale.
 func (s *Store) checkCurrent(ctx context.Context, tx pgx.Tx, op string, scope memorykit.Scope, id, hash string) error {
@@ -337,15 +385,26 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 				worker_id = NULL, lease_expires_at = NULL, reason = $4, updated_at = $5,
 				parked = parked OR $6::boolean,
 				retry_at = CASE WHEN $6::boolean THEN retry_at ELSE $7::timestamptz END
-			WHERE record_id = $1 AND profile = $2 AND content_hash = $3 AND worker_id = $8`),
-			r.RecordID, r.Profile, r.ContentHash, r.Reason, now, r.Park, nullTime(r.RetryAt), r.WorkerID)
+			WHERE record_id = $1 AND profile = $2 AND content_hash = $3 AND worker_id = $8
+				AND lease_token = $9`),
+			r.RecordID, r.Profile, r.ContentHash, r.Reason, now, r.Park, nullTime(r.RetryAt), r.WorkerID, r.LeaseToken)
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() != 1 {
-			return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+		if tag.RowsAffected() == 1 {
+			return nil
 		}
-		return nil
+		var token int64
+		err = tx.QueryRow(ctx, s.q(`SELECT lease_token FROM {schema}.embedding_leases
+			WHERE record_id = $1 AND profile = $2 AND content_hash = $3`),
+			r.RecordID, r.Profile, r.ContentHash).Scan(&token)
+		if err == nil && token != r.LeaseToken {
+			return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+		}
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
 	})
 }
 

@@ -34,11 +34,11 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 		var err error
 		job, err = scanJob(tx.QueryRow(ctx, s.q(`
 		INSERT INTO {schema}.jobs (id, tenant_id, subject_type, subject_id, payload, state,
-			attempt, max_attempts, available_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7)
+			attempt, max_attempts, available_at, created_at, updated_at, max_reaps, run_ref)
+		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7, $8, $9)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING `+jobCols),
-			j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now))
+			j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now, j.MaxReaps, j.RunRef))
 		if errors.Is(err, pgx.ErrNoRows) {
 			conflict = true
 			return nil
@@ -60,7 +60,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 }
 
 func leaseLost(op string) error {
-	return memorykit.NewError(op, memorykit.ErrLeaseLost, "not_lease_holder")
+	return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
 }
 
 // LeaseJobs implements memorykit.JobStore. Queued jobs are claimed with
@@ -84,7 +84,8 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE {schema}.jobs j SET state = 'leased', attempt = j.attempt + 1,
-			leased_by = $2, lease_expires_at = $3, updated_at = $1
+			leased_by = $2, lease_expires_at = $3, updated_at = $1,
+			lease_token = nextval('{schema}.lease_tokens')
 		FROM picked WHERE j.id = picked.id
 		RETURNING `+jobColsJ), now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
 	if err != nil {
@@ -114,7 +115,8 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 
 // jobColsJ is jobCols qualified with the alias j.
 const jobColsJ = `j.id, j.tenant_id, j.subject_type, j.subject_id, j.payload, j.state, j.attempt, j.max_attempts,
-	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at`
+	j.available_at, j.leased_by, j.lease_expires_at, j.last_error, j.candidates, j.created_at, j.updated_at, j.lease_token,
+	j.failures, j.reaps, j.hand_backs, j.max_reaps, j.run_ref`
 
 // jobByID reads a job in any Scope, optionally locking it.
 func (s *Store) jobByID(ctx context.Context, q interface {
@@ -152,8 +154,9 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		return 0, mapErr(op, err)
 	case !found:
 		return 0, notFound(op)
-	case !job.HeldBy(c.WorkerID, s.now()):
-		return 0, leaseLost(op)
+	}
+	if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, s.now()); err != nil {
+		return 0, err
 	}
 	type prepared struct {
 		in          memorykit.NewRecord
@@ -197,8 +200,11 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		if err != nil {
 			return err
 		}
-		if !found || !job.HeldBy(c.WorkerID, now) {
+		if !found {
 			return leaseLost(op)
+		}
+		if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, now); err != nil {
+			return err
 		}
 		checked, err := erasedCompletion(ctx, s, tx, op, job, checked, func(p prepared) string { return p.in.Key })
 		if err != nil {
@@ -239,18 +245,23 @@ func (s *Store) completeEmpty(ctx context.Context, op string, c memorykit.JobCom
 	now := s.now()
 	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '', erased_keys = '{}',
 			leased_by = '', lease_expires_at = NULL, candidates = 0, updated_at = $3
-		WHERE id = $1 AND state = 'leased' AND leased_by = $2 AND lease_expires_at > $3`),
-		c.JobID, c.WorkerID, now)
+		WHERE id = $1 AND state = 'leased' AND leased_by = $2 AND lease_expires_at > $3
+			AND lease_token = $4`),
+		c.JobID, c.WorkerID, now, c.LeaseToken)
 	if err != nil {
 		return mapErr(op, err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	if _, found, err := s.jobByID(ctx, s.pool, c.JobID, false); err != nil {
+	job, found, err := s.jobByID(ctx, s.pool, c.JobID, false)
+	if err != nil {
 		return mapErr(op, err)
 	} else if !found {
 		return notFound(op)
+	}
+	if err := job.CheckLease(op, c.WorkerID, c.LeaseToken, now); err != nil {
+		return err
 	}
 	return leaseLost(op)
 }
@@ -278,16 +289,17 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		if !found {
 			return notFound(op)
 		}
-		if !job.HeldBy(f.WorkerID, now) {
-			return leaseLost(op)
+		if err := job.CheckLease(op, f.WorkerID, f.LeaseToken, now); err != nil {
+			return err
 		}
 		if j, erased, err := s.erasedHandback(ctx, tx, f.JobID, now); err != nil || erased {
 			out = j
 			return err
 		}
-		retry := !f.Final && job.Attempt < job.MaxAttempts
+		retry := !f.Final && job.Failures+1 < job.MaxAttempts
 		out, err = scanJob(tx.QueryRow(ctx, s.q(`UPDATE {schema}.jobs SET
 				last_error = $2, updated_at = $3, leased_by = '', lease_expires_at = NULL,
+				failures = failures + 1,
 				state = CASE WHEN $4::boolean THEN 'queued' ELSE 'failed' END,
 				available_at = CASE WHEN $4::boolean THEN $5 ELSE available_at END,
 				payload = CASE WHEN $4::boolean THEN payload ELSE '' END
@@ -302,14 +314,15 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 }
 
 // ReleaseJob implements memorykit.JobStore.
-func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
+func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	const op = "pgstore.release_job"
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := memorykit.CheckJobHolder(op, jobID, workerID); err != nil {
+	if err := r.Validate(op); err != nil {
 		return err
 	}
+	jobID := r.JobID
 	now := s.now()
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
 		job, found, err := s.jobByID(ctx, tx, jobID, true)
@@ -319,15 +332,20 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID, workerID string) error {
 		if !found {
 			return notFound(op)
 		}
-		if !job.HeldBy(workerID, now) {
-			return leaseLost(op)
-		}
-		if _, erased, err := s.erasedHandback(ctx, tx, jobID, now); err != nil || erased {
+		if err := job.CheckLease(op, r.WorkerID, r.LeaseToken, now); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'queued', attempt = attempt - 1,
-				leased_by = '', lease_expires_at = NULL, available_at = $2, updated_at = $2
-			WHERE id = $1`), jobID, now)
+		if _, erased, err := s.erasedHandback(ctx, tx, r.JobID, now); err != nil || erased {
+			return err
+		}
+		retry := job.Reaps+job.HandBacks+1 < job.MaxReaps
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET attempt = attempt - 1, hand_backs = hand_backs + 1,
+				leased_by = '', lease_expires_at = NULL, updated_at = $2,
+				state = CASE WHEN $3::boolean THEN 'queued' ELSE 'failed' END,
+				available_at = CASE WHEN $3::boolean THEN $2 ELSE available_at END,
+				payload = CASE WHEN $3::boolean THEN payload ELSE '' END,
+				last_error = CASE WHEN $3::boolean THEN last_error ELSE $4 END
+			WHERE id = $1`), r.JobID, now, retry, memorykit.ReasonHandBackLimit)
 		return err
 	})
 }
@@ -345,10 +363,10 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 		return 0, mapErr(op, err)
 	}
 	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET
-			last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL,
-			state = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
-			available_at = CASE WHEN attempt < max_attempts THEN $1 ELSE available_at END,
-			payload = CASE WHEN attempt < max_attempts THEN payload ELSE '' END
+			last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL, reaps = reaps + 1,
+			state = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN 'queued' ELSE 'failed' END,
+			available_at = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN $1 ELSE available_at END,
+			payload = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN payload ELSE '' END
 		WHERE state = 'leased' AND lease_expires_at <= $1`), now, ReasonLeaseExpired)
 	if err != nil {
 		return 0, mapErr(op, err)

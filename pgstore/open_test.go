@@ -177,8 +177,13 @@ func TestPostgresOpenConfigErrors(t *testing.T) {
 
 func TestPostgresOpenUnreachableIsRecoverable(t *testing.T) {
 	testDSN(t)
-	// Port 1 on localhost refuses connections.
-	_, err := Open(context.Background(), "postgres://nobody:secret-pw@127.0.0.1:1/none?sslmode=disable&connect_timeout=2",
+	// Port 1 on localhost refuses connections. Open retries until the
+	// context ends, which here is at the first retry wait.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	onConnectRetry = func(int, time.Duration) { cancel() }
+	t.Cleanup(func() { onConnectRetry = nil })
+	_, err := Open(ctx, "postgres://nobody:secret-pw@127.0.0.1:1/none?sslmode=disable&connect_timeout=2",
 		Config{Clock: newClock(), Guard: testGuard(t), Tombstones: testTombstones(t)})
 	me := wantKind(t, err, memorykit.ErrUnavailable)
 	if !me.Retry || !memorykit.IsRecoverable(err) {

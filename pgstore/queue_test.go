@@ -79,7 +79,7 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 		puts := make([]memorykit.EmbeddingPut, len(tasks))
 		for i, tk := range tasks {
 			puts[i] = memorykit.EmbeddingPut{Scope: tk.Scope, RecordID: tk.RecordID, Profile: tk.Profile,
-				ContentHash: tk.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: "w1"}
+				ContentHash: tk.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: "w1", LeaseToken: tk.LeaseToken}
 		}
 		errs, err := b.s.PutEmbeddings(b.ctx, puts)
 		if err != nil {
@@ -200,7 +200,7 @@ func TestPostgresCountScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, sc := range []memorykit.Scope{b.scope, other, other} {
-		if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%d", i), Scope: sc, Payload: "turn", MaxAttempts: 2}); err != nil {
+		if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%d", i), Scope: sc, Payload: "turn", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}

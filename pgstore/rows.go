@@ -168,7 +168,8 @@ func scanRevision(row scanner) (memorykit.Revision, error) {
 
 // jobCols lists the jobs columns scanJob reads.
 const jobCols = `id, tenant_id, subject_type, subject_id, payload, state, attempt, max_attempts,
-	available_at, leased_by, lease_expires_at, last_error, candidates, created_at, updated_at`
+	available_at, leased_by, lease_expires_at, last_error, candidates, created_at, updated_at, lease_token,
+	failures, reaps, hand_backs, max_reaps, run_ref`
 
 func scanJob(row scanner) (memorykit.Job, error) {
 	var (
@@ -179,7 +180,7 @@ func scanJob(row scanner) (memorykit.Job, error) {
 	)
 	if err := row.Scan(&j.ID, &j.Scope.TenantID, &subjectType, &j.Scope.SubjectID, &j.Payload, &state,
 		&j.Attempt, &j.MaxAttempts, &avail, &j.LeasedBy, &expires, &j.LastError, &j.Candidates,
-		&created, &upd); err != nil {
+		&created, &upd, &j.LeaseToken, &j.Failures, &j.Reaps, &j.HandBacks, &j.MaxReaps, &j.RunRef); err != nil {
 		return memorykit.Job{}, err
 	}
 	j.Scope.SubjectType = memorykit.SubjectType(subjectType)

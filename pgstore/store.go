@@ -125,8 +125,12 @@ var (
 // AfterConnect).
 //
 // A DSN that does not parse is ErrInvalidConfig (the DSN itself is never
-// reported, since it may hold a password); a database that cannot be
-// reached is a recoverable ErrUnavailable; a missing or uninstallable
+// reported, since it may hold a password). While the database cannot take
+// connections (refused, reset, SQLSTATE 57P03 during a restart) Open tries
+// again with backoff (100 ms doubling to 5 s) on cfg.Clock for as long as
+// ctx lives, and then returns the last failure, a recoverable
+// ErrUnavailable; credentials or a database name the server refuses fail
+// at once. A missing or uninstallable
 // pgvector is ErrUnavailable with reason "pgvector_unavailable"; a schema
 // written by a newer or unknown version of this package is ErrIntegrity
 // with reason "schema_version_newer" or "schema_version_unknown".
@@ -147,9 +151,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 
 	// Migrate on a connection of its own first: the pool's AfterConnect
 	// needs the extension to exist before it can register the vector type.
-	conn, err := pgx.ConnectConfig(ctx, pcfg.ConnConfig.Copy())
+	conn, err := connectRetry(ctx, op, cfg.Clock, pcfg.ConnConfig)
 	if err != nil {
-		return nil, connectErr(op, err)
+		return nil, err
 	}
 	ext, err := migrate(ctx, conn, schema, cfg.Clock)
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -157,7 +157,7 @@ func TestPostgresEraseScrubsEveryTable(t *testing.T) {
 		t.Fatalf("lease: %v %v", tasks, err)
 	}
 	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: profile,
-		ContentHash: r.ContentHash, Vector: []float32{1, 2, 3}, WorkerID: "w1"}); err != nil {
+		ContentHash: r.ContentHash, Vector: []float32{1, 2, 3}, WorkerID: "w1", LeaseToken: tasks[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer},
@@ -439,7 +439,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 	const n = 240
 	for i := range n {
 		if _, err := s1.EnqueueJob(ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%04d", i), Scope: scope,
-			Payload: "turn text", MaxAttempts: 3}); err != nil {
+			Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -498,10 +498,14 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 		if i%2 == 0 {
 			s = s1
 		}
-		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "intruder"}); !errors.Is(err, memorykit.ErrLeaseLost) {
+		cur, err := s.GetJob(ctx, scope, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "intruder", LeaseToken: cur.LeaseToken}); !errors.Is(err, memorykit.ErrLeaseLost) {
 			t.Fatalf("a stranger completed %s: %v", id, err)
 		}
-		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: leased[id]}); err != nil {
+		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: leased[id], LeaseToken: cur.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -518,7 +522,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	b := setup(t)
 	jobID := memorykit.ExtractionJobID(b.scope, "run-1/turn-1")
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "the user said X", MaxAttempts: 2}); err != nil {
+	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "the user said X", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	lease := func(worker string) memorykit.Job {
@@ -538,12 +542,12 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	}
 	// Attempt 1 stores one candidate, then its lease expires and is reaped
 	// before it can finish (simulated by creating the candidate directly).
-	lease("w1")
+	first := lease("w1")
 	if _, err := b.s.Create(b.ctx, cand("alpha")); err != nil {
 		t.Fatal(err)
 	}
 	b.clk.Add(2 * time.Minute)
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w1", Candidates: []memorykit.NewRecord{cand("alpha")}}); !errors.Is(err, memorykit.ErrLeaseLost) {
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w1", LeaseToken: first.LeaseToken, Candidates: []memorykit.NewRecord{cand("alpha")}}); !errors.Is(err, memorykit.ErrLeaseLost) {
 		t.Fatalf("completion after expiry: %v", err)
 	}
 	if n, err := b.s.ReapJobLeases(b.ctx); err != nil || n != 1 {
@@ -557,20 +561,20 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	before, _ := b.s.Dump(b.ctx)
 	bad := cand("gamma")
 	bad.Content = "FORBIDDEN"
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{cand("beta"), bad}}); !errors.Is(err, memorykit.ErrInvalidInput) {
 		t.Fatalf("bad candidate: %v", err)
 	}
 	wrongScope := cand("delta")
 	wrongScope.Scope.SubjectID = "project-2"
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{wrongScope}}); !errors.Is(err, memorykit.ErrInvalidInput) {
 		t.Fatalf("foreign-scope candidate: %v", err)
 	}
 	if after, _ := b.s.Dump(b.ctx); after != before {
 		t.Fatal("a refused completion changed the database")
 	}
-	created, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2",
+	created, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{cand("alpha"), cand("beta")}})
 	if err != nil || created != 1 {
 		t.Fatalf("complete: %d %v", created, err)
@@ -583,7 +587,7 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	if err != nil || len(cands) != 2 {
 		t.Fatalf("candidates %d %v", len(cands), err)
 	}
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "again", MaxAttempts: 2}); !errors.Is(err, memorykit.ErrAlreadyExists) {
+	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "again", MaxAttempts: 2, MaxReaps: 2}); !errors.Is(err, memorykit.ErrAlreadyExists) {
 		t.Fatalf("re-enqueue: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ func TestPostgresVerifyErased(t *testing.T) {
 	b := setup(t)
 	const canary = "Tq5canary"
 	jobID := memorykit.ExtractionJobID(b.scope, "run-1/turn-1")
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "said " + canary, MaxAttempts: 2}); err != nil {
+	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "said " + canary, MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := b.s.Create(b.ctx, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindFact, Key: "k " + canary,

@@ -60,6 +60,12 @@ type Config struct {
 	// Session.ValidateOutput consults after a failed write. Optional: nil
 	// means memorytools.DefaultClaimDetector().
 	Claims memorytools.ClaimDetector
+	// Outbox bounds the outbox that keeps turns whose extraction enqueue
+	// failed recoverably, and retries them.
+	Outbox Outbox
+	// Mode says whether this Runtime serves requests, runs the workers, or
+	// both (ModeAll).
+	Mode Mode
 
 	// Hooks are optional test seams; the zero value is what production
 	// wants.
@@ -77,8 +83,9 @@ const (
 // nil changes nothing in how the Runtime behaves.
 type Hooks struct {
 	// OnWait, if set, is called on an actor's goroutine (ActorEmbed,
-	// ActorExtract or ActorReap) right after the timer of one of its waits
-	// is armed on the Clock: a test that advances a mock clock only after
+	// ActorExtract, ActorReap, or ActorOutbox for the outbox's retry
+	// waits) right after the timer of one of its waits is armed on the
+	// Clock: a test that advances a mock clock only after
 	// it has seen the wait is sure to wake that actor, and one that has
 	// seen every actor wait idle knows the background work is done. It
 	// must not block for long.
@@ -109,8 +116,13 @@ type Workers struct {
 	JobDeadline time.Duration
 	// JobRetry sets when a failed job is tried again.
 	JobRetry memorykit.Backoff
-	// JobMaxAttempts bounds the attempts of every enqueued job.
+	// JobMaxAttempts bounds the failed attempts (the Extractor returned an
+	// error) of every enqueued job.
 	JobMaxAttempts int
+	// JobMaxReaps bounds the leases of every enqueued job that end without
+	// a result: reaped because the worker died, or handed back on drain.
+	// These do not count toward JobMaxAttempts.
+	JobMaxReaps int
 	// ReapInterval is how often expired leases are returned.
 	ReapInterval time.Duration
 	// StoreBackoff sets every worker's wait after recoverable store errors.
@@ -170,6 +182,12 @@ func (c Config) validate() error {
 	if err := c.Tools.Validate(); err != nil {
 		return err
 	}
+	if err := c.Outbox.validate(); err != nil {
+		return err
+	}
+	if err := c.Mode.validate(); err != nil {
+		return err
+	}
 	if err := memorykit.ValidateID("runtime.new", "worker_id", c.WorkerID); err != nil {
 		return invalid("worker_id", memorykit.ReasonCode(err))
 	}
@@ -204,6 +222,7 @@ func (w Workers) validate() error {
 		{"workers.embed_batch", w.EmbedBatch},
 		{"workers.extract_batch", w.ExtractBatch},
 		{"workers.job_max_attempts", w.JobMaxAttempts},
+		{"workers.job_max_reaps", w.JobMaxReaps},
 	} {
 		if n.v <= 0 {
 			return invalid(n.name, "must_be_positive")

@@ -9,10 +9,11 @@ import (
 
 // Intake states.
 const (
-	intakeClosed   int32 = iota // before Start
-	intakeOpen                  // running
-	intakeDraining              // Drain called
-	intakeStopped               // Stop called
+	intakeClosed      int32 = iota // before Start
+	intakeOpen                     // running
+	intakeDraining                 // Drain called
+	intakeStopped                  // Stop called
+	intakeWorkersOnly              // running as ModeWorkersOnly: no request paths
 )
 
 // gate answers every request path: open only between Start and Drain.
@@ -26,6 +27,8 @@ func (g *gate) check(op string) error {
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidTransition, Reason: "not_started"}
 	case intakeDraining:
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrDraining, Reason: "draining"}
+	case intakeWorkersOnly:
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidTransition, Reason: "workers_only"}
 	default:
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrStopped, Reason: "stopped"}
 	}

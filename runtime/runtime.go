@@ -49,6 +49,7 @@ type Runtime struct {
 	writer   *writer.Writer
 	reviewer *reviewer.Reviewer
 	enqueuer *extractworker.Enqueuer
+	outbox   *outbox
 	sup      *supervisor.Supervisor
 
 	mu      sync.Mutex // serialises Start / Drain / Stop
@@ -89,7 +90,12 @@ func New(cfg Config) (*Runtime, error) {
 	enq, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
 		Store: gatedJobs{JobStore: cfg.Stores.Jobs, g: g}, Authorizer: cfg.Authorizer, Clock: cfg.Clock,
 		Logger: log.Named("enqueue"), Events: cfg.Events, MaxAttempts: cfg.Workers.JobMaxAttempts,
+		MaxReaps: cfg.Workers.JobMaxReaps,
 	})
+	if err != nil {
+		return nil, err
+	}
+	ob, err := newRuntimeOutbox(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +111,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	return &Runtime{
 		cfg: cfg, gate: g, records: records, engine: engine, proj: proj,
-		writer: wr, reviewer: rv, enqueuer: enq, sup: sup,
+		writer: wr, reviewer: rv, enqueuer: enq, outbox: ob, sup: sup,
 	}, nil
 }
 
@@ -160,20 +166,24 @@ func (r reapStores) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 	return r.emb.ReapEmbeddingLeases(ctx)
 }
 
-// Start starts the workers and opens intake. It returns a typed error when
-// called twice or after Stop (an ErrStopped *memorykit.Error, reason
-// "stopped", even when Stop came before any Start: Stop is final).
+// Start starts the workers and opens intake, as far as Config.Mode runs
+// them. It returns a typed error when called twice or after Stop (an
+// ErrStopped *memorykit.Error, reason "stopped", even when Stop came before
+// any Start: Stop is final).
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped && !r.started {
 		return &memorykit.Error{Op: "runtime.start", Kind: memorykit.ErrStopped, Reason: "stopped"}
 	}
-	if err := r.sup.Start(ctx); err != nil {
+	if err := r.startWorkers(ctx); err != nil {
 		return err
 	}
+	if r.cfg.Mode.runsRequests() {
+		r.outbox.start()
+	}
 	r.started = true
-	r.gate.state.Store(intakeOpen)
+	r.gate.state.Store(r.openIntake())
 	return nil
 }
 
@@ -187,7 +197,8 @@ func (r *Runtime) Drain(ctx context.Context) error {
 	if r.started && r.gate.state.Load() == intakeOpen {
 		r.gate.state.Store(intakeDraining)
 	}
-	return r.sup.Drain(ctx)
+	r.outbox.close(ctx, true)
+	return r.endWorkers(ctx, false)
 }
 
 // Stop closes intake, cancels and waits for every worker. After Stop
@@ -206,7 +217,8 @@ func (r *Runtime) Stop(ctx context.Context) error {
 		return nil
 	}
 	r.stopped = true
-	return r.sup.Stop(ctx)
+	r.outbox.close(ctx, false)
+	return r.endWorkers(ctx, true)
 }
 
 // Reviewer returns the governed review API (list candidates, activate,

@@ -73,7 +73,7 @@ func workers() mkruntime.Workers {
 	return mkruntime.Workers{
 		LeaseTTL: time.Hour, EmbedBatch: 16, EmbedPoll: time.Second, EmbedDeadline: 20 * time.Minute,
 		EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
-		JobRetry: b, JobMaxAttempts: 3, ReapInterval: 5 * time.Second, StoreBackoff: b,
+		JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 		HandBackTimeout: 20 * time.Minute,
 		Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
 	}
@@ -113,7 +113,9 @@ func configOn(t *testing.T, clk *clock.Mock, store memorykit.Store) (mkruntime.C
 		Guard: testkit.NewGuard(t), Policy: testkit.Policy(), Embedder: embedder.NewLocal(),
 		Authorizer: b.az, Extractor: b.ext, Stores: mkruntime.StoresOf(b.store), Clock: b.clk,
 		WorkerID: "host-a", Logger: zap.New(core), Events: b.sink, Workers: workers(),
-		Tools: memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
+		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
+		Mode:   mkruntime.ModeAll,
+		Outbox: mkruntime.Outbox{MaxTurns: 100, MaxBytes: 1 << 20, Retry: memorykit.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}},
 	}
 	return cfg, b
 }

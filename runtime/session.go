@@ -122,10 +122,15 @@ func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result,
 }
 
 // FinishTurn hands the finished turn to extraction as a durable job. It
-// never fails the turn: a failure comes back as EnqueueFailed with a reason
-// code and a content-free EventEnqueueFailed for operators.
+// never fails the turn. The result's Status is EnqueueQueued or
+// EnqueueDuplicate when the job is stored; EnqueueDeferred when storing
+// failed recoverably and the turn is held in the outbox (Config.Outbox),
+// which stores it later; EnqueueDropped when the outbox had no room (or
+// was closed); EnqueueFailed for a failure retrying cannot fix (denied,
+// invalid run reference, payload over the limit). Failures also emit a
+// content-free EventEnqueueFailed for operators.
 func (s *Session) FinishTurn(ctx context.Context, runRef, transcript string) extractworker.EnqueueResult {
-	return s.rt.enqueuer.Enqueue(ctx, extractworker.Turn{
+	return s.rt.finishTurn(ctx, extractworker.Turn{
 		Principal: s.req.Caller, Scope: s.req.Scope, RunRef: runRef, Payload: transcript,
 	})
 }

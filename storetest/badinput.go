@@ -375,6 +375,7 @@ func testBadEmbeddings(t *testing.T, e *env) {
 	addPut("empty hash", errInput, func(p *memorykit.EmbeddingPut) { p.ContentHash = "" })
 	addPut("bad worker", errInput, func(p *memorykit.EmbeddingPut) { p.WorkerID = "worker 1" })
 	addPut("bad record id", errInput, func(p *memorykit.EmbeddingPut) { p.RecordID = "mem 1" })
+	addPut("negative lease token", errInput, func(p *memorykit.EmbeddingPut) { p.LeaseToken = -1 })
 	for name, s := range badScopes() {
 		addPut("scope "+name, errScope, func(p *memorykit.EmbeddingPut) { p.Scope = s })
 	}
@@ -387,6 +388,7 @@ func testBadEmbeddings(t *testing.T, e *env) {
 		addRel("reason code "+code, errInput, func(x *memorykit.EmbeddingRelease) { x.Reason = code })
 	}
 	addRel("bad worker", errInput, func(x *memorykit.EmbeddingRelease) { x.WorkerID = "" })
+	addRel("zero lease token", errInput, func(x *memorykit.EmbeddingRelease) { x.LeaseToken = 0 })
 	addRel("malformed hash", errInput, func(x *memorykit.EmbeddingRelease) { x.ContentHash = "md5:abc" })
 	addRel("user scope", errScope, func(x *memorykit.EmbeddingRelease) { x.Scope = badScopes()["user scope"] })
 	addLease := func(name string, l memorykit.EmbeddingLease) {
@@ -430,7 +432,7 @@ func testBadJobs(t *testing.T, e *env) {
 	max := Limits().MaxListSize
 	var cases []badCase
 	addEnq := func(name string, want error, mutate func(*memorykit.NewJob)) {
-		n := memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "turn text " + secretToken, MaxAttempts: 3}
+		n := memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "turn text " + secretToken, MaxAttempts: 3, MaxReaps: 3}
 		mutate(&n)
 		cases = append(cases, badCase{"EnqueueJob " + name, want, func() error { _, err := e.s.EnqueueJob(e.ctx, n); return err }})
 	}
@@ -442,6 +444,9 @@ func testBadJobs(t *testing.T, e *env) {
 	addEnq("payload invalid UTF-8", errInput, func(n *memorykit.NewJob) { n.Payload = secretToken + "\xff" })
 	addEnq("max attempts 0", errInput, func(n *memorykit.NewJob) { n.MaxAttempts = 0 })
 	addEnq("max attempts negative", errInput, func(n *memorykit.NewJob) { n.MaxAttempts = -2 })
+	addEnq("max reaps 0", errInput, func(n *memorykit.NewJob) { n.MaxReaps = 0 })
+	addEnq("run ref with a space", errInput, func(n *memorykit.NewJob) { n.RunRef = "run 1" })
+	addEnq("run ref too long", errInput, func(n *memorykit.NewJob) { n.RunRef = strings.Repeat("r", memorykit.MaxIDBytes+1) })
 	for name, id := range badIDs {
 		addEnq("id "+name, errInput, func(n *memorykit.NewJob) { n.ID = id })
 	}
@@ -458,7 +463,7 @@ func testBadJobs(t *testing.T, e *env) {
 	addLease("max above MaxListSize", func(l *memorykit.JobLease) { l.Max = max + 1 })
 	addLease("bad worker", func(l *memorykit.JobLease) { l.WorkerID = "worker/2" })
 	addFail := func(name string, mutate func(*memorykit.JobFailure)) {
-		f := memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "extract_timeout"}
+		f := memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout"}
 		mutate(&f)
 		cases = append(cases, badCase{"FailJob " + name, errInput, func() error { _, err := e.s.FailJob(e.ctx, f); return err }})
 	}
@@ -467,15 +472,27 @@ func testBadJobs(t *testing.T, e *env) {
 	}
 	addFail("bad job id", func(f *memorykit.JobFailure) { f.JobID = "job 1" })
 	addFail("bad worker", func(f *memorykit.JobFailure) { f.WorkerID = "" })
+	addFail("zero lease token", func(f *memorykit.JobFailure) { f.LeaseToken = 0 })
 	cases = append(cases,
-		badCase{"ReleaseJob bad job id", errInput, func() error { return e.s.ReleaseJob(e.ctx, "", "worker-1") }},
-		badCase{"ReleaseJob bad worker", errInput, func() error { return e.s.ReleaseJob(e.ctx, j.ID, "w 1") }},
+		badCase{"ReleaseJob bad job id", errInput, func() error {
+			return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: "", WorkerID: "worker-1", LeaseToken: e.tok("")})
+		}},
+		badCase{"ReleaseJob bad worker", errInput, func() error {
+			return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "w 1", LeaseToken: e.tok(j.ID)})
+		}},
 		badCase{"CompleteJob bad job id", errInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job\xff", WorkerID: "worker-1"})
+			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job\xff", WorkerID: "worker-1", LeaseToken: e.tok("job\xff")})
+			return err
+		}},
+		badCase{"ReleaseJob zero lease token", errInput, func() error {
+			return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1"})
+		}},
+		badCase{"CompleteJob zero lease token", errInput, func() error {
+			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"})
 			return err
 		}},
 		badCase{"CompleteJob bad worker", errInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: ""})
+			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "", LeaseToken: e.tok(j.ID)})
 			return err
 		}},
 	)
@@ -509,7 +526,7 @@ func testBadContext(t *testing.T, e *env) {
 				ContentHash: a.ContentHash, Vector: []float32{1}, WorkerID: "embedder-1"})
 		},
 		"EnqueueJob": func() error {
-			_, err := e.s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-ctx", Scope: e.scope, Payload: "p", MaxAttempts: 1})
+			_, err := e.s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-ctx", Scope: e.scope, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
 			return err
 		},
 		"LeaseJobs": func() error {

@@ -41,6 +41,7 @@ func RunEmbeddingConformance(t *testing.T, h Harness) {
 		{"DeleteEmbeddingsRebuild", testEmbDelete},
 		{"PutEmbeddingsAsSinglePuts", testEmbPutBatch},
 		{"PutEmbeddingsWholeCallRefused", testEmbPutBatchRefused},
+		{"StaleLeaseTokenRefused", testEmbStaleToken},
 	})
 }
 
@@ -72,12 +73,26 @@ func (e *env) reapEmb() int {
 
 func put(task memorykit.EmbeddingTask, worker string, v []float32) memorykit.EmbeddingPut {
 	return memorykit.EmbeddingPut{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
-		ContentHash: task.ContentHash, Vector: v, WorkerID: worker}
+		ContentHash: task.ContentHash, Vector: v, WorkerID: worker, LeaseToken: task.LeaseToken}
+}
+
+// takeTokens checks that every leased task carries a positive fencing
+// token and copies the tokens into want, whose other fields are compared.
+func takeTokens(t testing.TB, want, got []memorykit.EmbeddingTask) {
+	t.Helper()
+	for i := range got {
+		if got[i].LeaseToken <= 0 {
+			t.Fatalf("task %s has lease token %d, want a positive one", got[i].RecordID, got[i].LeaseToken)
+		}
+		if i < len(want) {
+			want[i].LeaseToken = got[i].LeaseToken
+		}
+	}
 }
 
 func release(task memorykit.EmbeddingTask, worker string) memorykit.EmbeddingRelease {
 	return memorykit.EmbeddingRelease{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
-		ContentHash: task.ContentHash, WorkerID: worker, Reason: "provider_timeout"}
+		ContentHash: task.ContentHash, WorkerID: worker, LeaseToken: task.LeaseToken, Reason: "provider_timeout"}
 }
 
 func (e *env) wantPending(t testing.TB, want int) {
@@ -100,6 +115,7 @@ func testEmbPendingAndLease(t *testing.T, e *env) {
 		{RecordID: a.ID, Scope: e.scope, Profile: embProfile, ContentHash: a.ContentHash, Text: a.EmbeddingText(), Attempt: 1},
 		{RecordID: b.ID, Scope: e.scope, Profile: embProfile, ContentHash: b.ContentHash, Text: b.EmbeddingText(), Attempt: 1},
 	}
+	takeTokens(t, want, tasks)
 	if d := cmp.Diff(want, tasks); d != "" {
 		t.Fatalf("leased tasks (-want +got):\n%s", d)
 	}
@@ -209,6 +225,7 @@ func testEmbStale(t *testing.T, e *env) {
 	e.wantPending(t, 1) // the old vector is stale
 	tasks := e.lease("embedder-1", time.Minute, 10)
 	want := []memorykit.EmbeddingTask{{RecordID: a.ID, Scope: e.scope, Profile: embProfile, ContentHash: c.ContentHash, Text: c.EmbeddingText(), Attempt: 1}}
+	takeTokens(t, want, tasks)
 	if d := cmp.Diff(want, tasks); d != "" {
 		t.Fatalf("lease after correct (-want +got):\n%s", d)
 	}
@@ -436,9 +453,13 @@ func putBatchScenario(t *testing.T, e *env) ([]memorykit.EmbeddingPut, []error) 
 		t.Fatal(err)
 	}
 	e.advance(time.Second)
+	tokens := make(map[string]int64)
+	for _, tk := range tasks {
+		tokens[tk.RecordID] = tk.LeaseToken
+	}
 	ref := func(r memorykit.Record, v ...float32) memorykit.EmbeddingPut {
 		return memorykit.EmbeddingPut{Scope: r.Scope, RecordID: r.ID, Profile: embProfile, ContentHash: r.ContentHash,
-			Vector: v, WorkerID: "embedder-1"}
+			Vector: v, WorkerID: "embedder-1", LeaseToken: tokens[r.ID]}
 	}
 	wrongScope := ref(o, 1, 0)
 	wrongScope.Scope = e.scope
@@ -548,4 +569,59 @@ func testEmbPutBatchRefused(t *testing.T, e *env) {
 		t.Fatalf("PutEmbeddings of MaxListSize puts: %v", err)
 	}
 	e.wantPending(t, 0)
+}
+
+// testEmbStaleToken: a record's embedding lease is reaped and the record
+// leased again by a worker with the same ID. A put or release carrying the
+// first lease's token is refused as lease lost and changes nothing, before
+// and after the current holder stored its vector.
+func testEmbStaleToken(t *testing.T, e *env) {
+	e.embRecord("mem-emb-a")
+	first := e.lease("embedder-1", time.Minute, 1)
+	if len(first) != 1 || first[0].LeaseToken <= 0 {
+		t.Fatalf("first lease: %+v", first)
+	}
+	e.advance(time.Minute)
+	if n := e.reapEmb(); n != 1 {
+		t.Fatalf("reaped %d leases, want 1", n)
+	}
+	second := e.lease("embedder-1", time.Minute, 1)
+	if len(second) != 1 || second[0].LeaseToken <= first[0].LeaseToken {
+		t.Fatalf("second lease %+v does not carry a token above %d", second, first[0].LeaseToken)
+	}
+	stale := first[0]
+	e.refused(t, "PutEmbedding with a stale token", memorykit.ErrLeaseLost, func() error {
+		return e.s.PutEmbedding(e.ctx, put(stale, "embedder-1", []float32{0, 1}))
+	})
+	e.refused(t, "PutEmbedding without a token on a leased record", memorykit.ErrLeaseLost, func() error {
+		p := put(stale, "embedder-1", []float32{0, 1})
+		p.LeaseToken = 0
+		return e.s.PutEmbedding(e.ctx, p)
+	})
+	e.refused(t, "ReleaseEmbedding with a stale token", memorykit.ErrLeaseLost, func() error {
+		return e.s.ReleaseEmbedding(e.ctx, release(stale, "embedder-1"))
+	})
+	parked := release(stale, "embedder-1")
+	parked.Park = true
+	e.refused(t, "ReleaseEmbedding (park) with a stale token", memorykit.ErrLeaseLost, func() error {
+		return e.s.ReleaseEmbedding(e.ctx, parked)
+	})
+	if bp, ok := e.s.(memorykit.EmbeddingBatchPutter); ok {
+		before := e.dump()
+		errs, err := bp.PutEmbeddings(e.ctx, []memorykit.EmbeddingPut{put(stale, "embedder-1", []float32{0, 1})})
+		if err != nil || len(errs) != 1 || !errors.Is(errs[0], memorykit.ErrLeaseLost) {
+			t.Fatalf("PutEmbeddings with a stale token = %v, %v; want one ErrLeaseLost", errs, err)
+		}
+		e.unchanged(t, before, "PutEmbeddings with a stale token")
+	}
+	if err := e.s.PutEmbedding(e.ctx, put(second[0], "embedder-1", []float32{1, 0})); err != nil {
+		t.Fatalf("PutEmbedding by the current lease: %v", err)
+	}
+	e.wantPending(t, 0)
+	e.refused(t, "PutEmbedding with a stale token after the current put", memorykit.ErrLeaseLost, func() error {
+		return e.s.PutEmbedding(e.ctx, put(stale, "embedder-1", []float32{0, 1}))
+	})
+	e.refused(t, "ReleaseEmbedding with a stale token after the current put", memorykit.ErrLeaseLost, func() error {
+		return e.s.ReleaseEmbedding(e.ctx, release(stale, "embedder-1"))
+	})
 }

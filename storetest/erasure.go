@@ -56,7 +56,7 @@ func (e *env) hasCanary(t testing.TB, what, canary string) {
 func (e *env) enqueueRef(scope memorykit.Scope, ref, text string) string {
 	e.t.Helper()
 	id := memorykit.ExtractionJobID(scope, ref)
-	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: scope, Payload: text, MaxAttempts: 3}); err != nil {
+	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: scope, Payload: text, MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
 	}
 	return id
@@ -143,7 +143,7 @@ func testEraseEverywhere(t *testing.T, e *env) {
 
 	// The worker hands the leased job back with a proposal for the erased
 	// key (dropped) and one for another key (stored).
-	n, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-1", Candidates: []memorykit.NewRecord{
+	n, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, leased).LeaseToken, Candidates: []memorykit.NewRecord{
 		proposal(e.scope, leased, strings.ToUpper(key), "name: "+eraseCanary),
 		proposal(e.scope, leased, "deploy window", "friday"),
 	}})
@@ -177,11 +177,11 @@ func testEraseLeasedHandback(t *testing.T, e *env) {
 	e.noCanaryIn(t, "after erase", eraseCanary)
 
 	// A failure with attempts left does not queue the scrubbed job again.
-	j, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: ids[0], WorkerID: "extractor-1", Reason: "boom"})
+	j, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: ids[0], WorkerID: "extractor-1", LeaseToken: e.job(e.scope, ids[0]).LeaseToken, Reason: "boom"})
 	if err != nil || j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased {
 		t.Fatalf("FailJob of a scrubbed job = %+v, %v", j, err)
 	}
-	if err := e.s.ReleaseJob(e.ctx, ids[1], "extractor-1"); err != nil {
+	if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: ids[1], WorkerID: "extractor-1", LeaseToken: e.job(e.scope, ids[1]).LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	if j := e.job(e.scope, ids[1]); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased || j.LeasedBy != "" {
@@ -373,7 +373,7 @@ func testPurge(t *testing.T, e *env) {
 	}
 	// The leased job's worker hands it back: every proposal is dropped.
 	leased := memorykit.ExtractionJobID(e.scope, "p/leased")
-	n, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-p",
+	n, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-p", LeaseToken: e.job(e.scope, leased).LeaseToken,
 		Candidates: []memorykit.NewRecord{proposal(e.scope, leased, "fresh", "from "+eraseCanary)}})
 	if err != nil || n != 0 {
 		t.Fatalf("CompleteJob after purge = %d, %v; want 0", n, err)
@@ -462,7 +462,7 @@ func testPurgeHoldsWrites(t *testing.T, e *env) {
 	}
 	_, err := e.s.Create(e.ctx, e.active(memorykit.KindNote, "new key", "new content"))
 	holds("Create", err)
-	_, err = e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "p", MaxAttempts: 1})
+	_, err = e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
 	holds("EnqueueJob", err)
 	// Other Scopes are not held.
 	e.create(newRec(other, memorykit.KindNote, "new key", "new content", memorykit.StatusActive))

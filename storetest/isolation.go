@@ -52,7 +52,7 @@ func (e *env) populate(scope memorykit.Scope, worker string) isoData {
 	rj := e.create(newRec(scope, memorykit.KindNote, "rejected note", "zebra rejected", memorykit.StatusCandidate))
 	d.rej = e.must(actReject, tr(scope, rj.ID, reviewer))
 	e.embed(d.active, isoProfile, []float32{1, 0})
-	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, "turn-1"), Scope: scope, Payload: "zebra talk", MaxAttempts: 3})
+	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, "turn-1"), Scope: scope, Payload: "zebra talk", MaxAttempts: 3, MaxReaps: 3})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func (e *env) probeForeign(t *testing.T, from memorykit.Scope, d isoData) {
 	})
 	e.refused(t, "ReleaseEmbedding"+where, memorykit.ErrNotFound, func() error {
 		return e.s.ReleaseEmbedding(e.ctx, memorykit.EmbeddingRelease{Scope: from, RecordID: d.task.RecordID, Profile: d.task.Profile,
-			ContentHash: d.task.ContentHash, WorkerID: d.worker, Reason: "probe", Park: true})
+			ContentHash: d.task.ContentHash, WorkerID: d.worker, LeaseToken: d.task.LeaseToken, Reason: "probe", Park: true})
 	})
 	_, err = e.s.GetJob(e.ctx, from, d.job.ID)
 	wantErr(t, err, memorykit.ErrNotFound)
@@ -206,7 +206,7 @@ func testIsoIDs(t *testing.T, e *env) {
 	in := newRec(b, memorykit.KindFact, "k", "b's private content", memorykit.StatusActive)
 	in.ID = "mem-shared-1"
 	e.create(in)
-	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-shared-1", Scope: b, Payload: "b's private turn", MaxAttempts: 2}); err != nil {
+	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-shared-1", Scope: b, Payload: "b's private turn", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	before := e.dump()
@@ -216,7 +216,7 @@ func testIsoIDs(t *testing.T, e *env) {
 	if d := cmp.Diff(memorykit.Record{}, got); d != "" {
 		t.Fatalf("Create leaked another Scope's record (-want +got):\n%s", d)
 	}
-	job, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-shared-1", Scope: a, Payload: "mine", MaxAttempts: 2})
+	job, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-shared-1", Scope: a, Payload: "mine", MaxAttempts: 2, MaxReaps: 2})
 	wantErr(t, err, memorykit.ErrAlreadyExists)
 	if d := cmp.Diff(memorykit.Job{}, job); d != "" {
 		t.Fatalf("EnqueueJob leaked another Scope's job (-want +got):\n%s", d)
@@ -256,7 +256,7 @@ func testIsoQueues(t *testing.T, e *env) {
 	for _, s := range []memorykit.Scope{a, b, c} {
 		r := e.create(newRec(s, memorykit.KindFact, "k", "text", memorykit.StatusActive))
 		want[r.ID] = s
-		j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(s, "turn"), Scope: s, Payload: "p", MaxAttempts: 1})
+		j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(s, "turn"), Scope: s, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

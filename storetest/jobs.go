@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ func RunJobConformance(t *testing.T, h Harness) {
 		{"WorkerCrashRecovery", testJobCrash},
 		{"CountJobs", testJobCount},
 		{"GetJob", testJobGet},
+		{"StaleLeaseTokenRefused", testJobStaleToken},
+		{"ReapsDoNotUseAttempts", testJobReapsNotAttempts},
+		{"PoisonJobEndsAfterMaxReaps", testJobPoisonReaps},
+		{"HandBacksBoundedWithReaps", testJobHandBackLimit},
 	})
 }
 
@@ -45,7 +50,21 @@ func payload(ref string) string { return "finished turn text for " + ref }
 func (e *env) enqueueIn(scope memorykit.Scope, ref string, maxAttempts int) memorykit.Job {
 	e.t.Helper()
 	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
-		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, Payload: payload(ref), MaxAttempts: maxAttempts,
+		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, RunRef: ref, Payload: payload(ref), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
+	})
+	if err != nil {
+		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
+	}
+	return j
+}
+
+// enqueueLimits stores a job in the env's Scope with separate limits on
+// failed attempts and on leases ended without a result.
+func (e *env) enqueueLimits(ref string, maxAttempts, maxReaps int) memorykit.Job {
+	e.t.Helper()
+	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
+		ID: memorykit.ExtractionJobID(e.scope, ref), Scope: e.scope, Payload: payload(ref),
+		MaxAttempts: maxAttempts, MaxReaps: maxReaps,
 	})
 	if err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
@@ -61,7 +80,7 @@ func (e *env) enqueue(ref string, maxAttempts int) memorykit.Job {
 // enqueueID stores a job with an explicit ID.
 func (e *env) enqueueID(id string, maxAttempts int) memorykit.Job {
 	e.t.Helper()
-	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: payload(id), MaxAttempts: maxAttempts})
+	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: payload(id), MaxAttempts: maxAttempts, MaxReaps: maxAttempts})
 	if err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", id, err)
 	}
@@ -153,8 +172,8 @@ func testJobEnqueue(t *testing.T, e *env) {
 	id := memorykit.ExtractionJobID(e.scope, "run-1/turn-1")
 	j := e.enqueue("run-1/turn-1", 3)
 	now := e.now()
-	want := memorykit.Job{ID: id, Scope: e.scope, Payload: payload("run-1/turn-1"), State: memorykit.JobQueued,
-		MaxAttempts: 3, AvailableAt: now, CreatedAt: now, UpdatedAt: now}
+	want := memorykit.Job{ID: id, Scope: e.scope, RunRef: "run-1/turn-1", Payload: payload("run-1/turn-1"), State: memorykit.JobQueued,
+		MaxAttempts: 3, MaxReaps: 3, AvailableAt: now, CreatedAt: now, UpdatedAt: now}
 	diffJob(t, "enqueued job", j, want)
 	diffJob(t, "GetJob", e.getJob(e.scope, id), want)
 	if j.CreatedAt.Location() != time.UTC {
@@ -162,7 +181,7 @@ func testJobEnqueue(t *testing.T, e *env) {
 	}
 	e.advance(time.Minute)
 	before := e.dump()
-	got, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: "a different payload", MaxAttempts: 5})
+	got, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: "a different payload", MaxAttempts: 5, MaxReaps: 5})
 	wantErr(t, err, memorykit.ErrAlreadyExists)
 	diffJob(t, "re-enqueue result", got, want)
 	e.unchanged(t, before, "a re-enqueue")
@@ -219,7 +238,7 @@ func testJobComplete(t *testing.T, e *env) {
 	c2 := e.proposal(j.ID, memorykit.KindPreference, "review size", "Keep reviews small.")
 	c2.Metadata = map[string]string{"confidence": "high"}
 	c2.Sources = []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-1"}}
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c1, c2}}); n != 2 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1, c2}}); n != 2 {
 		t.Fatalf("CompleteJob created %d candidates, want 2", n)
 	}
 	now := e.now()
@@ -246,11 +265,11 @@ func testJobComplete(t *testing.T, e *env) {
 	}
 	e.wantCounts(t, memorykit.JobCounts{Done: 1})
 	e.refused(t, "a second CompleteJob", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c1}})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1}})
 		return err
 	})
 	e.refused(t, "FailJob of a done job", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "late_failure"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "late_failure"})
 		return err
 	})
 	if got := e.leaseJobs("worker-2", 5); len(got) != 0 {
@@ -268,7 +287,7 @@ func testJobCompleteSkips(t *testing.T, e *env) {
 	c2 := e.proposal(j.ID, memorykit.KindNote, "note", "A new note.")
 	dup := c2
 	dup.Content = "The same candidate twice in one batch."
-	n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{again, c2, dup}})
+	n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{again, c2, dup}})
 	if n != 1 {
 		t.Fatalf("CompleteJob created %d candidates, want 1", n)
 	}
@@ -288,7 +307,7 @@ func testJobCompleteSkips(t *testing.T, e *env) {
 func testJobCompleteEmpty(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 3)
 	e.leaseOne("worker-1")
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"}); n != 0 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); n != 0 {
 		t.Fatalf("CompleteJob without candidates created %d", n)
 	}
 	got := e.getJob(e.scope, j.ID)
@@ -303,15 +322,15 @@ func testJobCompleteOther(t *testing.T, e *env) {
 	leased := e.leaseOne("worker-1")
 	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
 	e.refused(t, "CompleteJob by a worker without the lease", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", Candidates: []memorykit.NewRecord{c}})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
 		return err
 	})
 	diffJob(t, "job after a foreign completion", e.getJob(e.scope, j.ID), leased)
 	e.refused(t, "CompleteJob of an unknown job", memorykit.ErrNotFound, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job-unknown", WorkerID: "worker-1"})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
 		return err
 	})
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c}}); n != 1 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}}); n != 1 {
 		t.Fatalf("holder's completion created %d", n)
 	}
 }
@@ -322,15 +341,15 @@ func testJobCompleteExpired(t *testing.T, e *env) {
 	e.advance(jobTTL + time.Second)
 	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
 	e.refused(t, "CompleteJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{c}})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
 		return err
 	})
 	e.refused(t, "FailJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "too_slow"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "too_slow"})
 		return err
 	})
 	e.refused(t, "ReleaseJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		return e.s.ReleaseJob(e.ctx, j.ID, "worker-1")
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)})
 	})
 }
 
@@ -361,12 +380,12 @@ func testJobCompleteInvalid(t *testing.T, e *env) {
 	}
 	for name, batch := range batches {
 		e.refused(t, "CompleteJob with "+name, memorykit.ErrInvalidInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: batch})
+			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: batch})
 			return err
 		})
 	}
 	diffJob(t, "job after rejected completions", e.getJob(e.scope, j.ID), leased)
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{good}}); n != 1 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{good}}); n != 1 {
 		t.Fatalf("valid completion created %d", n)
 	}
 }
@@ -379,13 +398,14 @@ func testJobFailRetry(t *testing.T, e *env) {
 			t.Fatalf("lease %d has attempt %d", attempt, got.Attempt)
 		}
 		retryAt := e.clk.Now().Add(time.Minute)
-		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "extract_timeout", RetryAt: retryAt})
+		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: retryAt})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := got
 		want.State, want.LeasedBy, want.LeaseExpiresAt = memorykit.JobQueued, "", time.Time{}
 		want.AvailableAt, want.LastError, want.UpdatedAt = retryAt.UTC().Truncate(time.Microsecond), "extract_timeout", e.now()
+		want.Failures = attempt
 		diffJob(t, fmt.Sprintf("job after failure %d", attempt), f, want)
 		diffJob(t, "GetJob after failure", e.getJob(e.scope, j.ID), want)
 		e.advance(59 * time.Second)
@@ -398,7 +418,7 @@ func testJobFailRetry(t *testing.T, e *env) {
 	if last.Attempt != 3 {
 		t.Fatalf("third lease has attempt %d", last.Attempt)
 	}
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "extract_timeout", RetryAt: e.clk.Now().Add(time.Minute)})
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: e.clk.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +437,7 @@ func testJobFailRetry(t *testing.T, e *env) {
 func testJobFailFinal(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 5)
 	e.leaseOne("worker-1")
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "bad_payload", Final: true})
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "bad_payload", Final: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,15 +452,15 @@ func testJobFailOther(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 3)
 	e.leaseOne("worker-1")
 	e.refused(t, "FailJob by another worker", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-2", Reason: "nope"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Reason: "nope"})
 		return err
 	})
 	e.refused(t, "FailJob of an unknown job", memorykit.ErrNotFound, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: "job-unknown", WorkerID: "worker-1", Reason: "nope"})
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown"), Reason: "nope"})
 		return err
 	})
 	// A zero RetryAt requeues the job for now.
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "flaky"})
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "flaky"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,16 +473,16 @@ func testJobFailOther(t *testing.T, e *env) {
 }
 
 func testJobRelease(t *testing.T, e *env) {
-	j := e.enqueue("run-1/turn-1", 2)
+	j := e.enqueueLimits("run-1/turn-1", 2, 10)
 	e.leaseOne("worker-1")
 	e.refused(t, "ReleaseJob by another worker", memorykit.ErrLeaseLost, func() error {
-		return e.s.ReleaseJob(e.ctx, j.ID, "worker-2")
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)})
 	})
 	e.refused(t, "ReleaseJob of an unknown job", memorykit.ErrNotFound, func() error {
-		return e.s.ReleaseJob(e.ctx, "job-unknown", "worker-1")
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
 	})
 	e.advance(5 * time.Second)
-	if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-1"); err != nil {
+	if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.getJob(e.scope, j.ID)
@@ -476,7 +496,7 @@ func testJobRelease(t *testing.T, e *env) {
 		if l.Attempt != 1 {
 			t.Fatalf("lease after %d releases has attempt %d", i+1, l.Attempt)
 		}
-		if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-2"); err != nil {
+		if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -510,7 +530,7 @@ func testJobReap(t *testing.T, e *env) {
 	}
 	e.wantCounts(t, memorykit.JobCounts{Queued: 1, Failed: 1})
 	e.refused(t, "CompleteJob by the reaped worker", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j1.ID, WorkerID: "worker-1"})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j1.ID, WorkerID: "worker-1", LeaseToken: e.tok(j1.ID)})
 		return err
 	})
 }
@@ -530,11 +550,11 @@ func testJobCrash(t *testing.T, e *env) {
 		e.proposal(j.ID, memorykit.KindFact, "a", "first"),
 		e.proposal(j.ID, memorykit.KindFact, "b", "second"),
 	}
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", Candidates: cands}); n != 2 {
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: cands}); n != 2 {
 		t.Fatalf("second worker created %d", n)
 	}
 	e.refused(t, "the crashed worker's late completion", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: cands})
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: cands})
 		return err
 	})
 	all, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})
@@ -559,13 +579,13 @@ func testJobCount(t *testing.T, e *env) {
 	for _, j := range js {
 		switch j.ID {
 		case memorykit.ExtractionJobID(e.scope, "q1"), memorykit.ExtractionJobID(other, "q2"):
-			if err := e.s.ReleaseJob(e.ctx, j.ID, "worker-1"); err != nil {
+			if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken}); err != nil {
 				t.Fatal(err)
 			}
 		case memorykit.ExtractionJobID(e.scope, "d1"):
-			e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"})
+			e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken})
 		case memorykit.ExtractionJobID(e.scope, "f1"):
-			if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", Reason: "boom"}); err != nil {
+			if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken, Reason: "boom"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -584,4 +604,166 @@ func testJobGet(t *testing.T, e *env) {
 	wantErr(t, err, memorykit.ErrNotFound)
 	_, err = e.s.GetJob(e.ctx, e.scope, "job-unknown")
 	wantErr(t, err, memorykit.ErrNotFound)
+}
+
+// tok returns the fencing token of the job's latest lease, or 1 for a job
+// that does not exist in the env's Scope (so a call reaches the store's
+// lookup instead of failing validation).
+func (e *env) tok(id string) int64 {
+	e.t.Helper()
+	j, err := e.s.GetJob(e.ctx, e.scope, id)
+	if err != nil || j.LeaseToken == 0 {
+		return 1
+	}
+	return j.LeaseToken
+}
+
+// testJobStaleToken: a worker leases a job, the reaper takes the lease back
+// and the job is leased again by a worker with the same ID. Every call
+// carrying the first lease's token is refused as lease lost and changes
+// nothing; the current lease's token still works.
+func testJobStaleToken(t *testing.T, e *env) {
+	j := e.enqueue("run-1/turn-1", 3)
+	first := e.leaseOne("worker-1")
+	if first.LeaseToken <= 0 {
+		t.Fatalf("leased job has token %d, want a positive one", first.LeaseToken)
+	}
+	e.advance(jobTTL)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 1 {
+		t.Fatalf("ReapJobLeases = %d, %v; want 1", n, err)
+	}
+	second := e.leaseOne("worker-1")
+	if second.LeaseToken <= first.LeaseToken {
+		t.Fatalf("second lease token %d is not above the first %d", second.LeaseToken, first.LeaseToken)
+	}
+	stale := first.LeaseToken
+	cand := e.proposal(j.ID, memorykit.KindFact, "stale key", "stale attempt's candidate")
+	e.refused(t, "CompleteJob with a stale token", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
+			Candidates: []memorykit.NewRecord{cand}})
+		return err
+	})
+	e.refused(t, "CompleteJob without candidates with a stale token", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
+		return err
+	})
+	e.refused(t, "FailJob with a stale token", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
+			Reason: "stale_failure", Final: true})
+		return err
+	})
+	e.refused(t, "ReleaseJob with a stale token", memorykit.ErrLeaseLost, func() error {
+		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
+	})
+	e.refused(t, "CompleteJob with a token never issued", memorykit.ErrLeaseLost, func() error {
+		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken + 1000})
+		return err
+	})
+	real := e.proposal(j.ID, memorykit.KindFact, "real key", "current attempt's candidate")
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken,
+		Candidates: []memorykit.NewRecord{real}}); n != 1 {
+		t.Fatalf("CompleteJob by the current lease created %d candidates, want 1", n)
+	}
+	if _, err := e.s.Get(e.ctx, e.scope, cand.ID); !errors.Is(err, memorykit.ErrNotFound) {
+		t.Fatalf("the stale attempt's candidate exists: %v", err)
+	}
+	wantTombstone(t, e.getJob(e.scope, j.ID), memorykit.JobDone)
+}
+
+// reapOnce lets the job's lease expire and reaps it.
+func (e *env) reapOnce(t testing.TB) {
+	t.Helper()
+	e.advance(jobTTL)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 1 {
+		t.Fatalf("ReapJobLeases = %d, %v; want 1", n, err)
+	}
+}
+
+// testJobReapsNotAttempts: a job whose worker dies more times than
+// MaxAttempts (each lease reaped) is not failed for it; failed attempts
+// are still bounded by MaxAttempts on their own.
+func testJobReapsNotAttempts(t *testing.T, e *env) {
+	const maxAttempts = 2
+	j := e.enqueueLimits("run-1/turn-1", maxAttempts, 10)
+	for i := 1; i <= maxAttempts+2; i++ {
+		e.leaseOne("worker-1")
+		e.reapOnce(t)
+		got := e.getJob(e.scope, j.ID)
+		if got.State != memorykit.JobQueued || got.Reaps != i || got.Failures != 0 || got.Payload != j.Payload {
+			t.Fatalf("after reap %d: state %s reaps %d failures %d", i, got.State, got.Reaps, got.Failures)
+		}
+	}
+	// One real failure is retried (1 < MaxAttempts), whatever the reaps.
+	l := e.leaseOne("worker-1")
+	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
+	if err != nil || f.State != memorykit.JobQueued || f.Failures != 1 {
+		t.Fatalf("FailJob after reaps = %+v, %v; want queued with 1 failure", f, err)
+	}
+	l = e.leaseOne("worker-1")
+	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); n != 0 {
+		t.Fatalf("created %d", n)
+	}
+	got := e.getJob(e.scope, j.ID)
+	wantTombstone(t, got, memorykit.JobDone)
+	if got.Reaps != maxAttempts+2 || got.Failures != 1 || got.Attempt != maxAttempts+4 {
+		t.Fatalf("done job: reaps %d failures %d attempt %d", got.Reaps, got.Failures, got.Attempt)
+	}
+	// A second job: failures alone end it at MaxAttempts.
+	k := e.enqueueLimits("run-1/turn-2", maxAttempts, 10)
+	for i := 1; i <= maxAttempts; i++ {
+		l := e.leaseOne("worker-1")
+		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: k.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]memorykit.JobState{true: memorykit.JobFailed, false: memorykit.JobQueued}[i == maxAttempts]; f.State != want {
+			t.Fatalf("after failure %d the job is %s, want %s", i, f.State, want)
+		}
+	}
+}
+
+// testJobPoisonReaps: a job that kills every worker that leases it ends
+// failed (ReasonLeaseExpired) once it was reaped MaxReaps times, even with
+// its MaxAttempts unused.
+func testJobPoisonReaps(t *testing.T, e *env) {
+	j := e.enqueueLimits("run-1/turn-1", 5, 3)
+	for i := 1; i <= 3; i++ {
+		e.leaseOne("worker-1")
+		e.reapOnce(t)
+	}
+	got := e.getJob(e.scope, j.ID)
+	wantTombstone(t, got, memorykit.JobFailed)
+	if got.LastError != memorykit.ReasonLeaseExpired || got.Reaps != 3 || got.Failures != 0 {
+		t.Fatalf("poison job: last error %q reaps %d failures %d", got.LastError, got.Reaps, got.Failures)
+	}
+	if more := e.leaseJobs("worker-1", 5); len(more) != 0 {
+		t.Fatalf("a failed job was leased: %v", jobIDs(more))
+	}
+}
+
+// testJobHandBackLimit: hand-backs do not use attempts either, but count
+// with reaps toward MaxReaps; the hand-back that reaches it fails the job
+// (ReasonHandBackLimit).
+func testJobHandBackLimit(t *testing.T, e *env) {
+	j := e.enqueueLimits("run-1/turn-1", 5, 3)
+	e.leaseOne("worker-1")
+	e.reapOnce(t)
+	for i := 1; i <= 2; i++ {
+		l := e.leaseOne("worker-1")
+		if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); err != nil {
+			t.Fatal(err)
+		}
+		got := e.getJob(e.scope, j.ID)
+		if got.HandBacks != i || got.Reaps != 1 || got.Failures != 0 {
+			t.Fatalf("after hand-back %d: %+v", i, got)
+		}
+		if i == 1 && got.State != memorykit.JobQueued {
+			t.Fatalf("after one reap and one hand-back the job is %s", got.State)
+		}
+	}
+	got := e.getJob(e.scope, j.ID)
+	wantTombstone(t, got, memorykit.JobFailed)
+	if got.LastError != memorykit.ReasonHandBackLimit {
+		t.Fatalf("last error %q, want %q", got.LastError, memorykit.ReasonHandBackLimit)
+	}
 }

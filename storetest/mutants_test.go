@@ -272,8 +272,8 @@ func (m notAtomic) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (
 // releaseCounts turns a release into a failed attempt.
 type releaseCounts struct{ *memorystore.Store }
 
-func (m releaseCounts) ReleaseJob(ctx context.Context, jobID, workerID string) error {
-	_, err := m.FailJob(ctx, memorykit.JobFailure{JobID: jobID, WorkerID: workerID, Reason: "released", RetryAt: time.Time{}})
+func (m releaseCounts) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
+	_, err := m.FailJob(ctx, memorykit.JobFailure{JobID: r.JobID, WorkerID: r.WorkerID, LeaseToken: r.LeaseToken, Reason: "released", RetryAt: time.Time{}})
 	return err
 }
 

@@ -35,8 +35,9 @@ func testReasonRefused(t *testing.T, e *env) {
 	in := e.create(e.active(memorykit.KindFact, "inact", "inactive"))
 	e.must(actForget, tr(e.scope, in.ID, reviewer))
 	j := e.enqueue("turn-1", 2)
-	if _, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 1}); err != nil {
-		t.Fatalf("LeaseJobs: %v", err)
+	leased, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 1})
+	if err != nil || len(leased) != 1 {
+		t.Fatalf("LeaseJobs: %+v, %v", leased, err)
 	}
 	long := strings.Repeat("r", Limits().MaxReasonBytes+1) // within the package ceiling, above the Limits
 
@@ -56,7 +57,7 @@ func testReasonRefused(t *testing.T, e *env) {
 		"CompleteJob": func(reason string) error {
 			cand := e.candidate(memorykit.KindFact, "extracted", "extracted content")
 			cand.Reason = reason
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", Candidates: []memorykit.NewRecord{cand}})
+			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: leased[0].LeaseToken, Candidates: []memorykit.NewRecord{cand}})
 			return err
 		},
 		"Correct": func(reason string) error {

@@ -46,10 +46,12 @@
 //   - LeaseEmbeddings hands out records in ascending record ID order across
 //     every Scope. Attempt counts leases at the record's current content
 //     hash only: a Correct starts the count again at 1.
-//   - PutEmbedding needs no lease (vectors are deterministic). It is
-//     ErrNotFound for a record outside p.Scope and ErrStale when the record
-//     is not active at p.ContentHash. ReleaseEmbedding is ErrStale in the
-//     same case and ErrLeaseLost when the worker holds no lease.
+//   - PutEmbedding needs no unexpired lease (vectors are deterministic),
+//     but its LeaseToken must not be older than the record's latest lease
+//     at p.ContentHash (ErrLeaseLost). It is ErrNotFound for a record
+//     outside p.Scope and ErrStale when the record is not active at
+//     p.ContentHash. ReleaseEmbedding is ErrStale in the same case and
+//     ErrLeaseLost when the worker holds no lease under its LeaseToken.
 //     PutEmbedding rejects an empty or non-finite vector and a malformed
 //     content hash with ErrInvalidInput.
 //   - LeaseEmbeddings and LeaseJobs need a valid worker ID, a positive TTL
@@ -57,7 +59,9 @@
 //     MaxListSize candidates, each a StatusCandidate record in the job's
 //     Scope (otherwise ErrInvalidInput and nothing is stored).
 //   - CompleteJob, FailJob and ReleaseJob all require the worker to hold an
-//     unexpired lease (ErrLeaseLost otherwise). A zero FailJob.RetryAt
+//     unexpired lease under the LeaseToken the call carries (ErrLeaseLost
+//     otherwise, even for the same worker ID once the job was leased
+//     again); every lease gets a greater token. A zero FailJob.RetryAt
 //     means now. Queued, done and failed jobs hold no lease: LeasedBy is
 //     empty and LeaseExpiresAt zero.
 //   - Recall breaks ties inside every channel (equal matched terms and

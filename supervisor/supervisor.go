@@ -298,8 +298,10 @@ func (s *Supervisor) Drain(ctx context.Context) error {
 	case StateRunning:
 		s.state = StateDraining
 		evs = append(evs, s.lifecycle("draining"))
-		evs = append(evs, s.settleLocked()...)
+		// Logged before settling, which logs "drained" when no actor is
+		// left, so the log reads in the order things happened.
 		s.log.Info("supervisor draining", zap.Int("actors", len(s.runners)))
+		evs = append(evs, s.settleLocked()...)
 	}
 	cancelFetch, cancelWork := s.cancelFetch, s.cancelWork
 	s.mu.Unlock()
@@ -343,8 +345,10 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	case StateRunning, StateDraining, StateDrained:
 		s.state = StateStopping
 		evs = append(evs, s.lifecycle("stopping"))
-		evs = append(evs, s.settleLocked()...)
+		// Logged before settling: after a finished Drain no actor is
+		// left and settling logs "stopped" at once.
 		s.log.Info("supervisor stopping", zap.Int("actors", len(s.runners)))
+		evs = append(evs, s.settleLocked()...)
 	}
 	cancelFetch, cancelWork := s.cancelFetch, s.cancelWork
 	s.mu.Unlock()

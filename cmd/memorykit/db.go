@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
@@ -85,6 +86,11 @@ type session struct {
 	version  int
 }
 
+// openTimeout bounds how long the CLI waits for the database: pgstore.Open
+// retries an unreachable or restarting server for as long as its context
+// lives.
+const openTimeout = 30 * time.Second
+
 // openStore opens pgstore, which migrates the schema when needed.
 func openStore(ctx context.Context, o *options) (*pgstore.Store, error) {
 	guard, err := memorykit.NewWriteGuard(cliLimits(), noContentWrites{})
@@ -98,6 +104,8 @@ func openStore(ctx context.Context, o *options) (*pgstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
 	return pgstore.Open(ctx, o.dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Tombstones: tombstones, Schema: o.schema, MaxConns: 4})
 }
 

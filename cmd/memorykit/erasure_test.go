@@ -83,7 +83,7 @@ func TestCLIVerifyErasedPostgres(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	if _, err := store.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, "run-9"), Scope: scope,
-		Payload: "turn about " + other, MaxAttempts: 2}); err != nil {
+		Payload: "turn about " + other, MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	runCLI(t, bin, verify(other)...).want(t, 1, "verify-erased before purge")

@@ -209,7 +209,7 @@ func TestCLIPostgres(t *testing.T) {
 	cand2 := create(acme, memorykit.StatusCandidate, model, "on call", "CANARY-D page the SRE")
 	foreign := create(globex, memorykit.StatusActive, user, "deploy region", "CANARY-E globex secret")
 	create(globex, memorykit.StatusCandidate, model, "x", "CANARY-F globex candidate")
-	if _, err := store.EnqueueJob(ctx, memorykit.NewJob{ID: "job_cli_test", Scope: acme, Payload: "CANARY-G transcript", MaxAttempts: 3}); err != nil {
+	if _, err := store.EnqueueJob(ctx, memorykit.NewJob{ID: "job_cli_test", Scope: acme, Payload: "CANARY-G transcript", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -135,6 +135,8 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		Events:     logEvents{log: o.Logger.Named("events")},
 		Workers:    hostWorkers(),
 		Tools:      hostToolLimits(),
+		Outbox:     hostOutbox(),
+		Mode:       mkruntime.ModeAll,
 	})
 	if err != nil {
 		closeStore()

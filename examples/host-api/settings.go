@@ -66,6 +66,7 @@ func hostWorkers() mkruntime.Workers {
 		JobDeadline:     30 * time.Second,
 		JobRetry:        backoff,
 		JobMaxAttempts:  5,
+		JobMaxReaps:     10,
 		ReapInterval:    10 * time.Second,
 		StoreBackoff:    backoff,
 		HandBackTimeout: 5 * time.Second,
@@ -76,4 +77,15 @@ func hostWorkers() mkruntime.Workers {
 // hostToolLimits bounds the memory tools' arguments and results.
 func hostToolLimits() memorytools.Limits {
 	return memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192}
+}
+
+// hostOutbox keeps up to 1,000 turns (8 MiB of transcripts) whose
+// extraction enqueue failed while the database was unreachable, and tries
+// them again every second up to every 30 s. What is left at shutdown is
+// only logged (count and job IDs): this demo Host does not persist it.
+func hostOutbox() mkruntime.Outbox {
+	return mkruntime.Outbox{
+		MaxTurns: 1000, MaxBytes: 8 << 20,
+		Retry: memorykit.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2},
+	}
 }

@@ -112,11 +112,13 @@ func New(t testing.TB) *Fixture {
 		Workers: mkruntime.Workers{
 			LeaseTTL: time.Minute, EmbedBatch: 32, EmbedPoll: time.Second, EmbedDeadline: 10 * time.Second,
 			EmbedRetry: backoff, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 30 * time.Second,
-			JobRetry: backoff, JobMaxAttempts: 5, ReapInterval: 10 * time.Second, StoreBackoff: backoff,
+			JobRetry: backoff, JobMaxAttempts: 5, JobMaxReaps: 10, ReapInterval: 10 * time.Second, StoreBackoff: backoff,
 			HandBackTimeout: 5 * time.Second,
 			Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
 		},
-		Tools: memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
+		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
+		Outbox: mkruntime.Outbox{MaxTurns: 100, MaxBytes: 1 << 20, Retry: backoff},
+		Mode:   mkruntime.ModeAll,
 	})
 	if err != nil {
 		t.Fatal(err)

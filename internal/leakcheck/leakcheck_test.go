@@ -255,7 +255,7 @@ func newEnv(t *testing.T, f fault) *env {
 		Key: "deploy zone", Content: "eu-west-1a", Status: memorykit.StatusCandidate, Actor: e.model.Actor}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.real.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: contentText, MaxAttempts: 1}); err != nil {
+	if _, err := e.real.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: contentText, MaxAttempts: 1, MaxReaps: 1}); err != nil {
 		t.Fatal(err)
 	}
 	_ = rec
@@ -350,7 +350,9 @@ func storeCalls(s memorykit.Store) []call {
 			_, err := s.FailJob(ctx, memorykit.JobFailure{JobID: id, WorkerID: id + "-other", Reason: content})
 			return err
 		}},
-		{"ReleaseJob", func(ctx context.Context) error { return s.ReleaseJob(ctx, id, id+"-other") }},
+		{"ReleaseJob", func(ctx context.Context) error {
+			return s.ReleaseJob(ctx, memorykit.JobRelease{JobID: id, WorkerID: id + "-other", LeaseToken: 1})
+		}},
 		{"GetJob", func(ctx context.Context) error { _, err := s.GetJob(ctx, sc, id+"-missing"); return err }},
 	}
 	if b, ok := s.(memorykit.BatchCreator); ok {
@@ -416,7 +418,7 @@ func componentCalls(t *testing.T, e *env) []call {
 		t.Fatal(err)
 	}
 	enq, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{Store: e.store, Authorizer: e.az, Clock: e.clk,
-		Logger: e.log, Events: e.sink, MaxAttempts: 2})
+		Logger: e.log, Events: e.sink, MaxAttempts: 2, MaxReaps: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,11 +532,13 @@ func newRuntime(t *testing.T, e *env) *mkruntime.Runtime {
 		Workers: mkruntime.Workers{
 			LeaseTTL: time.Hour, EmbedBatch: 16, EmbedPoll: time.Second, EmbedDeadline: 20 * time.Minute,
 			EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
-			JobRetry: b, JobMaxAttempts: 3, ReapInterval: 5 * time.Second, StoreBackoff: b,
+			JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 			HandBackTimeout: 20 * time.Minute,
 			Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
 		},
-		Tools: memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
+		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
+		Mode:   mkruntime.ModeAll,
+		Outbox: mkruntime.Outbox{MaxTurns: 100, MaxBytes: 1 << 20, Retry: b},
 	})
 	if err != nil {
 		t.Fatal(err)
