@@ -164,7 +164,7 @@ func TestPostgresOpenRetriesWhileStartingUp(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := Open(context.Background(), proxied, Config{Clock: clk, Guard: testGuard(t), Schema: uniqueSchema(t), MaxConns: 2})
+		s, err := Open(context.Background(), proxied, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: uniqueSchema(t), MaxConns: 2})
 		done <- result{s, err}
 	}()
 	for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
@@ -208,7 +208,7 @@ func TestPostgresOpenGivesUpWithTheContext(t *testing.T) {
 	t.Cleanup(func() { onConnectRetry = nil })
 	done := make(chan error, 1)
 	go func() {
-		_, err := Open(ctx, proxied, Config{Clock: clk, Guard: testGuard(t), Schema: uniqueSchema(t)})
+		_, err := Open(ctx, proxied, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: uniqueSchema(t)})
 		done <- err
 	}()
 	<-waits
