@@ -58,12 +58,18 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 	blank := mk(memorykit.KindFact, "blank", memorykit.StatusActive)
 	setKey(blank.ID, "\u200b")
 
-	// Back to schema 4: forget versions 5 and 6 and undo version 6's DDL,
-	// so reopening runs both again.
+	// Back to schema 4: forget every later version and undo its DDL, so
+	// reopening runs them all again.
 	for _, stmt := range []string{
 		`DELETE FROM {schema}.schema_migrations WHERE version >= 5`,
+		// 6: erasure
 		`DROP TABLE {schema}.purges`,
 		`ALTER TABLE {schema}.jobs DROP COLUMN erased_keys`,
+		// 7: lease tokens
+		`DROP SEQUENCE {schema}.lease_tokens`,
+		`ALTER TABLE {schema}.jobs DROP COLUMN lease_token, DROP COLUMN run_ref, DROP COLUMN failures,
+			DROP COLUMN reaps, DROP COLUMN hand_backs, DROP COLUMN max_reaps`,
+		`ALTER TABLE {schema}.embedding_leases DROP COLUMN lease_token`,
 	} {
 		if _, err := conn.Exec(ctx, renderSQL(stmt, schema, "")); err != nil {
 			t.Fatal(err)
