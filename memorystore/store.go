@@ -29,12 +29,28 @@ type Config struct {
 	Clock clock.Clock
 	// Guard validates every write (Limits and the Host's ContentValidator).
 	Guard *memorykit.WriteGuard
+	// MaxRecords bounds how many records the store holds, whatever their
+	// status (forgotten and erased records keep their place until they are
+	// purged). A create or batch past it fails with ErrUnavailable, reason
+	// ReasonStoreFull, and changes nothing. Zero means DefaultMaxRecords;
+	// negative is invalid.
+	MaxRecords int
 }
+
+// DefaultMaxRecords is the bound Config.MaxRecords zero stands for.
+const DefaultMaxRecords = 1_000_000
+
+// ReasonStoreFull is the reason code of a write refused because the store
+// holds Config.MaxRecords records. It is not recoverable by retrying alone:
+// records must be purged first.
+const ReasonStoreFull = "store_full"
 
 // Store implements memorykit.Store in memory.
 type Store struct {
-	clk   clock.Clock
-	guard *memorykit.WriteGuard
+	// maxRecords is the effective Config.MaxRecords.
+	maxRecords int
+	clk        clock.Clock
+	guard      *memorykit.WriteGuard
 
 	// mu guards everything below. Writers hold it exclusively for the whole
 	// state change; the Host's ContentValidator runs before it is taken.
@@ -117,16 +133,24 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Guard == nil {
 		return nil, memorykit.ConfigError(op, "guard", "missing")
 	}
+	if cfg.MaxRecords < 0 {
+		return nil, memorykit.ConfigError(op, "max_records", "negative")
+	}
+	maxRecords := cfg.MaxRecords
+	if maxRecords == 0 {
+		maxRecords = DefaultMaxRecords
+	}
 	return &Store{
-		clk:       cfg.Clock,
-		guard:     cfg.Guard,
-		records:   make(map[string]*entry),
-		byScope:   make(map[memorykit.Scope]map[string]*entry),
-		active:    make(map[activeKey]string),
-		byKey:     make(map[scopedKey][]*entry),
-		embStates: make(map[embKey]*embState),
-		jobs:      make(map[string]*memorykit.Job),
-		indexes:   make(map[memorykit.Scope]*scopeIndex),
+		maxRecords: maxRecords,
+		clk:        cfg.Clock,
+		guard:      cfg.Guard,
+		records:    make(map[string]*entry),
+		byScope:    make(map[memorykit.Scope]map[string]*entry),
+		active:     make(map[activeKey]string),
+		byKey:      make(map[scopedKey][]*entry),
+		embStates:  make(map[embKey]*embState),
+		jobs:       make(map[string]*memorykit.Job),
+		indexes:    make(map[memorykit.Scope]*scopeIndex),
 	}, nil
 }
 
