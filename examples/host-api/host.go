@@ -100,7 +100,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		}
 		store = ms
 	} else {
-		ps, err := pgstore.Open(ctx, o.DSN, pgstore.Config{Clock: o.Clock, Guard: guard, Schema: o.Schema})
+		ps, err := pgstore.Open(ctx, o.DSN, pgConfig(pgstore.Config{Clock: o.Clock, Guard: guard, Schema: o.Schema}))
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +124,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		Events:     logEvents{log: o.Logger.Named("events")},
 		Workers:    hostWorkers(),
 		Tools:      hostToolLimits(),
+		Admission:  hostAdmission(),
 	})
 	if err != nil {
 		closeStore()
@@ -164,7 +165,10 @@ func (h *Host) Handler() http.Handler {
 			unrouted(w, r, h.mux)
 			return
 		}
-		h.mux.ServeHTTP(w, r)
+		rd, cancel := h.withDeadline(r)
+		defer cancel()
+		h.mux.ServeHTTP(w, rd)
+		r.Pattern = rd.Pattern // for the request log
 	}))
 }
 

@@ -114,7 +114,8 @@ func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, work
 		_ = host.Close(ctx)
 		return err
 	}
-	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: serverReadTimeout, WriteTimeout: serverWriteTimeout, IdleTimeout: serverIdleTimeout}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID))
