@@ -63,6 +63,9 @@ type Store struct {
 	byKey     map[scopedKey][]*entry
 	embStates map[embKey]*embState
 	jobs      map[string]*memorykit.Job
+	// pendingIdx holds, per profile asked about, the records that may
+	// need a vector of it (see pending.go).
+	pendingIdx map[string]map[string]*entry
 	// indexes holds each Scope's recall index (see scopeIndex).
 	indexes map[memorykit.Scope]*scopeIndex
 }
