@@ -91,3 +91,30 @@ func withCtx(ctx context.Context, err error) error {
 	}
 	return ctxDone{ctx: cerr, cause: err}
 }
+
+// PoolStats is a snapshot of the Store's connection pool, for metrics and
+// load tests.
+type PoolStats struct {
+	// MaxConns is the pool's size.
+	MaxConns int32
+	// TotalConns is the number of open connections.
+	TotalConns int32
+	// AcquiredConns is the number of connections in use.
+	AcquiredConns int32
+	// NewConns counts the connections the pool has opened since it was
+	// created: a count that keeps growing under steady load means
+	// connections are being thrown away.
+	NewConns int64
+	// EmptyAcquires counts the acquires that had to wait for a
+	// connection.
+	EmptyAcquires int64
+}
+
+// PoolStats reports the pool's current state.
+func (s *Store) PoolStats() PoolStats {
+	st := s.pool.Stat()
+	return PoolStats{
+		MaxConns: st.MaxConns(), TotalConns: st.TotalConns(), AcquiredConns: st.AcquiredConns(),
+		NewConns: st.NewConnsCount(), EmptyAcquires: st.EmptyAcquireCount(),
+	}
+}

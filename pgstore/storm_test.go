@@ -48,7 +48,7 @@ func TestPostgresDeadlineStormKeepsConnections(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	before := s.pool.Stat().NewConnsCount()
+	before := s.PoolStats().NewConns
 
 	// Make every recall statement wait on the server: an exclusive lock
 	// on the records table, held until the storm is over.
@@ -105,7 +105,7 @@ func TestPostgresDeadlineStormKeepsConnections(t *testing.T) {
 	if err != nil || len(res.FullText) == 0 {
 		t.Fatalf("recall after the storm: %+v %v", res, err)
 	}
-	opened := s.pool.Stat().NewConnsCount() - before
+	opened := s.PoolStats().NewConns - before
 	t.Logf("%d cancelled statements, %d new connections", 2*cancelled, opened)
 	if opened > 2 {
 		t.Fatalf("the deadline storm opened %d new PostgreSQL sessions (want at most 2)", opened)
