@@ -47,6 +47,9 @@ type Options struct {
 	// workers use, built around the Host's store: a test seam to make the
 	// workers' store fail while the request path works.
 	workerStores func(memorykit.Store) mkruntime.Stores
+	// admission, if set, replaces hostAdmission(): a test seam to make
+	// overload reachable with a few requests.
+	admission *mkruntime.Admission
 }
 
 // Host is the example HTTP Host: memorykit's runtime behind a small JSON
@@ -124,7 +127,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		Events:     logEvents{log: o.Logger.Named("events")},
 		Workers:    hostWorkers(),
 		Tools:      hostToolLimits(),
-		Admission:  hostAdmission(),
+		Admission:  o.admissionOr(),
 	})
 	if err != nil {
 		closeStore()

@@ -32,6 +32,14 @@ func hostAdmission() mkruntime.Admission {
 	return mkruntime.Admission{MaxReads: 16, MaxWrites: 8, MaxQueue: 32, MaxWait: 50 * time.Millisecond}
 }
 
+// admissionOr is the Admission the Host gives its runtime.
+func (o Options) admissionOr() mkruntime.Admission {
+	if o.admission != nil {
+		return *o.admission
+	}
+	return hostAdmission()
+}
+
 // hostWorkerConns is how many background workers hold a connection at
 // once: the embedding worker, the extraction worker and the lease reaper.
 const hostWorkerConns = 3
