@@ -47,6 +47,10 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	// ErrDeadline means memorykit's own deadline passed.
 	ErrDeadline = errors.New("deadline exceeded")
+	// ErrOverloaded means the Runtime turned the call away because it is
+	// at its concurrency bound and its wait queue is full or the wait ran
+	// out: nothing was done, and the call may be retried later.
+	ErrOverloaded = errors.New("overloaded")
 )
 
 // Error is the typed error memorykit returns. Its message is built only from
@@ -182,6 +186,7 @@ var sentinels = []error{
 	ErrForbidden, ErrInvalidScope, ErrInvalidInput, ErrInvalidPolicy, ErrInvalidConfig,
 	ErrNotFound, ErrAlreadyExists, ErrVersionConflict, ErrInvalidTransition, ErrLeaseLost,
 	ErrStale, ErrDraining, ErrStopped, ErrIntegrity, ErrUnavailable, ErrDeadline,
+	ErrOverloaded,
 }
 
 // codeShaped reports whether everything Error prints is a memorykit code:
@@ -306,6 +311,7 @@ func KindCode(err error) string {
 		{ErrUnavailable, "unavailable"},
 		{ErrDeadline, "deadline"},
 		{ErrPurging, "purging"},
+		{ErrOverloaded, "overloaded"},
 		{context.DeadlineExceeded, "deadline"},
 		{context.Canceled, "canceled"},
 	}

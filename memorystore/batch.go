@@ -70,6 +70,9 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 // gives every item without an ID a fresh one. The
 // caller holds s.mu for writing.
 func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time) error {
+	if err := s.roomLocked(op, len(items)); err != nil {
+		return err
+	}
 	taken := make(map[string]bool, len(items))
 	for i, in := range items {
 		if in.ID == "" {

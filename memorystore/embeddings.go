@@ -46,7 +46,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	}
 	now := s.now()
 	var picked []*entry
-	for _, e := range s.records {
+	for _, e := range s.pendingCandidates(p.Profile) {
 		if !s.pending(e, p.Profile) {
 			continue
 		}
@@ -236,13 +236,7 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n := 0
-	for _, e := range s.records {
-		if s.pending(e, profile) {
-			n++
-		}
-	}
-	return n, nil
+	return s.countPending(profile), nil
 }
 
 // DeleteEmbeddings implements memorykit.EmbeddingStore.

@@ -80,6 +80,7 @@ func newScopeIndex() *scopeIndex {
 // active, re-indexed when its content changed. The caller holds s.mu for
 // writing.
 func (s *Store) sync(e *entry) {
+	defer s.trackPending(e)
 	want := e.rec.Status == memorykit.StatusActive
 	if e.ix != nil && (!want || e.ix.hash != e.rec.ContentHash) {
 		s.unindex(e)
@@ -92,6 +93,7 @@ func (s *Store) sync(e *entry) {
 // syncVector brings e's row for profile in line with its stored embedding.
 // The caller holds s.mu for writing.
 func (s *Store) syncVector(e *entry, profile string) {
+	defer s.trackPendingProfile(e, profile)
 	if e.ix == nil {
 		return
 	}

@@ -175,6 +175,9 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			return 0, memorykit.FieldError(op, "candidates["+strconv.Itoa(i)+"].effective_until", "not_after_effective_from")
 		}
 	}
+	if err := s.roomForLocked(op, checked); err != nil {
+		return 0, err
+	}
 	created := 0
 	for _, in := range checked {
 		if in.ID != "" && s.records[in.ID] != nil {

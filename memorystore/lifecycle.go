@@ -65,6 +65,9 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 			return memorykit.Record{}, memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
 		}
 	}
+	if err := s.roomLocked(op, 1); err != nil {
+		return memorykit.Record{}, err
+	}
 	id := in.ID
 	for id == "" || s.records[id] != nil {
 		id = memorykit.NewRecordID(now)

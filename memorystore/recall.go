@@ -36,24 +36,33 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	// A large vector scan runs on another goroutine while this one does
 	// the lookups; both only read the index. The deferred Wait runs before
 	// the deferred RUnlock, so the scan never outlives the read lock.
+	//
+	// Every scan checks ctx every scanChunk records and gives up once it
+	// has ended, so a recall past its deadline stops working and reports
+	// the recoverable context_done instead of a result nobody waits for.
 	var (
 		scan    sync.WaitGroup
 		scanned bool
+		vecStop = newScanGuard(ctx)
 	)
 	defer scan.Wait()
 	if q.Vector != nil {
 		if v := x.vectors[vecKey{q.Profile, len(q.Vector)}]; v != nil && len(v.slots) >= parallelScanRows {
 			scanned = true
-			scan.Go(func() { res.Vector = x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit) })
+			scan.Go(func() { res.Vector = x.vectorHits(vecStop, dorm, q.Vector, q.Profile, q.VectorLimit) })
 		}
 	}
 	res.Exact = x.exactHits(dorm, q.ExactKeys, q.ExactLimit)
-	res.FullText, res.FullTextBelow = x.fullTextHits(dorm, q.Terms, q.FullTextLimit)
+	ftStop := newScanGuard(ctx)
+	res.FullText, res.FullTextBelow = x.fullTextHits(ftStop, dorm, q.Terms, q.FullTextLimit)
 	switch {
 	case scanned:
 		scan.Wait()
-	case q.Vector != nil:
-		res.Vector = x.vectorHits(dorm, q.Vector, q.Profile, q.VectorLimit)
+	case q.Vector != nil && !ftStop.stopped:
+		res.Vector = x.vectorHits(vecStop, dorm, q.Vector, q.Profile, q.VectorLimit)
+	}
+	if ftStop.stopped || vecStop.stopped {
+		return memorykit.RecallResult{}, interrupted(op, ctx)
 	}
 	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hits {
@@ -114,7 +123,7 @@ func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []
 // query: the number of distinct matched terms and their summed IDF (in
 // query-term order), then applies memorykit.FullTextRule. It walks the
 // posting lists of the query terms only.
-func (x *scopeIndex) fullTextHits(dorm map[int32]bool, terms []string, limit int) (kept, below []memorykit.Hit) {
+func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []string, limit int) (kept, below []memorykit.Hit) {
 	seen := make(map[string]bool, len(terms))
 	var uniq []string
 	for _, t := range terms {
@@ -148,6 +157,9 @@ func (x *scopeIndex) fullTextHits(dorm map[int32]bool, terms []string, limit int
 	touched := sc.slots[:0]
 	for i, t := range uniq {
 		for _, slot := range x.postings[t] {
+			if g.stop() {
+				return nil, nil
+			}
 			if !x.recallable(dorm, slot) {
 				continue
 			}
@@ -171,6 +183,9 @@ func (x *scopeIndex) fullTextHits(dorm map[int32]bool, terms []string, limit int
 	// is the same and a large Scope is never fully sorted.
 	above, under := newBoundedFT(limit), newBoundedFT(limit)
 	for _, slot := range touched {
+		if g.stop() {
+			return nil, nil
+		}
 		m, w := int(cnt[slot]), memorykit.RoundWeight(sum[slot])
 		h := under
 		if 2*m > best {
@@ -307,7 +322,7 @@ func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
 // estimated in float32 over the slab; every record that could be among the
 // best limit given float32 rounding (see f32Bound) is then scored exactly
 // in float64, so the result is that of an exact float64 scan.
-func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile string, limit int) []memorykit.Hit {
+func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float32, profile string, limit int) []memorykit.Hit {
 	qn := norm(query)
 	v := x.vectors[vecKey{profile, len(query)}]
 	if qn == 0 || v == nil || limit <= 0 {
@@ -326,6 +341,9 @@ func (x *scopeIndex) vectorHits(dorm map[int32]bool, query []float32, profile st
 	near := sc.near[:0]
 	query = query[:dims]
 	for row, slot := range v.slots {
+		if g.stop() {
+			return nil
+		}
 		if dorm != nil && dorm[slot] {
 			continue
 		}

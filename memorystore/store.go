@@ -32,13 +32,29 @@ type Config struct {
 	// Tombstones digests the key of every erased record (see
 	// memorykit.TombstoneKeyer).
 	Tombstones *memorykit.TombstoneKeyer
+	// MaxRecords bounds how many records the store holds, whatever their
+	// status (forgotten and erased records keep their place until they are
+	// purged). A create or batch past it fails with ErrUnavailable, reason
+	// ReasonStoreFull, and changes nothing. Zero means DefaultMaxRecords;
+	// negative is invalid.
+	MaxRecords int
 }
+
+// DefaultMaxRecords is the bound Config.MaxRecords zero stands for.
+const DefaultMaxRecords = 1_000_000
+
+// ReasonStoreFull is the reason code of a write refused because the store
+// holds Config.MaxRecords records. It is not recoverable by retrying alone:
+// records must be purged first.
+const ReasonStoreFull = "store_full"
 
 // Store implements memorykit.Store in memory.
 type Store struct {
-	clk   clock.Clock
-	guard *memorykit.WriteGuard
-	keyer *memorykit.TombstoneKeyer
+	// maxRecords is the effective Config.MaxRecords.
+	maxRecords int
+	clk        clock.Clock
+	guard      *memorykit.WriteGuard
+	keyer      *memorykit.TombstoneKeyer
 
 	// mu guards everything below. Writers hold it exclusively for the whole
 	// state change; the Host's ContentValidator runs before it is taken.
@@ -51,6 +67,9 @@ type Store struct {
 	byKey     map[scopedKey][]*entry
 	embStates map[embKey]*embState
 	jobs      map[string]*memorykit.Job
+	// pendingIdx holds, per profile asked about, the records that may
+	// need a vector of it (see pending.go).
+	pendingIdx map[string]map[string]*entry
 	// indexes holds each Scope's recall index (see scopeIndex).
 	indexes map[memorykit.Scope]*scopeIndex
 	// jobErased holds, per leased job that erase or purge scrubbed, the
@@ -151,20 +170,28 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Tombstones == nil {
 		return nil, memorykit.ConfigError(op, "tombstones", "missing")
 	}
+	if cfg.MaxRecords < 0 {
+		return nil, memorykit.ConfigError(op, "max_records", "negative")
+	}
+	maxRecords := cfg.MaxRecords
+	if maxRecords == 0 {
+		maxRecords = DefaultMaxRecords
+	}
 	return &Store{
-		clk:       cfg.Clock,
-		guard:     cfg.Guard,
-		keyer:     cfg.Tombstones,
-		jobErased: make(map[string][]string),
-		purges:    make(map[memorykit.Scope]*memorykit.PurgeReport),
-		records:   make(map[string]*entry),
-		byScope:   make(map[memorykit.Scope]map[string]*entry),
-		active:    make(map[activeKey]string),
-		byKey:     make(map[scopedKey][]*entry),
-		embStates: make(map[embKey]*embState),
-		embTokens: make(map[embKey]embToken),
-		jobs:      make(map[string]*memorykit.Job),
-		indexes:   make(map[memorykit.Scope]*scopeIndex),
+		maxRecords: maxRecords,
+		clk:        cfg.Clock,
+		guard:      cfg.Guard,
+		keyer:      cfg.Tombstones,
+		jobErased:  make(map[string][]string),
+		purges:     make(map[memorykit.Scope]*memorykit.PurgeReport),
+		records:    make(map[string]*entry),
+		byScope:    make(map[memorykit.Scope]map[string]*entry),
+		active:     make(map[activeKey]string),
+		byKey:      make(map[scopedKey][]*entry),
+		embStates:  make(map[embKey]*embState),
+		embTokens:  make(map[embKey]embToken),
+		jobs:       make(map[string]*memorykit.Job),
+		indexes:    make(map[memorykit.Scope]*scopeIndex),
 	}, nil
 }
 

@@ -36,12 +36,12 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	}
 	var pe *pgconn.PgError
 	if !useVector || ctx.Err() != nil || !errors.As(err, &pe) {
-		return memorykit.RecallResult{}, mapErr(op, err)
+		return memorykit.RecallResult{}, mapErr(op, withCtx(ctx, err))
 	}
 	vecErr := mapErr(op, err)
 	res, err = s.recall(ctx, q, now, false)
 	if err != nil {
-		return memorykit.RecallResult{}, mapErr(op, err)
+		return memorykit.RecallResult{}, mapErr(op, withCtx(ctx, err))
 	}
 	res.VectorErr = vecErr
 	return res, nil

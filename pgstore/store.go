@@ -64,9 +64,18 @@ type Config struct {
 	// missing. Empty means DefaultSchema. It must match [a-z_][a-z0-9_]*
 	// and be at most 63 bytes.
 	Schema string
-	// MaxConns, when positive, bounds the pool Open creates. Zero keeps
-	// pgxpool's default. It is ignored by New.
+	// MaxConns, when positive, bounds the pool Open creates. Zero means
+	// DefaultMaxConns(Workers). At most 10000. It is ignored by New.
 	MaxConns int32
+	// Workers is the number of background workers (embedding, extraction)
+	// sharing the store; it sizes the default pool (see DefaultMaxConns).
+	// Between 0 and 10000. It is ignored by New and when MaxConns is set.
+	Workers int
+	// CancelGrace is how long Open's pool waits for the server to cancel
+	// a statement whose context ended before closing the connection
+	// instead (see keepOnCancel). Zero means DefaultCancelGrace; negative
+	// is invalid. It is ignored by New, whose caller configures its pool.
+	CancelGrace time.Duration
 }
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -83,6 +92,18 @@ func (c Config) check(op string) (string, error) {
 	}
 	if c.MaxConns < 0 {
 		return "", memorykit.ConfigError(op, "max_conns", "negative")
+	}
+	if c.MaxConns > maxConnsLimit {
+		return "", memorykit.ConfigError(op, "max_conns", "too_large")
+	}
+	if c.Workers < 0 {
+		return "", memorykit.ConfigError(op, "workers", "negative")
+	}
+	if c.Workers > maxConnsLimit {
+		return "", memorykit.ConfigError(op, "workers", "too_large")
+	}
+	if c.CancelGrace < 0 {
+		return "", memorykit.ConfigError(op, "cancel_grace", "negative")
 	}
 	schema := c.Schema
 	if schema == "" {
@@ -122,7 +143,9 @@ var (
 // Open connects to dsn with a pool the Store creates and owns, migrates the
 // schema and checks pgvector. Close closes that pool. The pool registers
 // the pgvector types on every connection (pgxvec.RegisterTypes in
-// AfterConnect).
+// AfterConnect), has Config.MaxConns connections (DefaultMaxConns when
+// zero), and cancels the statement of a context that ends on the server
+// while keeping the connection (see Config.CancelGrace).
 //
 // A DSN that does not parse is ErrInvalidConfig (the DSN itself is never
 // reported, since it may hold a password). While the database cannot take
@@ -145,9 +168,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		// The parse error can quote the DSN, password included: keep it out.
 		return nil, memorykit.ConfigError(op, "dsn", "unparsable")
 	}
-	if cfg.MaxConns > 0 {
-		pcfg.MaxConns = cfg.MaxConns
-	}
+	pcfg.MaxConns = cfg.poolSize()
+	keepOnCancel(pcfg, cfg.cancelGrace())
 
 	// Migrate on a connection of its own first: the pool's AfterConnect
 	// needs the extension to exist before it can register the vector type.

@@ -605,7 +605,7 @@ func TestPostgresContextIsHonoured(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err = b.s.pool.Exec(ctx, "SELECT pg_sleep(5)")
-	err = mapErr("test", err)
+	err = mapErr("test", withCtx(ctx, err))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline: %v", err)
 	}

@@ -27,14 +27,14 @@ func notFound(op string) error {
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return mapErr(op, err)
+		return mapErr(op, withCtx(ctx, err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
-		return mapErr(op, err)
+		return mapErr(op, withCtx(ctx, err))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return mapErr(op, err)
+		return mapErr(op, withCtx(ctx, err))
 	}
 	return nil
 }

@@ -264,6 +264,11 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	case err == nil:
 	case ctx.Err() != nil:
 		return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+	case errors.Is(err, memorykit.ErrOverloaded):
+		// The Runtime's admission turned the recall away: the caller
+		// answers overload (a Host: 503 and Retry-After), not an empty
+		// recall.
+		return Result{}, memorykit.Contain(op, err)
 	case ownDeadline():
 		return e.degraded(req.Scope, trace, "deadline"), nil
 	case memorykit.IsRecoverable(err):

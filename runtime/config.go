@@ -26,7 +26,8 @@ func StoresOf(s memorykit.Store) Stores {
 	return Stores{Lifecycle: s, Recall: s, Embeddings: s, Jobs: s}
 }
 
-// Config is everything a Runtime needs. Every field but Hooks is required:
+// Config is everything a Runtime needs. Every field but Hooks, Claims and
+// Admission (which has a documented preset) is required:
 // there is no permissive default, no allow-all authorizer and no fallback
 // policy.
 type Config struct {
@@ -56,6 +57,10 @@ type Config struct {
 	Workers Workers
 	// Tools bounds the memory tools' arguments and results.
 	Tools memorytools.Limits
+	// Admission bounds the concurrent request-path store calls (see
+	// Admission). The zero value means DefaultAdmission(); a partly set
+	// value is validated as given.
+	Admission Admission
 	// Claims is the Host's detector of false "memory saved" claims, which
 	// Session.ValidateOutput consults after a failed write. Optional: nil
 	// means memorytools.DefaultClaimDetector().
@@ -190,6 +195,9 @@ func (c Config) validate() error {
 	}
 	if err := memorykit.ValidateID("runtime.new", "worker_id", c.WorkerID); err != nil {
 		return invalid("worker_id", memorykit.ReasonCode(err))
+	}
+	if err := c.Admission.effective().validate(); err != nil {
+		return err
 	}
 	return c.Workers.validate()
 }

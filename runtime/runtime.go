@@ -43,6 +43,7 @@ import (
 type Runtime struct {
 	cfg      Config
 	gate     *gate
+	admit    *admitter
 	records  memorykit.LifecycleStore // gated
 	engine   *recall.Engine
 	proj     *projector.Projector
@@ -64,11 +65,12 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	g := &gate{}
-	records := gatedLifecycle{LifecycleStore: cfg.Stores.Lifecycle, g: g}
+	adm := newAdmitter(cfg.Admission.effective(), cfg.Clock)
+	records := gatedLifecycle{LifecycleStore: admittedLifecycle{LifecycleStore: cfg.Stores.Lifecycle, a: adm}, g: g}
 	log := cfg.Logger
 
 	engine, err := recall.New(recall.Config{
-		Store: gatedRecall{RecallStore: cfg.Stores.Recall, g: g}, Embedder: cfg.Embedder,
+		Store: gatedRecall{RecallStore: admittedRecall{RecallStore: cfg.Stores.Recall, a: adm}, g: g}, Embedder: cfg.Embedder,
 		Authorizer: cfg.Authorizer, Policy: cfg.Policy, Clock: cfg.Clock, Events: cfg.Events,
 		Logger: log.Named("recall"),
 	})
@@ -88,7 +90,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	enq, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
-		Store: gatedJobs{JobStore: cfg.Stores.Jobs, g: g}, Authorizer: cfg.Authorizer, Clock: cfg.Clock,
+		Store: gatedJobs{JobStore: admittedJobs{JobStore: cfg.Stores.Jobs, a: adm}, g: g}, Authorizer: cfg.Authorizer, Clock: cfg.Clock,
 		Logger: log.Named("enqueue"), Events: cfg.Events, MaxAttempts: cfg.Workers.JobMaxAttempts,
 		MaxReaps: cfg.Workers.JobMaxReaps,
 	})
@@ -110,7 +112,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	return &Runtime{
-		cfg: cfg, gate: g, records: records, engine: engine, proj: proj,
+		cfg: cfg, gate: g, admit: adm, records: records, engine: engine, proj: proj,
 		writer: wr, reviewer: rv, enqueuer: enq, outbox: ob, sup: sup,
 	}, nil
 }

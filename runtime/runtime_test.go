@@ -143,11 +143,12 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 	if _, err := mkruntime.New(cfg); err != nil {
 		t.Fatalf("full config: %v", err)
 	}
-	// Zero each top-level field in turn; Hooks and Claims (nil means the
-	// built-in detector) are optional.
+	// Zero each top-level field in turn; Hooks, Claims (nil means the
+	// built-in detector) and Admission (zero means DefaultAdmission) are
+	// optional.
 	v := reflect.ValueOf(cfg)
 	for i := 0; i < v.NumField(); i++ {
-		if name := v.Type().Field(i).Name; name == "Hooks" || name == "Claims" {
+		if name := v.Type().Field(i).Name; name == "Hooks" || name == "Claims" || name == "Admission" {
 			continue
 		}
 		c := cfg

@@ -110,6 +110,7 @@ func (h *Host) chat(w http.ResponseWriter, r *http.Request, c call) {
 		return
 	}
 	resp := chatResponse{Degraded: proj.Degraded, ToolCalls: []toolCallJSON{}}
+	markDegraded(w, proj.Degraded, proj.Trace.Reason)
 	if proj.Injected {
 		resp.MemoryView = proj.Messages[proj.Index].Content
 	}

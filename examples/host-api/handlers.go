@@ -39,8 +39,9 @@ func (h *Host) registerRoutes() {
 // content-free health report (lifecycle state and every background actor's
 // state, reason code, since-when and failure count).
 type healthJSON struct {
-	// Status is "ok", "degraded" (some actor is not running) or
-	// "draining" (the Host is shutting down).
+	// Status is "ok", "degraded" (some actor is not running),
+	// "overloaded" (the runtime is turning requests away) or "draining"
+	// (the Host is shutting down).
 	Status string `json:"status"`
 	mkruntime.Health
 }
@@ -56,6 +57,8 @@ func (h *Host) health(w http.ResponseWriter, _ *http.Request) {
 		body.Status = "draining"
 	case !body.OK:
 		body.Status = "degraded"
+	case h.overloaded():
+		body.Status = "overloaded"
 	}
 	status := http.StatusOK
 	if body.Status != "ok" {
@@ -236,6 +239,7 @@ func (h *Host) search(w http.ResponseWriter, r *http.Request, c call) {
 			Truncated: e.Truncated, Score: e.Score, Channels: channels,
 		})
 	}
+	markDegraded(w, res.Degraded, res.Trace.Reason)
 	writeJSON(w, http.StatusOK, map[string]any{"degraded": res.Degraded, "memories": hits})
 }
 

@@ -53,6 +53,9 @@ type Options struct {
 	// workers use, built around the Host's store: a test seam to make the
 	// workers' store fail while the request path works.
 	workerStores func(memorykit.Store) mkruntime.Stores
+	// admission, if set, replaces hostAdmission(): a test seam to make
+	// overload reachable with a few requests.
+	admission *mkruntime.Admission
 }
 
 // Host is the example HTTP Host: memorykit's runtime behind a small JSON
@@ -111,7 +114,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		}
 		store = ms
 	} else {
-		ps, err := pgstore.Open(ctx, o.DSN, pgstore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones, Schema: o.Schema})
+		ps, err := pgstore.Open(ctx, o.DSN, pgConfig(pgstore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones, Schema: o.Schema}))
 		if err != nil {
 			return nil, err
 		}
@@ -137,6 +140,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		Tools:      hostToolLimits(),
 		Outbox:     hostOutbox(),
 		Mode:       mkruntime.ModeAll,
+		Admission:  o.admissionOr(),
 	})
 	if err != nil {
 		closeStore()
@@ -177,7 +181,10 @@ func (h *Host) Handler() http.Handler {
 			unrouted(w, r, h.mux)
 			return
 		}
-		h.mux.ServeHTTP(w, r)
+		rd, cancel := h.withDeadline(r)
+		defer cancel()
+		h.mux.ServeHTTP(w, rd)
+		r.Pattern = rd.Pattern // for the request log
 	}))
 }
 

@@ -221,6 +221,9 @@ func writeError(w http.ResponseWriter, status int, code, reason, field string) {
 // writeErr maps a memorykit error to its HTTP status and a content-free
 // body.
 func writeErr(w http.ResponseWriter, err error) {
+	if errors.Is(err, memorykit.ErrOverloaded) {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
 	status, body := errorResponse(err)
 	writeJSON(w, status, body)
 }
@@ -262,7 +265,8 @@ func errorResponse(err error) (int, errorBody) {
 		errors.Is(kind, memorykit.ErrAlreadyExists):
 		status = http.StatusConflict
 	case errors.Is(kind, memorykit.ErrDraining), errors.Is(kind, memorykit.ErrStopped), errors.Is(kind, memorykit.ErrPurging),
-		errors.Is(kind, memorykit.ErrUnavailable), errors.Is(kind, memorykit.ErrDeadline):
+		errors.Is(kind, memorykit.ErrUnavailable), errors.Is(kind, memorykit.ErrDeadline),
+		errors.Is(kind, memorykit.ErrOverloaded):
 		status = http.StatusServiceUnavailable
 	}
 	return status, body

@@ -132,7 +132,8 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 		_ = host.Close(ctx)
 		return err
 	}
-	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: serverReadTimeout, WriteTimeout: serverWriteTimeout, IdleTimeout: serverIdleTimeout}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID), zap.String("model", modelKind))

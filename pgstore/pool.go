@@ -1,0 +1,120 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Pool sizing and cancellation.
+//
+// A pool that is too small queues every request behind a few connections,
+// and a statement whose context ends must not cost a connection: by
+// default pgx closes the socket of a query whose context is done, so a
+// storm of recalls that miss their deadline turns into a storm of new
+// PostgreSQL sessions (each one a forked backend and an authentication).
+// Open therefore sizes the pool from the Host's concurrency and installs a
+// context watcher that asks the server to cancel the running statement
+// (a CancelRequest on a side channel) and keeps the connection, which is
+// returned to the pool once the server has answered the cancellation.
+
+const (
+	// minDefaultConns is the floor of DefaultMaxConns' request share.
+	minDefaultConns = 4
+	// maxConnsLimit bounds MaxConns and Workers: a larger pool is a
+	// configuration mistake, not a sizing choice.
+	maxConnsLimit = 10000
+	// DefaultCancelGrace is how long a statement whose context ended may
+	// keep running after the cancel request is sent, before the driver
+	// gives up on the server's answer and closes the connection.
+	DefaultCancelGrace = 2 * time.Second
+)
+
+// DefaultMaxConns is the pool size Open uses when Config.MaxConns is zero:
+// max(4, 2×GOMAXPROCS) connections for request handlers (recall, reads,
+// writes) plus one for each of the workers that share the store (embedding
+// and extraction workers each hold at most one connection at a time).
+func DefaultMaxConns(workers int) int32 {
+	n := max(minDefaultConns, 2*runtime.GOMAXPROCS(0)) + max(workers, 0)
+	return int32(min(n, maxConnsLimit))
+}
+
+// poolSize is the size Open gives its pool.
+func (c Config) poolSize() int32 {
+	if c.MaxConns > 0 {
+		return c.MaxConns
+	}
+	return DefaultMaxConns(c.Workers)
+}
+
+// cancelGrace is the effective Config.CancelGrace.
+func (c Config) cancelGrace() time.Duration {
+	if c.CancelGrace > 0 {
+		return c.CancelGrace
+	}
+	return DefaultCancelGrace
+}
+
+// keepOnCancel makes every connection of pcfg answer a done context with a
+// server-side cancel request instead of closing the socket. grace bounds
+// how long the driver waits for the server after that; past it the
+// connection is closed as before.
+func keepOnCancel(pcfg *pgxpool.Config, grace time.Duration) {
+	pcfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: grace}
+	}
+}
+
+// ctxDone is a driver error that happened because the caller's context
+// ended (typically the server's query_canceled answer to the cancel
+// request). It unwraps to both, so errors.Is finds the context error and
+// mapErr classifies it as context_done.
+type ctxDone struct{ ctx, cause error }
+
+func (e ctxDone) Error() string   { return "statement cancelled: " + e.ctx.Error() }
+func (e ctxDone) Unwrap() []error { return []error{e.ctx, e.cause} }
+
+// withCtx attributes err to ctx when ctx has ended, so a cancelled
+// statement reads as the deadline it is and not as a server failure.
+func withCtx(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	cerr := ctx.Err()
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return ctxDone{ctx: cerr, cause: err}
+}
+
+// PoolStats is a snapshot of the Store's connection pool, for metrics and
+// load tests.
+type PoolStats struct {
+	// MaxConns is the pool's size.
+	MaxConns int32
+	// TotalConns is the number of open connections.
+	TotalConns int32
+	// AcquiredConns is the number of connections in use.
+	AcquiredConns int32
+	// NewConns counts the connections the pool has opened since it was
+	// created: a count that keeps growing under steady load means
+	// connections are being thrown away.
+	NewConns int64
+	// EmptyAcquires counts the acquires that had to wait for a
+	// connection.
+	EmptyAcquires int64
+}
+
+// PoolStats reports the pool's current state.
+func (s *Store) PoolStats() PoolStats {
+	st := s.pool.Stat()
+	return PoolStats{
+		MaxConns: st.MaxConns(), TotalConns: st.TotalConns(), AcquiredConns: st.AcquiredConns(),
+		NewConns: st.NewConnsCount(), EmptyAcquires: st.EmptyAcquireCount(),
+	}
+}

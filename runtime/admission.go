@@ -1,0 +1,285 @@
+package runtime
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/goagents/memorykit"
+)
+
+// Admission bounds the request-path store calls one Runtime runs at once,
+// so an overloaded Host answers some requests quickly with ErrOverloaded
+// instead of answering every request late (or not at all, once deadlines
+// pass while the calls queue inside the database pool).
+//
+// Calls are admitted per store call in two classes: reads (recall, get,
+// list, find-active, revisions) and writes (create, every transition,
+// correction and job enqueue). Past its class's bound a call waits in a
+// queue bounded in length (MaxQueue) and time (MaxWait, measured on the
+// Runtime's Clock); a call that finds the queue full, or waits MaxWait
+// without getting a slot, fails with a recoverable ErrOverloaded (reason
+// ReasonQueueFull or ReasonQueueWait) having done nothing. Background
+// workers are not admitted here: their concurrency is their own batch
+// size and schedule.
+type Admission struct {
+	// MaxReads bounds the concurrent read calls (recalls included).
+	MaxReads int
+	// MaxWrites bounds the concurrent write calls.
+	MaxWrites int
+	// MaxQueue bounds how many calls of each class may wait for a slot.
+	// Zero means none waits: past the bound a call fails at once.
+	MaxQueue int
+	// MaxWait bounds how long a queued call waits. It must be positive
+	// when MaxQueue is.
+	MaxWait time.Duration
+}
+
+// Reason codes of ErrOverloaded.
+const (
+	// ReasonQueueFull: the class was at its bound and its queue full.
+	ReasonQueueFull = "queue_full"
+	// ReasonQueueWait: the call waited MaxWait in the queue without a slot.
+	ReasonQueueWait = "queue_wait"
+)
+
+// admissionLimit caps every Admission bound: larger is a mistake.
+const admissionLimit = 1 << 20
+
+// DefaultAdmission is the preset a zero Config.Admission stands for:
+// 4×GOMAXPROCS concurrent reads and as many writes (at least 8 each),
+// 64 queued calls per class and a 100 ms wait. A Host that sizes its
+// database pool should set Admission explicitly and give the pool at
+// least MaxReads + MaxWrites connections plus one per worker.
+func DefaultAdmission() Admission {
+	n := max(8, 4*runtime.GOMAXPROCS(0))
+	return Admission{MaxReads: n, MaxWrites: n, MaxQueue: 64, MaxWait: 100 * time.Millisecond}
+}
+
+func (a Admission) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"admission.max_reads", a.MaxReads},
+		{"admission.max_writes", a.MaxWrites},
+	} {
+		if f.v <= 0 {
+			return invalid(f.name, "must_be_positive")
+		}
+		if f.v > admissionLimit {
+			return invalid(f.name, "too_large")
+		}
+	}
+	switch {
+	case a.MaxQueue < 0:
+		return invalid("admission.max_queue", "negative")
+	case a.MaxQueue > admissionLimit:
+		return invalid("admission.max_queue", "too_large")
+	case a.MaxWait < 0:
+		return invalid("admission.max_wait", "negative")
+	case a.MaxQueue > 0 && a.MaxWait == 0:
+		return invalid("admission.max_wait", "must_be_positive")
+	}
+	return nil
+}
+
+// effective is the Admission a Config uses: its own, or the preset.
+func (a Admission) effective() Admission {
+	if a == (Admission{}) {
+		return DefaultAdmission()
+	}
+	return a
+}
+
+// class is one admission class: a counting semaphore and a bounded queue.
+type class struct {
+	name    string
+	slots   chan struct{}
+	queue   int64
+	wait    time.Duration
+	clk     clock.Clock
+	queued  atomic.Int64 // calls waiting now
+	running atomic.Int64 // calls holding a slot now
+	refused atomic.Int64 // calls turned away since New
+}
+
+func newClass(name string, limit, queue int, wait time.Duration, clk clock.Clock) *class {
+	return &class{name: name, slots: make(chan struct{}, limit), queue: int64(queue), wait: wait, clk: clk}
+}
+
+// acquire takes a slot, waiting in the queue if allowed. On success the
+// caller must call release once. A ctx that ends while queued returns the
+// context's error (wrapped as context_done), not ErrOverloaded.
+func (c *class) acquire(ctx context.Context, op string) error {
+	select {
+	case c.slots <- struct{}{}:
+		c.running.Add(1)
+		return nil
+	default:
+	}
+	if c.queued.Add(1) > c.queue {
+		c.queued.Add(-1)
+		return c.refuse(op, ReasonQueueFull)
+	}
+	defer c.queued.Add(-1)
+	t := c.clk.Timer(c.wait)
+	defer t.Stop()
+	select {
+	case c.slots <- struct{}{}:
+		c.running.Add(1)
+		return nil
+	case <-t.C:
+		return c.refuse(op, ReasonQueueWait)
+	case <-ctx.Done():
+		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+	}
+}
+
+func (c *class) refuse(op, reason string) error {
+	c.refused.Add(1)
+	return &memorykit.Error{Op: op, Kind: memorykit.ErrOverloaded, Field: c.name, Reason: reason, Retry: true}
+}
+
+func (c *class) release() {
+	c.running.Add(-1)
+	<-c.slots
+}
+
+// admitter holds a Runtime's classes.
+type admitter struct {
+	reads, writes *class
+}
+
+func newAdmitter(a Admission, clk clock.Clock) *admitter {
+	return &admitter{
+		reads:  newClass("reads", a.MaxReads, a.MaxQueue, a.MaxWait, clk),
+		writes: newClass("writes", a.MaxWrites, a.MaxQueue, a.MaxWait, clk),
+	}
+}
+
+// Load is a snapshot of a Runtime's admission classes.
+type Load struct {
+	// ReadsRunning and WritesRunning are the calls holding a slot.
+	ReadsRunning, WritesRunning int
+	// ReadsQueued and WritesQueued are the calls waiting for one.
+	ReadsQueued, WritesQueued int
+	// Refused counts the calls turned away with ErrOverloaded since New.
+	Refused int64
+	// Saturated reports that a class has every slot taken and a full
+	// queue: the next call of that class is refused at once.
+	Saturated bool
+}
+
+func (a *admitter) load() Load {
+	l := Load{
+		ReadsRunning: int(a.reads.running.Load()), WritesRunning: int(a.writes.running.Load()),
+		ReadsQueued: int(a.reads.queued.Load()), WritesQueued: int(a.writes.queued.Load()),
+		Refused: a.reads.refused.Load() + a.writes.refused.Load(),
+	}
+	for _, c := range []*class{a.reads, a.writes} {
+		if len(c.slots) == cap(c.slots) && c.queued.Load() >= c.queue {
+			l.Saturated = true
+		}
+	}
+	return l
+}
+
+// Load reports the Runtime's admission state, for a Host's health check
+// and metrics.
+func (r *Runtime) Load() Load { return r.admit.load() }
+
+// admittedLifecycle admits each request-path lifecycle call. It sits
+// under the intake gate, so a draining Runtime refuses before queueing.
+type admittedLifecycle struct {
+	memorykit.LifecycleStore
+	a *admitter
+}
+
+// run admits one call of class c and runs fn in its slot.
+func run[T any](ctx context.Context, c *class, op string, fn func() (T, error)) (T, error) {
+	if err := c.acquire(ctx, op); err != nil {
+		var zero T
+		return zero, err
+	}
+	defer c.release()
+	return fn()
+}
+
+func (s admittedLifecycle) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
+	return run(ctx, s.a.writes, "runtime.create", func() (memorykit.Record, error) { return s.LifecycleStore.Create(ctx, in) })
+}
+
+func (s admittedLifecycle) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
+	return run(ctx, s.a.reads, "runtime.get", func() (memorykit.Record, error) { return s.LifecycleStore.Get(ctx, scope, id) })
+}
+
+func (s admittedLifecycle) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
+	return run(ctx, s.a.reads, "runtime.find_active", func() (memorykit.Record, error) {
+		return s.LifecycleStore.FindActive(ctx, scope, kind, key)
+	})
+}
+
+func (s admittedLifecycle) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+	return run(ctx, s.a.reads, "runtime.list", func() ([]memorykit.Record, error) { return s.LifecycleStore.List(ctx, f) })
+}
+
+func (s admittedLifecycle) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return run(ctx, s.a.writes, "runtime.activate", func() (memorykit.Record, error) { return s.LifecycleStore.Activate(ctx, t) })
+}
+
+func (s admittedLifecycle) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return run(ctx, s.a.writes, "runtime.reject", func() (memorykit.Record, error) { return s.LifecycleStore.Reject(ctx, t) })
+}
+
+func (s admittedLifecycle) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+	return run(ctx, s.a.writes, "runtime.correct", func() (memorykit.Record, error) { return s.LifecycleStore.Correct(ctx, c) })
+}
+
+func (s admittedLifecycle) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return run(ctx, s.a.writes, "runtime.forget", func() (memorykit.Record, error) { return s.LifecycleStore.Forget(ctx, t) })
+}
+
+func (s admittedLifecycle) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+	return run(ctx, s.a.writes, "runtime.erase", func() (memorykit.Record, error) { return s.LifecycleStore.Erase(ctx, t) })
+}
+
+func (s admittedLifecycle) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+	return run(ctx, s.a.reads, "runtime.revisions", func() ([]memorykit.Revision, error) {
+		return s.LifecycleStore.Revisions(ctx, scope, id)
+	})
+}
+
+// admittedRecall admits each recall as a read.
+type admittedRecall struct {
+	memorykit.RecallStore
+	a *admitter
+}
+
+func (s admittedRecall) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+	return run(ctx, s.a.reads, "runtime.recall", func() (memorykit.RecallResult, error) { return s.RecallStore.Recall(ctx, q) })
+}
+
+// admittedJobs admits each enqueue as a write; workers use the store
+// directly.
+type admittedJobs struct {
+	memorykit.JobStore
+	a *admitter
+}
+
+func (s admittedJobs) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+	return run(ctx, s.a.writes, "runtime.enqueue", func() (memorykit.Job, error) { return s.JobStore.EnqueueJob(ctx, j) })
+}
+
+// Purge admits a purge as a write and passes it to the store when it is a
+// memorykit.Purger.
+func (s admittedLifecycle) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
+	p, ok := s.LifecycleStore.(memorykit.Purger)
+	if !ok {
+		return memorykit.PurgeReport{}, memorykit.NewError("runtime.purge", memorykit.ErrInvalidConfig, "purge_unsupported")
+	}
+	return run(ctx, s.a.writes, "runtime.purge", func() (memorykit.PurgeReport, error) { return p.Purge(ctx, scope, actor, reason) })
+}
