@@ -9,6 +9,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorytools"
+	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -36,6 +37,8 @@ type Config struct {
 	// Policy is the versioned RecallPolicy.
 	Policy memorykit.RecallPolicy
 	// Embedder must match Policy.EmbeddingProfile and EmbeddingDimension.
+	// It must be nil with a LexicalOnly Policy, and then no embedding
+	// worker starts.
 	Embedder memorykit.Embedder
 	// Authorizer is the Host's fail-closed project authorizer.
 	Authorizer memorykit.Authorizer
@@ -134,8 +137,6 @@ func (c Config) validate() error {
 	switch {
 	case c.Guard == nil:
 		return missing("guard")
-	case c.Embedder == nil:
-		return missing("embedder")
 	case c.Authorizer == nil:
 		return missing("authorizer")
 	case c.Extractor == nil:
@@ -161,11 +162,8 @@ func (c Config) validate() error {
 	if err := c.Policy.Validate(); err != nil {
 		return err
 	}
-	if c.Embedder.Profile() != c.Policy.EmbeddingProfile {
-		return invalid("embedder", "profile_mismatch")
-	}
-	if c.Embedder.Dimension() != c.Policy.EmbeddingDimension {
-		return invalid("embedder", "dimension_mismatch")
+	if err := recall.CheckEmbedder("runtime.new", c.Policy, c.Embedder); err != nil {
+		return err
 	}
 	if err := c.Tools.Validate(); err != nil {
 		return err

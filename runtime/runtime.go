@@ -117,16 +117,20 @@ func newActors(cfg Config) ([]supervisor.Actor, error) {
 		}
 		return func(wt supervisor.Wait) { cfg.Hooks.OnWait(actor, wt) }
 	}
-	embed, err := embedworker.New(embedworker.Config{
-		Store: cfg.Stores.Embeddings, Embedder: cfg.Embedder, Clock: cfg.Clock,
-		Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":embed",
-		LeaseTTL: w.LeaseTTL, BatchSize: w.EmbedBatch, PollInterval: w.EmbedPoll,
-		EmbedDeadline: w.EmbedDeadline, Retry: embedworker.Backoff(w.EmbedRetry),
-		StoreBackoff: embedworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
-		OnWait: onWait(ActorEmbed),
-	})
-	if err != nil {
-		return nil, err
+	var actors []supervisor.Actor
+	if cfg.Embedder != nil { // a LexicalOnly policy has no vector channel to feed
+		embed, err := embedworker.New(embedworker.Config{
+			Store: cfg.Stores.Embeddings, Embedder: cfg.Embedder, Clock: cfg.Clock,
+			Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":embed",
+			LeaseTTL: w.LeaseTTL, BatchSize: w.EmbedBatch, PollInterval: w.EmbedPoll,
+			EmbedDeadline: w.EmbedDeadline, Retry: embedworker.Backoff(w.EmbedRetry),
+			StoreBackoff: embedworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+			OnWait: onWait(ActorEmbed),
+		})
+		if err != nil {
+			return nil, err
+		}
+		actors = append(actors, embed)
 	}
 	extract, err := extractworker.New(extractworker.Config{
 		Store: cfg.Stores.Jobs, Extractor: cfg.Extractor, Guard: cfg.Guard, Clock: cfg.Clock,
@@ -147,7 +151,7 @@ func newActors(cfg Config) ([]supervisor.Actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []supervisor.Actor{embed, extract, reaper}, nil
+	return append(actors, extract, reaper), nil
 }
 
 type reapStores struct {
