@@ -37,8 +37,8 @@ import (
 	"github.com/goagents/memorykit/supervisor"
 )
 
-// Config holds everything a Worker needs. Every field but OnWait is
-// required; New rejects a Config that lacks one.
+// Config holds everything a Worker needs. Every field but OnWait and
+// OnRound is required; New rejects a Config that lacks one.
 type Config struct {
 	// Store tracks pending embeddings and stores vectors.
 	Store memorykit.EmbeddingStore
@@ -79,6 +79,11 @@ type Config struct {
 	// it. A test that advances a mock clock only after this call knows the
 	// timer sees the advance. It must return quickly.
 	OnWait func(supervisor.Wait)
+	// OnRound, if set, is called on the worker's goroutine after every
+	// round of Run, with what the round did (an empty Round when it found
+	// nothing or failed). The runtime uses it to wake callers waiting for
+	// a Scope's embeddings. It must return quickly.
+	OnRound func(Round)
 }
 
 // namePrefix prefixes the WorkerID in the actor's name.
@@ -188,6 +193,9 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
 	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
+		if w.cfg.OnRound != nil {
+			w.cfg.OnRound(r)
+		}
 		return r.Leased > 0, err
 	})
 }

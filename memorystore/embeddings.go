@@ -236,6 +236,29 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	return n, nil
 }
 
+// PendingEmbeddingsIn implements memorykit.ScopedPendingCounter.
+func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
+	const op = "memorystore.pending_embeddings_in"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := scope.Validate(); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, e := range s.records {
+		if e.rec.Scope == scope && s.pending(e, profile) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // DeleteEmbeddings implements memorykit.EmbeddingStore.
 func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *memorykit.Scope) (int, error) {
 	const op = "memorystore.delete_embeddings"

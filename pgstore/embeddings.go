@@ -375,6 +375,32 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	return n, nil
 }
 
+// PendingEmbeddingsIn implements memorykit.ScopedPendingCounter. It
+// counts the Scope's records directly (the records index on the Scope
+// bounds the scan), so the answer does not depend on whether the profile
+// is registered.
+func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
+	const op = "pgstore.pending_embeddings_in"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := scope.Validate(); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {schema}.records r
+		WHERE r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4
+		AND r.status = 'active' AND `+noCurrentEmbedding),
+		profile, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&n)
+	if err != nil {
+		return 0, mapErr(op, err)
+	}
+	return n, nil
+}
+
 // registerLockTimeout bounds how long registering a profile waits for the
 // lock on records (see registerProfile).
 var registerLockTimeout = 2 * time.Second

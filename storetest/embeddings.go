@@ -41,6 +41,7 @@ func RunEmbeddingConformance(t *testing.T, h Harness) {
 		{"DeleteEmbeddingsRebuild", testEmbDelete},
 		{"PutEmbeddingsAsSinglePuts", testEmbPutBatch},
 		{"PutEmbeddingsWholeCallRefused", testEmbPutBatchRefused},
+		{"PendingInScope", testEmbPendingInScope},
 	})
 }
 
