@@ -1,13 +1,13 @@
 package runtime
 
 import (
-	"io"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/runtimehooks"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/supervisor"
@@ -27,7 +27,8 @@ func StoresOf(s memorykit.Store) Stores {
 	return Stores{Lifecycle: s, Recall: s, Embeddings: s, Jobs: s}
 }
 
-// Config is everything a Runtime needs. Every field but Hooks is required:
+// Config is everything a Runtime needs. Every field but Claims (and
+// Embedder, under a LexicalOnly Policy) is required:
 // there is no permissive default, no allow-all authorizer and no fallback
 // policy.
 type Config struct {
@@ -64,32 +65,20 @@ type Config struct {
 	// means memorytools.DefaultClaimDetector().
 	Claims memorytools.ClaimDetector
 
-	// Hooks are optional test seams; the zero value is what production
-	// wants.
-	Hooks Hooks
+	// hooks are test seams, set only through package runtimetest.
+	hooks runtimehooks.Hooks
 }
 
-// Actor names passed to Hooks.OnWait.
+func init() {
+	runtimehooks.Set = func(cfg any, h runtimehooks.Hooks) { cfg.(*Config).hooks = h }
+}
+
+// Actor names, as a test hook of package runtimetest sees them.
 const (
 	ActorEmbed   = "embed"
 	ActorExtract = "extract"
 	ActorReap    = "reap"
 )
-
-// Hooks are optional seams for deterministic tests of a Host. Leaving them
-// nil changes nothing in how the Runtime behaves.
-type Hooks struct {
-	// OnWait, if set, is called on an actor's goroutine (ActorEmbed,
-	// ActorExtract or ActorReap) right after the timer of one of its waits
-	// is armed on the Clock: a test that advances a mock clock only after
-	// it has seen the wait is sure to wake that actor, and one that has
-	// seen every actor wait idle knows the background work is done. It
-	// must not block for long.
-	OnWait func(actor string, w supervisor.Wait)
-	// Random, if set, is the source of the projector's per-view nonces
-	// (crypto/rand otherwise), so a test can pin the rendered view.
-	Random io.Reader
-}
 
 // Workers sets the background actors' leases, retries and schedule.
 type Workers struct {

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -134,4 +135,27 @@ func TestLexicalRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestConfigHasNoHookFields: test seams are not production API; the only
+// way to set them is runtimetest.WithHooks.
+func TestConfigHasNoHookFields(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeOf(mkruntime.Config{})
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Type.Kind() == reflect.Func || f.Type.Kind() == reflect.Struct && strings.Contains(f.Type.Name(), "Hooks") {
+			t.Errorf("Config.%s is a hook in the public API", f.Name)
+		}
+		if f.Type.Kind() == reflect.Struct {
+			for j := 0; j < f.Type.NumField(); j++ {
+				if f.Type.Field(j).Type.Kind() == reflect.Func {
+					t.Errorf("Config.%s.%s is a hook in the public API", f.Name, f.Type.Field(j).Name)
+				}
+			}
+		}
+	}
 }

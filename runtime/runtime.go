@@ -77,7 +77,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	proj, err := projector.New(projector.Config{Engine: engine, Logger: log.Named("projector"), Random: cfg.Hooks.Random})
+	proj, err := projector.New(projector.Config{Engine: engine, Logger: log.Named("projector"), Random: cfg.hooks.Random})
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +116,10 @@ func New(cfg Config) (*Runtime, error) {
 func newActors(cfg Config, rounds *roundSignal) ([]supervisor.Actor, error) {
 	w := cfg.Workers
 	onWait := func(actor string) func(supervisor.Wait) {
-		if cfg.Hooks.OnWait == nil {
+		if cfg.hooks.OnWait == nil {
 			return nil
 		}
-		return func(wt supervisor.Wait) { cfg.Hooks.OnWait(actor, wt) }
+		return func(wt supervisor.Wait) { cfg.hooks.OnWait(actor, wt) }
 	}
 	var actors []supervisor.Actor
 	if cfg.Embedder != nil { // a LexicalOnly policy has no vector channel to feed
