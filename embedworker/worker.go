@@ -37,8 +37,8 @@ import (
 	"github.com/goagents/memorykit/supervisor"
 )
 
-// Config holds everything a Worker needs. Every field but OnWait and
-// OnRound is required; New rejects a Config that lacks one.
+// Config holds everything a Worker needs. Every field but OnWait,
+// OnRound and Scope is required; New rejects a Config that lacks one.
 type Config struct {
 	// Store tracks pending embeddings and stores vectors.
 	Store memorykit.EmbeddingStore
@@ -79,6 +79,11 @@ type Config struct {
 	// it. A test that advances a mock clock only after this call knows the
 	// timer sees the advance. It must return quickly.
 	OnWait func(supervisor.Wait)
+	// Scope, if set, restricts the worker to that Scope's records: it
+	// leases only them, and RunUntilEmpty counts only them (which needs a
+	// Store that implements memorykit.ScopedPendingCounter). For an
+	// operator's rebuild of one project; a runtime's worker leaves it nil.
+	Scope *memorykit.Scope
 	// OnRound, if set, is called on the worker's goroutine after every
 	// round of Run, with what the round did (an empty Round when it found
 	// nothing or failed). The runtime uses it to wake callers waiting for
@@ -110,6 +115,11 @@ func (cfg Config) validate(op string) error {
 	}
 	if cfg.Embedder.Dimension() <= 0 {
 		return memorykit.ConfigError(op, "embedder.dimension", "not_positive")
+	}
+	if cfg.Scope != nil {
+		if err := cfg.Scope.Validate(); err != nil {
+			return memorykit.ConfigError(op, "scope", memorykit.ReasonCode(err))
+		}
 	}
 	return supervisor.LeaseSettings{
 		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
@@ -235,6 +245,7 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	tasks, err := w.cfg.Store.LeaseEmbeddings(leaseCtx, memorykit.EmbeddingLease{
 		Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
+		Scope: w.cfg.Scope,
 	})
 	expired := clockctx.Expired(leaseCtx)
 	cancel()

@@ -47,7 +47,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	now := s.now()
 	var picked []*entry
 	for _, e := range s.records {
-		if !s.pending(e, p.Profile) {
+		if !s.pending(e, p.Profile) || p.Scope != nil && e.rec.Scope != *p.Scope {
 			continue
 		}
 		if st := s.currentState(e, p.Profile); st != nil {

@@ -43,6 +43,7 @@ WITH cand AS (
 		SELECT r.id, r.tenant_id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
 		FROM {schema}.records r
 		WHERE r.id = q.record_id AND r.status = 'active'
+		  AND ($6::text IS NULL OR (r.tenant_id = $6 AND r.subject_type = $7 AND r.subject_id = $8))
 		  AND ` + noCurrentEmbedding + `
 		  AND coalesce((SELECT l.content_hash <> r.content_hash
 		       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
@@ -74,7 +75,7 @@ FROM up JOIN cand c ON c.id = up.record_id
 ORDER BY c.id`
 
 // LeaseEmbeddings implements memorykit.EmbeddingStore. Records are leased
-// in ID order across every Scope. A lease blocks the record until it is
+// in ID order across every Scope, or only p.Scope's when it is set. A lease blocks the record until it is
 // released, the vector is stored, or ReapEmbeddingLeases returns it after
 // expiry.
 func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
@@ -89,7 +90,13 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		return nil, err
 	}
 	now := s.now()
-	rows, err := s.pool.Query(ctx, s.q(leaseEmbeddingsSQL), p.Profile, now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
+	var tenant, subjectType, subject *string // nil: every Scope
+	if p.Scope != nil {
+		st := string(p.Scope.SubjectType)
+		tenant, subjectType, subject = &p.Scope.TenantID, &st, &p.Scope.SubjectID
+	}
+	rows, err := s.pool.Query(ctx, s.q(leaseEmbeddingsSQL), p.Profile, now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max,
+		tenant, subjectType, subject)
 	if err != nil {
 		return nil, mapErr(op, err)
 	}

@@ -42,6 +42,7 @@ func RunEmbeddingConformance(t *testing.T, h Harness) {
 		{"PutEmbeddingsAsSinglePuts", testEmbPutBatch},
 		{"PutEmbeddingsWholeCallRefused", testEmbPutBatchRefused},
 		{"PendingInScope", testEmbPendingInScope},
+		{"LeaseInScope", testEmbLeaseInScope},
 	})
 }
 

@@ -58,3 +58,25 @@ func testEmbPendingInScope(t *testing.T, e *env) {
 		t.Fatalf("bad profile: %v", err)
 	}
 }
+
+// testEmbLeaseInScope checks EmbeddingLease.Scope: a scoped lease takes
+// only that Scope's pending records and leaves the others to an unscoped
+// lease; an invalid Scope is refused.
+func testEmbLeaseInScope(t *testing.T, e *env) {
+	other := Scope(t, "tenant-a", "project-2")
+	e.embRecord("mem-lease-a")
+	theirs := newRec(other, memorykit.KindFact, "elsewhere", "another project's record", memorykit.StatusActive)
+	theirs.ID = "mem-lease-0" // sorts first: an unscoped lease would take it
+	e.create(theirs)
+	e.embRecord("mem-lease-b")
+	scoped, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: embProfile, WorkerID: "w1", TTL: time.Minute, Max: 10, Scope: &e.scope})
+	if err != nil {
+		t.Fatalf("scoped LeaseEmbeddings: %v", err)
+	}
+	wantIDs(t, "scoped lease", taskIDs(scoped), []string{"mem-lease-a", "mem-lease-b"})
+	wantIDs(t, "unscoped lease", taskIDs(e.lease("w2", time.Minute, 10)), []string{"mem-lease-0"})
+	bad := memorykit.Scope{TenantID: "tenant-a"}
+	if _, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: embProfile, WorkerID: "w1", TTL: time.Minute, Max: 10, Scope: &bad}); !errors.Is(err, memorykit.ErrInvalidScope) {
+		t.Fatalf("invalid Scope: %v", err)
+	}
+}
