@@ -240,6 +240,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	// Every error here is a content-free *memorykit.Error or one of the
 	// CLI's own fixed texts.
 	fmt.Fprintf(stderr, "memorykit %s: %v\n", cmd.name, err)
+	if next := nextStep(cmd.name, err); next != "" {
+		fmt.Fprintf(stderr, "next: %s\n", next)
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "run 'memorykit %s --help'\n", cmd.name)

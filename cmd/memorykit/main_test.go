@@ -260,7 +260,7 @@ func TestCLIPostgres(t *testing.T) {
 	}
 	runCLI(t, bin, scoped("candidates", "reject", "--id", cand2)...).want(t, 0, "reject")
 	r = runCLI(t, bin, scoped("candidates", "reject", "--id", cand2)...).want(t, 1, "reject twice")
-	if !strings.Contains(r.stderr, "invalid transition") {
+	if !strings.Contains(r.stderr, "invalid transition") || !strings.Contains(r.stderr, "next: the record is out of recall already") {
 		t.Errorf("reject twice: %q", r.stderr)
 	}
 
