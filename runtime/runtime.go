@@ -16,9 +16,10 @@
 //
 //  1. the Host stops its own intake (HTTP server Shutdown, queue consumers);
 //  2. Drain: memorykit's request paths answer a typed ErrDraining, workers
-//     stop leasing, and in-flight work finishes or hands its lease back
-//     when Drain's context ends;
-//  3. Stop: everything still running is cancelled and waited for;
+//     stop leasing, and in-flight work finishes; when Drain's context ends
+//     first, Drain returns and the work goes on until Stop;
+//  3. Stop: everything still running is cancelled (handing its leases
+//     back) and waited for, within Stop's context;
 //  4. the Host closes the stores (for pgstore, Close closes its pool).
 package runtime
 
