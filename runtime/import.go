@@ -38,7 +38,7 @@ type ImportResult struct {
 // becomes an active record, as Remember would make it, but many go to the
 // store per call. It answers ErrDraining after Drain (as every request path
 // does), and refuses the whole import with a typed error unless the caller
-// holds PermWrite on the Session's Scope. Then it checks every item with
+// is a user or a trusted tool holding PermWrite on the Session's Scope. Then it checks every item with
 // the write Limits and the Host's ContentValidator; an item that fails is
 // rejected with a reason code and the others go on. Valid items are written
 // in order in store batches of at most Limits.MaxListSize (any number of
@@ -61,6 +61,12 @@ func (s *Session) Import(ctx context.Context, items []writer.Input) ([]ImportRes
 		return nil, err
 	}
 	caller := s.req.Caller
+	if caller.Actor.Kind != memorykit.ActorUser && caller.Actor.Kind != memorykit.ActorTool {
+		// As for Remember: only a user or a trusted tool writes active
+		// records directly.
+		s.importFailed("actor_kind_not_trusted")
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrForbidden, Field: "caller", Reason: "actor_kind_not_trusted"}
+	}
 	if err := memorykit.Authorize(ctx, r.cfg.Authorizer, caller, memorykit.PermWrite, s.req.Scope); err != nil {
 		s.importFailed(memorykit.ReasonCode(err))
 		return nil, memorykit.Contain(op, err)
@@ -78,7 +84,7 @@ func (s *Session) Import(ctx context.Context, items []writer.Input) ([]ImportRes
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return s.abandon(results, valid, 0, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err()))
+				return s.abandon(results, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err()))
 			}
 			results[i] = s.reject(err)
 			continue
@@ -90,7 +96,7 @@ func (s *Session) Import(ctx context.Context, items []writer.Input) ([]ImportRes
 	for start := 0; start < len(valid); start += chunk {
 		end := min(start+chunk, len(valid))
 		if err := s.importChunk(ctx, op, valid[start:end], records, results); err != nil {
-			return s.abandon(results, valid, start, err)
+			return s.abandon(results, err)
 		}
 	}
 	return results, nil
@@ -197,15 +203,10 @@ func (s *Session) reject(err error) ImportResult {
 	return res
 }
 
-// abandon marks every item from valid[from:] that was not stored as
-// rejected with err's reason code and returns the results with err.
-func (s *Session) abandon(results []ImportResult, valid []int, from int, err error) ([]ImportResult, error) {
+// abandon marks every item not yet stored or rejected as rejected with
+// err's reason code and returns the results with err.
+func (s *Session) abandon(results []ImportResult, err error) ([]ImportResult, error) {
 	code := memorykit.ReasonCode(err)
-	for _, i := range valid[from:] {
-		if results[i].Outcome == "" {
-			results[i] = ImportResult{Outcome: ImportRejected, Reason: code}
-		}
-	}
 	for i := range results {
 		if results[i].Outcome == "" {
 			results[i] = ImportResult{Outcome: ImportRejected, Reason: code}

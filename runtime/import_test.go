@@ -219,3 +219,43 @@ func TestAwaitEmbedded(t *testing.T) {
 		}
 	})
 }
+
+// failSecond is a store whose second CreateBatch call fails as an
+// unavailable store does.
+type failSecond struct {
+	memorykit.Store
+	calls int
+}
+
+func (s *failSecond) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+	s.calls++
+	if s.calls == 2 {
+		return nil, memorykit.Recoverable(&memorykit.Error{Op: "test.create_batch", Kind: memorykit.ErrUnavailable, Reason: "connection_lost"})
+	}
+	return s.Store.(memorykit.BatchCreator).CreateBatch(ctx, items)
+}
+
+// TestImportStopsOnStoreFailure: when the store fails as a whole, Import
+// returns the typed error with the results so far; the items it did not
+// write are rejected with the failure's reason code, none silently lost.
+func TestImportStopsOnStoreFailure(t *testing.T) {
+	clk := testkit.NewClock()
+	store := &failSecond{Store: testkit.MemStore(t, clk)}
+	cfg, b := configOn(t, clk, store)
+	cfg.Stores = mkruntime.StoresOf(store)
+	_, s := running(t, cfg, b)
+	items := make([]writer.Input, 150)
+	for i := range items {
+		items[i] = writer.Input{Kind: memorykit.KindFact, Key: fmt.Sprintf("k %d", i), Content: "an imported fact"}
+	}
+	res, err := s.Import(context.Background(), items)
+	if !errors.Is(err, memorykit.ErrUnavailable) || len(res) != len(items) {
+		t.Fatalf("Import = %d results, %v; want all results and ErrUnavailable", len(res), err)
+	}
+	for i, r := range res {
+		stored := i < 100
+		if stored && r.Outcome != mkruntime.ImportStored || !stored && (r.Outcome != mkruntime.ImportRejected || r.Reason != "connection_lost") {
+			t.Fatalf("item %d = %+v", i, r)
+		}
+	}
+}
