@@ -25,12 +25,7 @@ func (rejectEmpty) ValidateContent(_ context.Context, c memorykit.ContentCheck) 
 // it through the exact and full-text channels.
 func Example() {
 	ctx := context.Background()
-	limits := memorykit.Limits{
-		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
-		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 65536, MaxReasonBytes: 1024,
-	}
-	guard, err := memorykit.NewWriteGuard(limits, rejectEmpty{})
+	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), rejectEmpty{})
 	if err != nil {
 		panic(err)
 	}

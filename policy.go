@@ -12,7 +12,8 @@ type RecallPolicy struct {
 	VectorLimit   int
 	// RRFK is the Reciprocal Rank Fusion constant k (commonly 60).
 	RRFK int
-	// Channel weights for fusion. Each must be in (0, 100].
+	// Channel weights for fusion. Each must be in (0, 100], except that
+	// VectorWeight 0 switches the vector channel off (see LexicalOnly).
 	ExactWeight    float64
 	FullTextWeight float64
 	VectorWeight   float64
@@ -39,11 +40,27 @@ type RecallPolicy struct {
 	EmbeddingDimension int
 }
 
+// LexicalOnly reports whether p switches the vector channel off: recall
+// uses only exact keys and full text, needs no Embedder, and a Runtime
+// with such a policy starts no embedding worker. It is the policy for a
+// Host without an embedding model (see RecallPolicyLexicalV1). The switch
+// is VectorWeight 0, and Validate accepts it only when every other vector
+// field is zero too (VectorLimit, MinVectorSimilarity, EmbeddingDimension,
+// and EmbeddingProfile empty), so a half-configured vector channel is
+// still refused.
+func (p RecallPolicy) LexicalOnly() bool {
+	return p.VectorWeight == 0 && p.VectorLimit == 0 && p.MinVectorSimilarity == 0 &&
+		p.EmbeddingProfile == "" && p.EmbeddingDimension == 0
+}
+
 // MaxPolicyBudget bounds every count in a RecallPolicy.
 const MaxPolicyBudget = 10000
 
 // Validate reports ErrInvalidPolicy for any missing or out-of-range field.
+// A LexicalOnly policy is valid; a VectorWeight of 0 with any other vector
+// field set is not (field vector_weight, reason out_of_range).
 func (p RecallPolicy) Validate() error {
+	lexical := p.LexicalOnly()
 	bad := func(field, reason string) error {
 		return &Error{Op: "recallpolicy.validate", Kind: ErrInvalidPolicy, Field: field, Reason: reason}
 	}
@@ -64,6 +81,9 @@ func (p RecallPolicy) Validate() error {
 		{"embedding_dimension", p.EmbeddingDimension},
 	}
 	for _, c := range counts {
+		if lexical && (c.name == "vector_limit" || c.name == "embedding_dimension") {
+			continue
+		}
 		if c.v <= 0 {
 			return bad(c.name, "must_be_positive")
 		}
@@ -80,6 +100,9 @@ func (p RecallPolicy) Validate() error {
 		{"vector_weight", p.VectorWeight},
 	}
 	for _, w := range weights {
+		if lexical && w.name == "vector_weight" {
+			continue
+		}
 		if !(w.v > 0 && w.v <= 100) { // also rejects NaN
 			return bad(w.name, "out_of_range")
 		}
@@ -89,6 +112,9 @@ func (p RecallPolicy) Validate() error {
 	}
 	if p.Deadline <= 0 {
 		return bad("deadline", "must_be_positive")
+	}
+	if lexical {
+		return nil
 	}
 	if p.EmbeddingProfile == "" || len(p.EmbeddingProfile) > MaxIDBytes {
 		return bad("embedding_profile", "bad_length")

@@ -62,6 +62,22 @@ func RecallPolicyV1(profile string, dim int) RecallPolicy {
 	return p
 }
 
+// RecallPolicyLexicalV1 returns memorykit's lexical-only recall preset,
+// version 1: the exact-key and full-text settings of RecallPolicyV1 with
+// the vector channel switched off (see RecallPolicy.LexicalOnly). It is
+// the choice for a Host without an embedding model: recall needs no
+// Embedder and a Runtime built with it starts no embedding worker. Records
+// are still found by their keys and words; what is lost is recall of
+// records that share no word with the query. Changing any number here
+// needs a new preset version.
+func RecallPolicyLexicalV1() RecallPolicy {
+	p := RecallPolicyV1("", 0)
+	p.VectorLimit = 0
+	p.VectorWeight = 0
+	p.MinVectorSimilarity = 0
+	return p
+}
+
 // The local embedders' fusion settings (see RecallPolicyV1 and
 // docs/benchmarks.md for the sweep they come from). At weight 0.3 and
 // k = 20 a record only the vector channel ranks first scores 0.3/21, below

@@ -167,6 +167,9 @@ type EmbeddingLease struct {
 	WorkerID string
 	TTL      time.Duration
 	Max      int
+	// Scope, when set, restricts the lease to that Scope's records (an
+	// operator's rebuild of one project); nil leases from every Scope.
+	Scope *Scope
 }
 
 // EmbeddingPut stores one vector.
@@ -209,8 +212,8 @@ type EmbeddingRelease struct {
 type EmbeddingStore interface {
 	// LeaseEmbeddings leases active records with no embedding of the
 	// profile at their current content hash, which are not leased, not
-	// parked and whose retry time has come. The lease expires after TTL on
-	// the store's clock.
+	// parked and whose retry time has come, in p.Scope only when it is
+	// set. The lease expires after TTL on the store's clock.
 	LeaseEmbeddings(ctx context.Context, p EmbeddingLease) ([]EmbeddingTask, error)
 
 	// PutEmbedding stores the vector if the record is still active at

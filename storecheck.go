@@ -235,6 +235,11 @@ func (g *WriteGuard) CheckEmbeddingLease(op string, p EmbeddingLease) error {
 	if err := ValidateProfile(op, p.Profile); err != nil {
 		return err
 	}
+	if p.Scope != nil {
+		if err := p.Scope.Validate(); err != nil {
+			return err
+		}
+	}
 	return g.checkLease(op, p.WorkerID, p.TTL, p.Max)
 }
 

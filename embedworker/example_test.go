@@ -24,10 +24,7 @@ func (acceptAll) ValidateContent(context.Context, memorykit.ContentCheck) error 
 func ExampleWorker_RunUntilEmpty() {
 	ctx := context.Background()
 	clk := clock.New()
-	guard, err := memorykit.NewWriteGuard(memorykit.Limits{
-		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
-	}, acceptAll{})
+	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), acceptAll{})
 	if err != nil {
 		panic(err)
 	}

@@ -43,8 +43,21 @@ type Progress struct {
 	Pending int
 }
 
+// pending counts what RunUntilEmpty waits for: the profile's pending
+// records, in Config.Scope only when it is set.
+func (w *Worker) pending(ctx context.Context) (int, error) {
+	if w.cfg.Scope == nil {
+		return w.cfg.Store.PendingEmbeddings(ctx, w.profile)
+	}
+	c, ok := w.cfg.Store.(memorykit.ScopedPendingCounter)
+	if !ok {
+		return 0, memorykit.ConfigError("embedworker.pending", "store", "no_scoped_pending_count")
+	}
+	return c.PendingEmbeddingsIn(ctx, *w.cfg.Scope, w.profile)
+}
+
 // RunUntilEmpty runs rounds until PendingEmbeddings for the worker's
-// profile is zero, for an operator rebuild: delete the profile's
+// profile (in Config.Scope only, when it is set) is zero, for an operator rebuild: delete the profile's
 // embeddings (or let corrected content make them stale), then call it.
 // It returns the final Progress and nil once nothing is pending; a store
 // error, the end of ctx, or ErrStalled otherwise. It must not run while
@@ -58,7 +71,7 @@ func (w *Worker) RunUntilEmpty(ctx context.Context, opts RebuildOptions) (Progre
 	idle, count := 0, true
 	for {
 		if count {
-			pending, err := w.cfg.Store.PendingEmbeddings(ctx, w.profile)
+			pending, err := w.pending(ctx)
 			if err != nil {
 				return p, memorykit.Contain(op, err)
 			}

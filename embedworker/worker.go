@@ -38,8 +38,8 @@ import (
 	"github.com/goagents/memorykit/supervisor"
 )
 
-// Config holds everything a Worker needs. Every field but OnWait is
-// required; New rejects a Config that lacks one.
+// Config holds everything a Worker needs. Every field but OnWait,
+// OnRound and Scope is required; New rejects a Config that lacks one.
 type Config struct {
 	// Store tracks pending embeddings and stores vectors.
 	Store memorykit.EmbeddingStore
@@ -80,6 +80,16 @@ type Config struct {
 	// it. A test that advances a mock clock only after this call knows the
 	// timer sees the advance. It must return quickly.
 	OnWait func(supervisor.Wait)
+	// Scope, if set, restricts the worker to that Scope's records: it
+	// leases only them, and RunUntilEmpty counts only them (which needs a
+	// Store that implements memorykit.ScopedPendingCounter). For an
+	// operator's rebuild of one project; a runtime's worker leaves it nil.
+	Scope *memorykit.Scope
+	// OnRound, if set, is called on the worker's goroutine after every
+	// round of Run, with what the round did (an empty Round when it found
+	// nothing or failed). The runtime uses it to wake callers waiting for
+	// a Scope's embeddings. It must return quickly.
+	OnRound func(Round)
 }
 
 // namePrefix prefixes the WorkerID in the actor's name.
@@ -106,6 +116,11 @@ func (cfg Config) validate(op string) error {
 	}
 	if cfg.Embedder.Dimension() <= 0 {
 		return memorykit.ConfigError(op, "embedder.dimension", "not_positive")
+	}
+	if cfg.Scope != nil {
+		if err := cfg.Scope.Validate(); err != nil {
+			return memorykit.ConfigError(op, "scope", memorykit.ReasonCode(err))
+		}
 	}
 	return supervisor.LeaseSettings{
 		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
@@ -197,6 +212,9 @@ func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
 		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
 	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
+		if w.cfg.OnRound != nil {
+			w.cfg.OnRound(r)
+		}
 		return r.Leased > 0, err
 	})
 }
@@ -236,6 +254,7 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	tasks, err := w.cfg.Store.LeaseEmbeddings(leaseCtx, memorykit.EmbeddingLease{
 		Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
+		Scope: w.cfg.Scope,
 	})
 	expired := clockctx.Expired(leaseCtx)
 	cancel()

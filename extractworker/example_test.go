@@ -54,11 +54,7 @@ func Example() {
 	ctx := context.Background()
 	clk := clock.New()
 	log := zap.NewNop()
-	limits := memorykit.Limits{
-		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
-	}
-	guard, err := memorykit.NewWriteGuard(limits, acceptAll{})
+	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), acceptAll{})
 	if err != nil {
 		panic(err)
 	}

@@ -47,7 +47,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	now := s.now()
 	var picked []*entry
 	for _, e := range s.pendingCandidates(p.Profile) {
-		if !s.pending(e, p.Profile) {
+		if !s.pending(e, p.Profile) || p.Scope != nil && e.rec.Scope != *p.Scope {
 			continue
 		}
 		if st := s.currentState(e, p.Profile); st != nil {
@@ -237,6 +237,29 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.countPending(profile), nil
+}
+
+// PendingEmbeddingsIn implements memorykit.ScopedPendingCounter.
+func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
+	const op = "memorystore.pending_embeddings_in"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := scope.Validate(); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, e := range s.records {
+		if e.rec.Scope == scope && s.pending(e, profile) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // DeleteEmbeddings implements memorykit.EmbeddingStore.

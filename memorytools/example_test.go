@@ -42,10 +42,7 @@ func Example() {
 	ctx := context.Background()
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	guard, _ := memorykit.NewWriteGuard(memorykit.Limits{
-		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8, MaxMetadataBytes: 1024,
-		MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100, MaxJobPayloadBytes: 8192, MaxReasonBytes: 1024,
-	}, rejectSecrets{})
+	guard, _ := memorykit.NewWriteGuard(memorykit.LimitsV1(), rejectSecrets{})
 	tombstones, _ := memorykit.NewTombstoneKeyer([]byte("example tombstone secret: load yours from a secret store"))
 	store, _ := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: tombstones})
 
@@ -64,20 +61,15 @@ func Example() {
 
 	engine, _ := recall.New(recall.Config{
 		Store: store, Embedder: embedder.NewLocal(), Authorizer: acl,
-		Policy: memorykit.RecallPolicy{
-			Version: 1, ExactLimit: 5, FullTextLimit: 20, VectorLimit: 20, RRFK: 60,
-			ExactWeight: 1, FullTextWeight: 1, VectorWeight: 1, MaxItems: 5, MaxTokens: 800,
-			MaxEntryRunes: 500, MaxQueryRunes: 2000, MaxQueryTerms: 32, Deadline: 2 * time.Second,
-			EmbeddingProfile: embedder.LocalProfile, EmbeddingDimension: embedder.LocalDimension,
-		},
-		Clock: clk, Events: memorykit.DiscardEvents{}, Logger: zap.NewNop(),
+		Policy: memorykit.RecallPolicyV1(embedder.LocalProfile, embedder.LocalDimension),
+		Clock:  clk, Events: memorykit.DiscardEvents{}, Logger: zap.NewNop(),
 	})
 	wr, _ := writer.New(writer.Config{Store: store, Authorizer: acl, Events: memorykit.DiscardEvents{}, Clock: clk})
 
 	tools, err := memorytools.New(memorytools.Config{
 		Engine: engine, Records: store, Authorizer: acl, Writer: wr,
 		Principal: model, Caller: caller, Scope: scope, WriteIntent: true,
-		Limits: memorytools.Limits{MaxResults: 3, MaxResultTokens: 400, MaxEntryRunes: 300, MaxArgBytes: 4096},
+		Limits: memorytools.LimitsV1(),
 		Events: memorykit.DiscardEvents{}, Clock: clk, Logger: zap.NewNop(),
 	})
 	if err != nil {

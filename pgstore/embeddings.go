@@ -43,6 +43,7 @@ WITH cand AS (
 		SELECT r.id, r.tenant_id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
 		FROM {schema}.records r
 		WHERE r.id = q.record_id AND r.status = 'active'
+		  AND ($6::text IS NULL OR (r.tenant_id = $6 AND r.subject_type = $7 AND r.subject_id = $8))
 		  AND ` + noCurrentEmbedding + `
 		  AND coalesce((SELECT l.content_hash <> r.content_hash
 		       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
@@ -77,7 +78,7 @@ FROM up JOIN cand c ON c.id = up.record_id
 ORDER BY c.id`
 
 // LeaseEmbeddings implements memorykit.EmbeddingStore. Records are leased
-// in ID order across every Scope. A lease blocks the record until it is
+// in ID order across every Scope, or only p.Scope's when it is set. A lease blocks the record until it is
 // released, the vector is stored, or ReapEmbeddingLeases returns it after
 // expiry.
 func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
@@ -92,7 +93,13 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		return nil, err
 	}
 	now := s.now()
-	rows, err := s.pool.Query(ctx, s.q(leaseEmbeddingsSQL), p.Profile, now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
+	var tenant, subjectType, subject *string // nil: every Scope
+	if p.Scope != nil {
+		st := string(p.Scope.SubjectType)
+		tenant, subjectType, subject = &p.Scope.TenantID, &st, &p.Scope.SubjectID
+	}
+	rows, err := s.pool.Query(ctx, s.q(leaseEmbeddingsSQL), p.Profile, now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max,
+		tenant, subjectType, subject)
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
@@ -428,6 +435,32 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 			LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
 			WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)) END`),
 		profile).Scan(&n)
+	if err != nil {
+		return 0, mapErr(op, err)
+	}
+	return n, nil
+}
+
+// PendingEmbeddingsIn implements memorykit.ScopedPendingCounter. It
+// counts the Scope's records directly (the records index on the Scope
+// bounds the scan), so the answer does not depend on whether the profile
+// is registered.
+func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
+	const op = "pgstore.pending_embeddings_in"
+	if err := live(ctx, op); err != nil {
+		return 0, err
+	}
+	if err := scope.Validate(); err != nil {
+		return 0, err
+	}
+	if err := memorykit.ValidateProfile(op, profile); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {schema}.records r
+		WHERE r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4
+		AND r.status = 'active' AND `+noCurrentEmbedding),
+		profile, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&n)
 	if err != nil {
 		return 0, mapErr(op, err)
 	}

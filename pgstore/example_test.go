@@ -26,11 +26,7 @@ func (noSecrets) ValidateContent(_ context.Context, c memorykit.ContentCheck) er
 // Open a Store that owns its pool, write one memory and close it again.
 func ExampleOpen() {
 	ctx := context.Background()
-	guard, err := memorykit.NewWriteGuard(memorykit.Limits{
-		Version: 1, MaxKeyBytes: 256, MaxContentBytes: 8192, MaxMetadataEntries: 16,
-		MaxMetadataBytes: 2048, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 65536, MaxReasonBytes: 1024,
-	}, noSecrets{})
+	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), noSecrets{})
 	if err != nil {
 		fmt.Println(err)
 		return

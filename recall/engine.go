@@ -20,7 +20,8 @@ type Config struct {
 	// Store runs the recall channels.
 	Store memorykit.RecallStore
 	// Embedder embeds the query; its Profile and Dimension must equal the
-	// policy's EmbeddingProfile and EmbeddingDimension.
+	// policy's EmbeddingProfile and EmbeddingDimension. With a LexicalOnly
+	// policy there is no vector channel and Embedder must be nil.
 	Embedder memorykit.Embedder
 	// Authorizer is the Host's fail-closed project authorizer.
 	Authorizer memorykit.Authorizer
@@ -57,8 +58,6 @@ func New(cfg Config) (*Engine, error) {
 	switch {
 	case cfg.Store == nil:
 		return nil, missing("store")
-	case cfg.Embedder == nil:
-		return nil, missing("embedder")
 	case cfg.Authorizer == nil:
 		return nil, missing("authorizer")
 	case cfg.Clock == nil:
@@ -71,11 +70,8 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Embedder.Profile() != cfg.Policy.EmbeddingProfile {
-		return nil, memorykit.ConfigError(op, "embedder", "profile_mismatch")
-	}
-	if cfg.Embedder.Dimension() != cfg.Policy.EmbeddingDimension {
-		return nil, memorykit.ConfigError(op, "embedder", "dimension_mismatch")
+	if err := CheckEmbedder(op, cfg.Policy, cfg.Embedder); err != nil {
+		return nil, err
 	}
 	return &Engine{
 		store:  cfg.Store,
@@ -206,7 +202,8 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	blank := strings.TrimSpace(query) == ""
 	trace.channel(memorykit.ChannelExact).Skipped = len(keys) == 0
 	trace.channel(memorykit.ChannelFullText).Skipped = len(terms) == 0
-	trace.channel(memorykit.ChannelVector).Skipped = blank
+	lexical := p.LexicalOnly()
+	trace.channel(memorykit.ChannelVector).Skipped = blank || lexical
 	if len(keys) == 0 && len(terms) == 0 && blank {
 		e.completed(req.Scope, nil, "empty_query")
 		return Result{Trace: trace}, nil
@@ -223,7 +220,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	ownDeadline := func() bool { return ctx.Err() == nil && errors.Is(context.Cause(dctx), errRecallDeadline) }
 
 	var vector []float32
-	if !blank {
+	if !blank && !lexical {
 		v, err := e.embedQuery(dctx, query)
 		switch {
 		case err == nil:
@@ -254,6 +251,11 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 		ExactLimit:    p.ExactLimit,
 		FullTextLimit: p.FullTextLimit,
 		VectorLimit:   p.VectorLimit,
+	}
+	if lexical {
+		// Stores check every limit but read VectorLimit only with a
+		// Vector, which a lexical query never has.
+		q.VectorLimit = 1
 	}
 	if vector != nil {
 		q.Profile = p.EmbeddingProfile
@@ -434,6 +436,25 @@ func (e *Engine) explicitKeys(op string, keys []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckEmbedder reports an ErrInvalidConfig error (field "embedder") unless
+// emb fits policy: nil for a LexicalOnly policy ("missing" otherwise),
+// and otherwise of the policy's profile and dimension. op names the caller.
+func CheckEmbedder(op string, policy memorykit.RecallPolicy, emb memorykit.Embedder) error {
+	switch {
+	case policy.LexicalOnly() && emb != nil:
+		return memorykit.ConfigError(op, "embedder", "unused_with_lexical_policy")
+	case policy.LexicalOnly():
+		return nil
+	case emb == nil:
+		return memorykit.ConfigError(op, "embedder", "missing")
+	case emb.Profile() != policy.EmbeddingProfile:
+		return memorykit.ConfigError(op, "embedder", "profile_mismatch")
+	case emb.Dimension() != policy.EmbeddingDimension:
+		return memorykit.ConfigError(op, "embedder", "dimension_mismatch")
+	}
+	return nil
 }
 
 // embedQuery embeds the query and checks the vector's shape. A vector of

@@ -1,14 +1,15 @@
 package runtime
 
 import (
-	"io"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/runtimehooks"
 	"github.com/goagents/memorykit/memorytools"
+	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -26,8 +27,9 @@ func StoresOf(s memorykit.Store) Stores {
 	return Stores{Lifecycle: s, Recall: s, Embeddings: s, Jobs: s}
 }
 
-// Config is everything a Runtime needs. Every field but Hooks, Claims and
-// Admission (which has a documented preset) is required:
+// Config is everything a Runtime needs. Every field but Claims, Admission
+// (which has a documented preset) and Embedder (under a LexicalOnly Policy)
+// is required:
 // there is no permissive default, no allow-all authorizer and no fallback
 // policy.
 type Config struct {
@@ -37,6 +39,8 @@ type Config struct {
 	// Policy is the versioned RecallPolicy.
 	Policy memorykit.RecallPolicy
 	// Embedder must match Policy.EmbeddingProfile and EmbeddingDimension.
+	// It must be nil with a LexicalOnly Policy, and then no embedding
+	// worker starts.
 	Embedder memorykit.Embedder
 	// Authorizer is the Host's fail-closed project authorizer.
 	Authorizer memorykit.Authorizer
@@ -72,33 +76,20 @@ type Config struct {
 	// both (ModeAll).
 	Mode Mode
 
-	// Hooks are optional test seams; the zero value is what production
-	// wants.
-	Hooks Hooks
+	// hooks are test seams, set only through package runtimetest.
+	hooks runtimehooks.Hooks
 }
 
-// Actor names passed to Hooks.OnWait.
+func init() {
+	runtimehooks.Set = func(cfg any, h runtimehooks.Hooks) { cfg.(*Config).hooks = h }
+}
+
+// Actor names, as a test hook of package runtimetest sees them.
 const (
 	ActorEmbed   = "embed"
 	ActorExtract = "extract"
 	ActorReap    = "reap"
 )
-
-// Hooks are optional seams for deterministic tests of a Host. Leaving them
-// nil changes nothing in how the Runtime behaves.
-type Hooks struct {
-	// OnWait, if set, is called on an actor's goroutine (ActorEmbed,
-	// ActorExtract, ActorReap, or ActorOutbox for the outbox's retry
-	// waits) right after the timer of one of its waits is armed on the
-	// Clock: a test that advances a mock clock only after
-	// it has seen the wait is sure to wake that actor, and one that has
-	// seen every actor wait idle knows the background work is done. It
-	// must not block for long.
-	OnWait func(actor string, w supervisor.Wait)
-	// Random, if set, is the source of the projector's per-view nonces
-	// (crypto/rand otherwise), so a test can pin the rendered view.
-	Random io.Reader
-}
 
 // Workers sets the background actors' leases, retries and schedule.
 type Workers struct {
@@ -151,8 +142,6 @@ func (c Config) validate() error {
 	switch {
 	case c.Guard == nil:
 		return missing("guard")
-	case c.Embedder == nil:
-		return missing("embedder")
 	case c.Authorizer == nil:
 		return missing("authorizer")
 	case c.Extractor == nil:
@@ -178,11 +167,8 @@ func (c Config) validate() error {
 	if err := c.Policy.Validate(); err != nil {
 		return err
 	}
-	if c.Embedder.Profile() != c.Policy.EmbeddingProfile {
-		return invalid("embedder", "profile_mismatch")
-	}
-	if c.Embedder.Dimension() != c.Policy.EmbeddingDimension {
-		return invalid("embedder", "dimension_mismatch")
+	if err := recall.CheckEmbedder("runtime.new", c.Policy, c.Embedder); err != nil {
+		return err
 	}
 	if err := c.Tools.Validate(); err != nil {
 		return err

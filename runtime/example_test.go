@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/benbjohnson/clock"
 	"go.uber.org/zap"
@@ -17,7 +16,6 @@ import (
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
-	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -51,15 +49,17 @@ func (silentExtractor) Extract(context.Context, memorykit.ExtractionInput) ([]me
 	return nil, nil
 }
 
+// alicesTeam grants alice (a user) and agent-1 (the model) their rights on
+// acme/apollo.
+var alicesTeam = membership{
+	"acme/apollo/alice":   {memorykit.PermRead, memorykit.PermWrite, memorykit.PermExtract, memorykit.PermReview},
+	"acme/apollo/agent-1": {memorykit.PermRead, memorykit.PermModelWrite},
+}
+
 // newRuntime wires a Runtime on the embedded default (memorystore and the
-// local embedder) with explicit limits, policy and worker schedule.
+// local embedder) from the version 1 presets and the Host's own parts.
 func newRuntime(clk clock.Clock, extractor memorykit.Extractor) (*mkruntime.Runtime, *memorystore.Store) {
-	limits := memorykit.Limits{
-		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
-		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 64 << 10, MaxReasonBytes: 1024,
-	}
-	guard, err := memorykit.NewWriteGuard(limits, noSecrets{})
+	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), noSecrets{})
 	if err != nil {
 		panic(err)
 	}
@@ -71,85 +71,45 @@ func newRuntime(clk clock.Clock, extractor memorykit.Extractor) (*mkruntime.Runt
 	if err != nil {
 		panic(err)
 	}
-	backoff := memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
-	rt, err := mkruntime.New(mkruntime.Config{
-		Guard: guard,
-		Policy: memorykit.RecallPolicy{
-			Version: 1, ExactLimit: 5, FullTextLimit: 20, VectorLimit: 20, RRFK: 60,
-			ExactWeight: 1, FullTextWeight: 1, VectorWeight: 1, MinVectorSimilarity: 0.1, MaxItems: 6, MaxTokens: 1000,
-			MaxEntryRunes: 500, MaxQueryRunes: 2000, MaxQueryTerms: 48, Deadline: 300 * time.Millisecond,
-			EmbeddingProfile: "memorykit/hash-v1", EmbeddingDimension: 384,
-		},
-		Embedder: embedder.NewLocal(),
-		Authorizer: membership{
-			"acme/apollo/alice":   {memorykit.PermRead, memorykit.PermWrite, memorykit.PermExtract, memorykit.PermReview},
-			"acme/apollo/agent-1": {memorykit.PermRead, memorykit.PermModelWrite},
-		},
-		Extractor: extractor,
-		Stores:    mkruntime.StoresOf(store),
-		Clock:     clk,
-		WorkerID:  "host-1",
-		Logger:    zap.NewNop(),
-		Events:    memorykit.DiscardEvents{},
-		Workers: mkruntime.Workers{
-			LeaseTTL: time.Minute, EmbedBatch: 32, EmbedPoll: time.Second, EmbedDeadline: 10 * time.Second,
-			EmbedRetry: backoff, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 30 * time.Second,
-			JobRetry: backoff, JobMaxAttempts: 5, JobMaxReaps: 10, ReapInterval: 10 * time.Second, StoreBackoff: backoff,
-			HandBackTimeout: 5 * time.Second,
-			Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
-		},
-		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
-		Outbox: mkruntime.Outbox{MaxTurns: 1000, MaxBytes: 8 << 20, Retry: backoff},
-		Mode:   mkruntime.ModeAll,
-	})
+	rt, err := mkruntime.New(mkruntime.Preset(mkruntime.Essentials{
+		Guard: guard, Store: store, Authorizer: alicesTeam, Embedder: embedder.NewLocal(),
+		Extractor: extractor, Clock: clk, WorkerID: "host-1", Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
+	}))
 	if err != nil {
 		panic(err)
 	}
 	return rt, store
 }
 
-// Example wires a Runtime on the embedded default, runs one turn, and shuts
-// down in the right order.
+// Example is a complete Host: a store, a Runtime from the presets, one
+// request's Session (projection, a tool call, output validation, the
+// extraction hand-off), then Drain and Stop. Only the authorizer, the
+// content policy, the extractor and the embedder are the Host's own.
 func Example() {
-	ctx := context.Background()
-	rt, _ := newRuntime(clock.New(), silentExtractor{})
-	if err := rt.Start(ctx); err != nil {
+	ctx, clk := context.Background(), clock.New()
+	guard, _ := memorykit.NewWriteGuard(memorykit.LimitsV1(), noSecrets{})
+	keyer, _ := memorykit.NewTombstoneKeyer([]byte("the Host's tombstone secret, from its secret store"))
+	store, _ := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: keyer})
+	rt, err := mkruntime.New(mkruntime.Preset(mkruntime.Essentials{
+		Guard: guard, Store: store, Authorizer: alicesTeam, Embedder: embedder.NewLocalV2(),
+		Extractor: silentExtractor{}, Clock: clk, WorkerID: "host-1", Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
+	}))
+	if err != nil || rt.Start(ctx) != nil {
 		panic(err)
 	}
-
-	// One request: the Host built the principal and Scope from trusted data.
 	scope, _ := memorykit.ProjectScope("acme", "apollo")
 	alice := memorykit.Principal{TenantID: "acme", Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}}
-	s, err := rt.Session(ctx, mkruntime.Request{Caller: alice, Scope: scope, ModelID: "agent-1", WriteIntent: true})
-	if err != nil {
-		panic(err)
-	}
-	if _, err := s.Remember(ctx, writer.Input{Kind: memorykit.KindFact, Key: "deploy region", Content: "The API runs in eu-west-1."}); err != nil {
-		panic(err)
-	}
-	p, err := s.Project(ctx, []projector.Message{{Role: projector.RoleUser, Content: "Where do we deploy the API?"}})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("memory injected:", p.Injected, "messages:", len(p.Messages))
-	fmt.Println("tools:", len(s.Tools()))
-
-	// Shutdown: the Host stops its own intake first, then Drain, Stop, and
-	// finally closes the stores (pgstore: store.Close()).
-	drainCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := rt.Drain(drainCtx); err != nil {
-		fmt.Println("drain:", err)
-	}
-	_, err = rt.Session(ctx, mkruntime.Request{Caller: alice, Scope: scope, ModelID: "agent-1"})
-	fmt.Println("after drain:", errors.Is(err, memorykit.ErrDraining))
-	if err := rt.Stop(ctx); err != nil {
-		fmt.Println("stop:", err)
-	}
+	s, _ := rt.Session(ctx, mkruntime.Request{Caller: alice, Scope: scope, ModelID: "agent-1", WriteIntent: true})
+	_, _ = s.Remember(ctx, writer.Input{Kind: memorykit.KindFact, Key: "deploy region", Content: "The API runs in eu-west-1."})
+	p, _ := s.Project(ctx, []projector.Message{{Role: projector.RoleUser, Content: "Where do we deploy the API?"}})
+	res, _ := s.CallTool(ctx, memorytools.SearchMemory, []byte(`{"query":"deploy region"}`))
+	fmt.Println("injected:", p.Injected, "tool error:", res.IsError, "output ok:", s.ValidateOutput("It runs in eu-west-1.") == nil)
+	fmt.Println("extraction:", s.FinishTurn(ctx, "run-1", "user: where do we deploy?\nassistant: eu-west-1").Status)
+	fmt.Println("drain:", rt.Drain(ctx), "stop:", rt.Stop(ctx))
 	// Output:
-	// memory injected: true messages: 2
-	// tools: 3
-	// after drain: true
+	// injected: true tool error: false output ok: true
+	// extraction: queued
+	// drain: <nil> stop: <nil>
 }
 
 // Example_turn is one agent turn: the projector inserts memory before the

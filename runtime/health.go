@@ -14,7 +14,8 @@ type Health struct {
 	State string `json:"state"`
 	// Actors are the embedding worker ("embed:" + WorkerID + ":embed"),
 	// the extraction worker ("extract:" + WorkerID + ":extract") and the
-	// lease reaper ("lease_reaper"), in that order; see
+	// lease reaper ("lease_reaper"), in that order (no embedding worker
+	// with a LexicalOnly policy); see
 	// supervisor.ActorHealth.
 	Actors []supervisor.ActorHealth `json:"actors"`
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/runtime/runtimetest"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -83,7 +84,7 @@ type stepper struct {
 
 func newStepper(t *testing.T, clk *clock.Mock, cfg *mkruntime.Config) *stepper {
 	s := &stepper{t: t, clk: clk, waits: make(chan string, 10000)}
-	cfg.Hooks.OnWait = func(actor string, _ supervisor.Wait) { s.waits <- actor }
+	runtimetest.WithHooks(cfg, runtimetest.Hooks{OnWait: func(actor string, _ supervisor.Wait) { s.waits <- actor }})
 	return s
 }
 

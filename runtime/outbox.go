@@ -122,8 +122,8 @@ func newRuntimeOutbox(cfg Config) (*outbox, error) {
 		return nil, err
 	}
 	var hook func(supervisor.Wait)
-	if cfg.Hooks.OnWait != nil {
-		hook = func(w supervisor.Wait) { cfg.Hooks.OnWait(ActorOutbox, w) }
+	if cfg.hooks.OnWait != nil {
+		hook = func(w supervisor.Wait) { cfg.hooks.OnWait(ActorOutbox, w) }
 	}
 	return newOutbox(cfg.Outbox, cfg.Clock, log, enq, hook), nil
 }

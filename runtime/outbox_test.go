@@ -13,6 +13,7 @@ import (
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/runtime/runtimetest"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -51,11 +52,11 @@ func outboxSetup(t *testing.T, ob mkruntime.Outbox) (*bundle, *flakyJobs, <-chan
 	cfg.Stores.Jobs = fj
 	cfg.Outbox = ob
 	waits := make(chan supervisor.Wait, 100)
-	cfg.Hooks.OnWait = func(actor string, w supervisor.Wait) {
+	runtimetest.WithHooks(&cfg, runtimetest.Hooks{OnWait: func(actor string, w supervisor.Wait) {
 		if actor == mkruntime.ActorOutbox {
 			waits <- w
 		}
-	}
+	}})
 	start(t, cfg, b)
 	if err := b.rt.Start(context.Background()); err != nil {
 		t.Fatal(err)

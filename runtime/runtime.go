@@ -16,9 +16,10 @@
 //
 //  1. the Host stops its own intake (HTTP server Shutdown, queue consumers);
 //  2. Drain: memorykit's request paths answer a typed ErrDraining, workers
-//     stop leasing, and in-flight work finishes or hands its lease back
-//     when Drain's context ends;
-//  3. Stop: everything still running is cancelled and waited for;
+//     stop leasing, and in-flight work finishes; when Drain's context ends
+//     first, Drain returns and the work goes on until Stop;
+//  3. Stop: everything still running is cancelled (handing its leases
+//     back) and waited for, within Stop's context;
 //  4. the Host closes the stores (for pgstore, Close closes its pool).
 package runtime
 
@@ -52,10 +53,13 @@ type Runtime struct {
 	enqueuer *extractworker.Enqueuer
 	outbox   *outbox
 	sup      *supervisor.Supervisor
+	rounds   *roundSignal // the embedding worker's rounds, for AwaitEmbedded
 
-	mu      sync.Mutex // serialises Start / Drain / Stop
-	started bool
-	stopped bool // Stop was called; the Runtime never starts again
+	mu        sync.Mutex // guards the fields below; never held while waiting
+	started   bool
+	stopped   bool          // Stop was called; the Runtime never starts again
+	drainDone chan struct{} // closed when the shared drain wait ends
+	drainErr  error         // that wait's result, read after drainDone closes
 }
 
 // New validates cfg and composes a Runtime. It refuses a missing or partial
@@ -77,7 +81,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	proj, err := projector.New(projector.Config{Engine: engine, Logger: log.Named("projector"), Random: cfg.Hooks.Random})
+	proj, err := projector.New(projector.Config{Engine: engine, Logger: log.Named("projector"), Random: cfg.hooks.Random})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +105,8 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	actors, err := newActors(cfg)
+	rounds := newRoundSignal()
+	actors, err := newActors(cfg, rounds)
 	if err != nil {
 		return nil, err
 	}
@@ -113,28 +118,32 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	return &Runtime{
 		cfg: cfg, gate: g, admit: adm, records: records, engine: engine, proj: proj,
-		writer: wr, reviewer: rv, enqueuer: enq, outbox: ob, sup: sup,
+		writer: wr, reviewer: rv, enqueuer: enq, outbox: ob, sup: sup, rounds: rounds,
 	}, nil
 }
 
-func newActors(cfg Config) ([]supervisor.Actor, error) {
+func newActors(cfg Config, rounds *roundSignal) ([]supervisor.Actor, error) {
 	w := cfg.Workers
 	onWait := func(actor string) func(supervisor.Wait) {
-		if cfg.Hooks.OnWait == nil {
+		if cfg.hooks.OnWait == nil {
 			return nil
 		}
-		return func(wt supervisor.Wait) { cfg.Hooks.OnWait(actor, wt) }
+		return func(wt supervisor.Wait) { cfg.hooks.OnWait(actor, wt) }
 	}
-	embed, err := embedworker.New(embedworker.Config{
-		Store: cfg.Stores.Embeddings, Embedder: cfg.Embedder, Clock: cfg.Clock,
-		Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":embed",
-		LeaseTTL: w.LeaseTTL, BatchSize: w.EmbedBatch, PollInterval: w.EmbedPoll,
-		EmbedDeadline: w.EmbedDeadline, Retry: embedworker.Backoff(w.EmbedRetry),
-		StoreBackoff: embedworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
-		OnWait: onWait(ActorEmbed),
-	})
-	if err != nil {
-		return nil, err
+	var actors []supervisor.Actor
+	if cfg.Embedder != nil { // a LexicalOnly policy has no vector channel to feed
+		embed, err := embedworker.New(embedworker.Config{
+			Store: cfg.Stores.Embeddings, Embedder: cfg.Embedder, Clock: cfg.Clock,
+			Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":embed",
+			LeaseTTL: w.LeaseTTL, BatchSize: w.EmbedBatch, PollInterval: w.EmbedPoll,
+			EmbedDeadline: w.EmbedDeadline, Retry: embedworker.Backoff(w.EmbedRetry),
+			StoreBackoff: embedworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+			OnWait: onWait(ActorEmbed), OnRound: rounds.onRound,
+		})
+		if err != nil {
+			return nil, err
+		}
+		actors = append(actors, embed)
 	}
 	extract, err := extractworker.New(extractworker.Config{
 		Store: cfg.Stores.Jobs, Extractor: cfg.Extractor, Guard: cfg.Guard, Clock: cfg.Clock,
@@ -155,7 +164,7 @@ func newActors(cfg Config) ([]supervisor.Actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []supervisor.Actor{embed, extract, reaper}, nil
+	return append(actors, extract, reaper), nil
 }
 
 type reapStores struct {
@@ -190,35 +199,70 @@ func (r *Runtime) Start(ctx context.Context) error {
 }
 
 // Drain closes intake (every request path answers ErrDraining from now on),
-// stops the workers from leasing, and waits for in-flight work to finish;
-// when ctx ends first, in-flight work hands its leases back and Drain
-// returns ctx's error.
+// stops the workers from leasing, and waits for in-flight work to finish.
+// When ctx ends first, Drain returns ctx's error (an ErrUnavailable
+// *memorykit.Error that errors.Is matches with ctx.Err()) and leaves the
+// in-flight work running: Stop is what cancels it. Drain holds no lock
+// while it waits, so Stop (or another Drain) may be called from another
+// goroutine at any time.
 func (r *Runtime) Drain(ctx context.Context) error {
+	if ctx == nil {
+		return memorykit.FieldError("runtime.drain", "ctx", "nil")
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.started && r.gate.state.Load() == intakeOpen {
 		r.gate.state.Store(intakeDraining)
 	}
+	if !r.started || r.stopped && r.drainDone == nil {
+		r.mu.Unlock()
+		return r.endWorkers(ctx, false) // answers at once: not started, or stopped
+	}
+	if r.drainDone == nil {
+		// One wait for the actors, shared by every Drain call, that no
+		// caller's context cuts short: an ended ctx returns the caller,
+		// not the work. It ends when the actors return (Stop makes them).
+		done := make(chan struct{})
+		r.drainDone = done
+		go func() {
+			r.drainErr = r.endWorkers(context.WithoutCancel(ctx), false)
+			close(done)
+		}()
+	}
+	done := r.drainDone
+	r.mu.Unlock()
+	r.rounds.fire() // AwaitEmbedded callers see the closed gate
+	// Held turns get one last attempt within ctx, then go to the Host's
+	// OnDrain; later calls find the outbox closed and return at once.
 	r.outbox.close(ctx, true)
-	return r.endWorkers(ctx, false)
+	select {
+	case <-done:
+		return r.drainErr
+	case <-ctx.Done():
+		return memorykit.WrapError("runtime.drain", memorykit.ErrUnavailable, "context_done", ctx.Err())
+	}
 }
 
-// Stop closes intake, cancels and waits for every worker. After Stop
-// nothing of the Runtime runs and the Host may close its stores. Stop is
-// final: a later Start answers ErrStopped. Stop before Start has nothing to
-// wait for and returns nil, and the Runtime can no longer be started.
+// Stop closes intake, cancels and waits for every worker, within ctx:
+// when ctx ends first it returns a typed error naming the actors still
+// running (see supervisor.Stop), and calling Stop again waits again. After
+// a nil return nothing of the Runtime runs and the Host may close its
+// stores. Stop does not wait behind a Drain in progress; that Drain
+// returns once Stop has cancelled the work. Stop is final: a later Start
+// answers ErrStopped. Stop before Start has nothing to wait for and
+// returns nil, and the Runtime can no longer be started.
 func (r *Runtime) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return memorykit.FieldError("runtime.stop", "ctx", "nil")
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.gate.state.Store(intakeStopped)
-	if !r.started {
-		r.stopped = true
+	started := r.started
+	r.stopped = true
+	r.mu.Unlock()
+	r.rounds.fire()
+	if !started {
 		return nil
 	}
-	r.stopped = true
 	r.outbox.close(ctx, false)
 	return r.endWorkers(ctx, true)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/runtime/runtimetest"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -143,12 +144,12 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 	if _, err := mkruntime.New(cfg); err != nil {
 		t.Fatalf("full config: %v", err)
 	}
-	// Zero each top-level field in turn; Hooks, Claims (nil means the
+	// Zero each exported top-level field in turn; Claims (nil means the
 	// built-in detector) and Admission (zero means DefaultAdmission) are
 	// optional.
 	v := reflect.ValueOf(cfg)
 	for i := 0; i < v.NumField(); i++ {
-		if name := v.Type().Field(i).Name; name == "Hooks" || name == "Claims" || name == "Admission" {
+		if f := v.Type().Field(i); !f.IsExported() || f.Name == "Claims" || f.Name == "Admission" {
 			continue
 		}
 		c := cfg
@@ -192,7 +193,7 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 }
 
 // TestHooksStepTheActorsDeterministically drives the background work
-// through Config.Hooks alone: the clock is advanced only after every actor
+// through the runtimetest hooks alone: the clock is advanced only after every actor
 // has said it waits idle, and the next idle wait of each proves its work is
 // done, so nothing is polled for. The Random hook pins the view's nonce.
 func TestHooksStepTheActorsDeterministically(t *testing.T) {
@@ -204,8 +205,10 @@ func TestHooksStepTheActorsDeterministically(t *testing.T) {
 			w     supervisor.Wait
 		}
 		waits := make(chan wait, 1000)
-		cfg.Hooks.OnWait = func(actor string, w supervisor.Wait) { waits <- wait{actor, w} }
-		cfg.Hooks.Random = bytes.NewReader(bytes.Repeat([]byte{0xab}, 1024))
+		runtimetest.WithHooks(&cfg, runtimetest.Hooks{
+			OnWait: func(actor string, w supervisor.Wait) { waits <- wait{actor, w} },
+			Random: bytes.NewReader(bytes.Repeat([]byte{0xab}, 1024)),
+		})
 		start(t, cfg, b)
 		// idle returns once each of the actors has waited idle.
 		idle := func(actors ...string) {

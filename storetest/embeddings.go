@@ -42,6 +42,8 @@ func RunEmbeddingConformance(t *testing.T, h Harness) {
 		{"PutEmbeddingsAsSinglePuts", testEmbPutBatch},
 		{"PutEmbeddingsWholeCallRefused", testEmbPutBatchRefused},
 		{"StaleLeaseTokenRefused", testEmbStaleToken},
+		{"PendingInScope", testEmbPendingInScope},
+		{"LeaseInScope", testEmbLeaseInScope},
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/reviewer"
 )
 
@@ -28,6 +29,11 @@ type options struct {
 	canary, reasonCode         string
 	expectVersion              int64
 	limit, batch               int
+	// embeddings rebuild: which embedder (local, openai, ollama) and,
+	// for the HTTP ones, where and how to reach it.
+	embedder, url, model, apiKeyEnv string
+	dimension                       int
+	getenv                          func(string) string
 }
 
 // command is one CLI command.
@@ -105,22 +111,19 @@ var commands = []command{
 	},
 	{
 		name:    "embeddings rebuild",
-		summary: "delete the project's embeddings and embed until nothing is pending (local embedder)",
+		summary: "delete the project's embeddings and embed the project's records until none is pending (local, OpenAI-compatible or Ollama embedder)",
 		scoped:  true,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.IntVar(&o.batch, "batch", 64, "records per embedding call")
-			fs.StringVar(&o.profile, "profile", defaultProfile, "local embedder profile to rebuild: memorykit/hash-v1 or memorykit/hash-v2")
+			fs.StringVar(&o.embedder, "embedder", "local", "embedder: local, openai (any OpenAI-compatible server) or ollama")
+			fs.StringVar(&o.profile, "profile", defaultProfile, "embedding profile to rebuild: memorykit/hash-v1 or memorykit/hash-v2 for local; the Host's RecallPolicy profile (e.g. openai/text-embedding-3-small@1536) otherwise")
+			fs.StringVar(&o.url, "url", "", "openai/ollama: the server's base URL, e.g. https://api.openai.com or http://localhost:11434")
+			fs.StringVar(&o.model, "model", "", "openai/ollama: the model name, e.g. text-embedding-3-small or nomic-embed-text")
+			fs.IntVar(&o.dimension, "dimension", 0, "openai/ollama: the length of every vector (the profile's dimension)")
+			fs.StringVar(&o.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "openai: the environment variable holding the API key (the key itself is never a flag); unset or empty sends no key")
 		},
-		check: func(o *options) error {
-			if o.batch < 1 || o.batch > cliLimits().MaxListSize {
-				return usagef("--batch must be between 1 and %d", cliLimits().MaxListSize)
-			}
-			if !isLocalProfile(o.profile) {
-				return usagef("--profile must be memorykit/hash-v1 or memorykit/hash-v2")
-			}
-			return nil
-		},
-		run: runRebuild,
+		check: checkRebuild,
+		run:   runRebuild,
 	},
 	{
 		name:    "candidates list",
@@ -260,6 +263,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		o.dsn = getenv("MEMORYKIT_DSN")
 	}
 	o.tombstoneSecret = getenv("MEMORYKIT_TOMBSTONE_SECRET")
+	o.getenv = getenv
 	err := checkCommon(cmd, &o)
 	if err == nil && cmd.check != nil {
 		err = cmd.check(&o)
@@ -273,6 +277,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	// Every error here is a content-free *memorykit.Error or one of the
 	// CLI's own fixed texts.
 	fmt.Fprintf(stderr, "memorykit %s: %v\n", cmd.name, err)
+	if next := nextStep(cmd.name, err); next != "" {
+		fmt.Fprintf(stderr, "next: %s\n", next)
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "run 'memorykit %s --help'\n", cmd.name)
@@ -417,4 +424,36 @@ gives direct access to the database.
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// checkRebuild validates the embeddings rebuild flags.
+func checkRebuild(o *options) error {
+	if o.batch < 1 || o.batch > cliLimits().MaxListSize {
+		return usagef("--batch must be between 1 and %d", cliLimits().MaxListSize)
+	}
+	switch o.embedder {
+	case "local":
+		if !isLocalProfile(o.profile) {
+			return usagef("--profile must be memorykit/hash-v1 or memorykit/hash-v2 with --embedder local; for another profile name its embedder with --embedder openai or ollama")
+		}
+		if o.url != "" || o.model != "" || o.dimension != 0 {
+			return usagef("--url, --model and --dimension are for --embedder openai or ollama")
+		}
+	case "openai", "ollama":
+		switch {
+		case memorykit.ValidateProfile("cli", o.profile) != nil || isLocalProfile(o.profile):
+			return usagef("--profile must name the remote model's profile, as the Host's RecallPolicy does (e.g. openai/text-embedding-3-small@1536)")
+		case o.url == "":
+			return usagef("--url is required with --embedder %s", o.embedder)
+		case o.model == "":
+			return usagef("--model is required with --embedder %s", o.embedder)
+		case o.dimension < 1:
+			return usagef("--dimension is required with --embedder %s (the length of the profile's vectors)", o.embedder)
+		case o.batch > embedder.MaxBatchLimit:
+			return usagef("--batch must be at most %d with --embedder %s", embedder.MaxBatchLimit, o.embedder)
+		}
+	default:
+		return usagef("--embedder must be local, openai or ollama")
+	}
+	return nil
 }

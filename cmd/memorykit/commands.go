@@ -126,7 +126,8 @@ func runRebuild(ctx context.Context, c *cli, o *options) error {
 		return err
 	}
 	defer s.store.Close()
-	emb, err := embedder.NewLocalProfile(o.profile)
+	clk := clock.New()
+	emb, err := rebuildEmbedder(o, clk)
 	if err != nil {
 		return err
 	}
@@ -143,9 +144,10 @@ func runRebuild(ctx context.Context, c *cli, o *options) error {
 
 	backoff := embedworker.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
 	w, err := embedworker.New(embedworker.Config{
-		Store: s.store, Embedder: emb, Clock: clock.New(), Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
+		Store: s.store, Embedder: emb, Clock: clk, Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
 		WorkerID: "cli:" + o.operator, LeaseTTL: 2 * time.Minute, BatchSize: o.batch, PollInterval: time.Second,
 		EmbedDeadline: time.Minute, Retry: backoff, StoreBackoff: backoff, HandBackTimeout: 5 * time.Second,
+		Scope: &s.scope, // lease and count this project's records only
 	})
 	if err != nil {
 		return err
@@ -161,8 +163,28 @@ func runRebuild(ctx context.Context, c *cli, o *options) error {
 		fmt.Fprintf(c.out, "rebuild stopped: %d rounds, %d stored, %d parked, %d pending\n", p.Rounds, p.Stored, p.Parked, p.Pending)
 		return err
 	}
-	fmt.Fprintf(c.out, "rebuild done: %d rounds, %d stored, %d pending (all projects)\n", p.Rounds, p.Stored, p.Pending)
+	fmt.Fprintf(c.out, "rebuild done: %d rounds, %d stored, %d pending in %s\n", p.Rounds, p.Stored, p.Pending, s.scope)
 	return nil
+}
+
+// rebuildEmbedder builds the embedder the rebuild flags name. The API key
+// comes from the environment variable --api-key-env names, never from a
+// flag, and is never printed.
+func rebuildEmbedder(o *options, clk clock.Clock) (memorykit.Embedder, error) {
+	switch o.embedder {
+	case "openai":
+		return embedder.NewOpenAI(embedder.OpenAIConfig{
+			BaseURL: o.url, APIKey: o.getenv(o.apiKeyEnv), Model: o.model, Profile: o.profile,
+			Dimension: o.dimension, MaxBatch: o.batch, Timeout: 30 * time.Second, Clock: clk,
+		})
+	case "ollama":
+		return embedder.NewOllama(embedder.OllamaConfig{
+			BaseURL: o.url, Model: o.model, Profile: o.profile,
+			Dimension: o.dimension, MaxBatch: o.batch, Timeout: 30 * time.Second, Clock: clk,
+		})
+	default:
+		return embedder.NewLocalProfile(o.profile)
+	}
 }
 
 func runCandidatesList(ctx context.Context, c *cli, o *options) error {

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,6 +116,10 @@ func TestCLIUsage(t *testing.T) {
 		"limit too large":       append([]string{"candidates", "list", "--limit", "100000"}, scope...),
 		"bad batch":             append([]string{"embeddings", "rebuild", "--batch", "0"}, scope...),
 		"not a local profile":   append([]string{"embeddings", "rebuild", "--profile", "openai/text-embedding-3-small"}, scope...),
+		"unknown embedder":      append([]string{"embeddings", "rebuild", "--embedder", "magic"}, scope...),
+		"openai without url":    append([]string{"embeddings", "rebuild", "--embedder", "openai", "--model", "m", "--dimension", "4", "--profile", "openai/m@4"}, scope...),
+		"ollama without model":  append([]string{"embeddings", "rebuild", "--embedder", "ollama", "--url", "http://localhost:1", "--dimension", "4", "--profile", "ollama/m@4"}, scope...),
+		"remote local profile":  append([]string{"embeddings", "rebuild", "--embedder", "ollama", "--url", "http://localhost:1", "--model", "m", "--dimension", "4"}, scope...),
 		"bad profile":           append([]string{"status", "--profile", "has space"}, scope...),
 		"unparsable dsn":        {"migrate", "--dsn", "postgres://user:s3cret-pw@host:notaport/db"},
 		"unparsable dsn scoped": {"status", "--dsn", "postgres://user:s3cret-pw@host:notaport/db", "--tenant", "acme", "--project", "apollo", "--operator", "ops"},
@@ -254,7 +262,7 @@ func TestCLIPostgres(t *testing.T) {
 	}
 	runCLI(t, bin, scoped("candidates", "reject", "--id", cand2)...).want(t, 0, "reject")
 	r = runCLI(t, bin, scoped("candidates", "reject", "--id", cand2)...).want(t, 1, "reject twice")
-	if !strings.Contains(r.stderr, "invalid transition") {
+	if !strings.Contains(r.stderr, "invalid transition") || !strings.Contains(r.stderr, "next: the record is out of recall already") {
 		t.Errorf("reject twice: %q", r.stderr)
 	}
 
@@ -306,16 +314,20 @@ func TestCLIPostgres(t *testing.T) {
 		t.Errorf("audit of a superseded record keeps its snapshot:\n%s", r.stdout)
 	}
 
-	// embeddings rebuild: runs the worker until nothing is pending.
+	// embeddings rebuild: runs the worker until nothing of this project
+	// is pending, and leases nothing of another project.
 	r = runCLI(t, bin, scoped("embeddings", "rebuild", "--batch", "1")...).want(t, 0, "rebuild")
 	if !strings.Contains(r.stdout, "deleted 0 embeddings of memorykit/hash-v1 in acme/project/apollo") ||
 		!strings.Contains(r.stdout, "rebuild: round 1, leased 1, stored 1") ||
-		!strings.HasSuffix(r.stdout, "rebuild done: 2 rounds, 2 stored, 0 pending (all projects)\n") {
+		!strings.HasSuffix(r.stdout, "rebuild done: 1 rounds, 1 stored, 0 pending in acme/project/apollo\n") {
 		t.Errorf("rebuild:\n%s", r.stdout)
 	}
 	assertNoContent(t, "rebuild", r)
-	if n, err := store.PendingEmbeddings(ctx, "memorykit/hash-v1"); err != nil || n != 0 {
+	if n, err := store.PendingEmbeddingsIn(ctx, acme, "memorykit/hash-v1"); err != nil || n != 0 {
 		t.Errorf("pending after rebuild: %d %v", n, err)
+	}
+	if n, err := store.PendingEmbeddingsIn(ctx, globex, "memorykit/hash-v1"); err != nil || n != 1 {
+		t.Errorf("the other project's record was embedded by this project's rebuild: pending %d %v", n, err)
 	}
 	r = runCLI(t, bin, scoped("embeddings", "rebuild")...).want(t, 0, "rebuild again")
 	if !strings.Contains(r.stdout, "deleted 1 embeddings") || !strings.Contains(r.stdout, "rebuild done: 1 rounds, 1 stored, 0 pending") {
@@ -324,13 +336,42 @@ func TestCLIPostgres(t *testing.T) {
 	// The hash-v2 profile is rebuilt apart: its own vectors, hash-v1's kept.
 	r = runCLI(t, bin, scoped("embeddings", "rebuild", "--profile", "memorykit/hash-v2")...).want(t, 0, "rebuild hash-v2")
 	if !strings.Contains(r.stdout, "deleted 0 embeddings of memorykit/hash-v2 in acme/project/apollo") ||
-		!strings.HasSuffix(r.stdout, " 0 pending (all projects)\n") {
+		!strings.HasSuffix(r.stdout, " 0 pending in acme/project/apollo\n") {
 		t.Errorf("hash-v2 rebuild:\n%s", r.stdout)
 	}
 	for _, profile := range []string{"memorykit/hash-v1", "memorykit/hash-v2"} {
-		if n, err := store.PendingEmbeddings(ctx, profile); err != nil || n != 0 {
+		if n, err := store.PendingEmbeddingsIn(ctx, acme, profile); err != nil || n != 0 {
 			t.Errorf("%s pending after the hash-v2 rebuild: %d %v", profile, n, err)
 		}
+	}
+	// An OpenAI-compatible server: the key comes from the environment
+	// variable --api-key-env names, and the vectors go to the profile given.
+	var served atomic.Int32
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Input []string }
+		if r.URL.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer sk-cli-test" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		}
+		var out struct {
+			Data []item `json:"data"`
+		}
+		for i := range req.Input {
+			out.Data = append(out.Data, item{Index: i, Embedding: []float64{1, 0, 0, float64(i + 1)}})
+		}
+		served.Add(int32(len(req.Input)))
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	defer fake.Close()
+	t.Setenv("CLI_TEST_EMBED_KEY", "sk-cli-test")
+	r = runCLI(t, bin, scoped("embeddings", "rebuild", "--embedder", "openai", "--url", fake.URL, "--model", "m-small",
+		"--dimension", "4", "--profile", "openai/m-small@4", "--api-key-env", "CLI_TEST_EMBED_KEY")...).want(t, 0, "rebuild openai")
+	if !strings.HasSuffix(r.stdout, "rebuild done: 1 rounds, 1 stored, 0 pending in acme/project/apollo\n") || served.Load() != 1 || strings.Contains(r.stdout+r.stderr, "sk-cli-test") {
+		t.Errorf("openai rebuild (served %d):\n%s%s", served.Load(), r.stdout, r.stderr)
 	}
 	r = runCLI(t, bin, scoped("status")...).want(t, 0, "status after")
 	for _, line := range []string{"records active 1", "records superseded 1", "records rejected 1", "records erased 1", "records total 4", "pending embeddings (memorykit/hash-v1) 0"} {

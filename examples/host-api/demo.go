@@ -16,6 +16,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
+	mkruntime "github.com/goagents/memorykit/runtime"
 )
 
 // The demo runs the Host on the embedded store and walks through what
@@ -167,7 +168,7 @@ func (d *demo) settle() error {
 		if n == 0 {
 			return nil
 		}
-		d.clk.Add(hostWorkers().EmbedPoll)
+		d.clk.Add(mkruntime.WorkersV1().EmbedPoll)
 	}
 	return memorykit.NewError("demo.settle", memorykit.ErrUnavailable, "embeddings_pending")
 }

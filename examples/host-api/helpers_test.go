@@ -22,6 +22,7 @@ import (
 	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
+	mkruntime "github.com/goagents/memorykit/runtime"
 )
 
 func TestMain(m *testing.M) {
@@ -236,7 +237,7 @@ func (e *env) settle() {
 		if n == 0 {
 			return
 		}
-		e.clk.Add(hostWorkers().EmbedPoll)
+		e.clk.Add(mkruntime.WorkersV1().EmbedPoll)
 	}
 	e.t.Fatal("embeddings still pending")
 }

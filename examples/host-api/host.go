@@ -94,7 +94,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	case o.Model == nil && o.Runner == nil:
 		return nil, missing("model")
 	}
-	guard, err := memorykit.NewWriteGuard(hostLimits(), secretPolicy{})
+	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), secretPolicy{})
 	if err != nil {
 		return nil, err
 	}
@@ -121,27 +121,16 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		store, closeStore = ps, ps.Close
 	}
 
-	stores := mkruntime.StoresOf(store)
-	if o.workerStores != nil {
-		stores = o.workerStores(store)
-	}
-	rt, err := mkruntime.New(mkruntime.Config{
-		Guard:      guard,
-		Policy:     hostPolicy(),
-		Embedder:   embedder.NewLocalV2(),
-		Authorizer: o.Directory,
-		Extractor:  quietExtractor{},
-		Stores:     stores,
-		Clock:      o.Clock,
-		WorkerID:   o.WorkerID,
-		Logger:     o.Logger.Named("memorykit"),
-		Events:     logEvents{log: o.Logger.Named("events")},
-		Workers:    hostWorkers(),
-		Tools:      hostToolLimits(),
-		Outbox:     hostOutbox(),
-		Mode:       mkruntime.ModeAll,
-		Admission:  o.admissionOr(),
+	cfg := mkruntime.Preset(mkruntime.Essentials{
+		Guard: guard, Store: store, Authorizer: o.Directory, Embedder: embedder.NewLocalV2(),
+		Extractor: quietExtractor{}, Clock: o.Clock, WorkerID: o.WorkerID,
+		Logger: o.Logger.Named("memorykit"), Events: logEvents{log: o.Logger.Named("events")},
 	})
+	if o.workerStores != nil {
+		cfg.Stores = o.workerStores(store)
+	}
+	cfg.Admission = o.admissionOr()
+	rt, err := mkruntime.New(cfg)
 	if err != nil {
 		closeStore()
 		return nil, err
