@@ -48,7 +48,7 @@
 //	memorykit.actor.state            gauge {actor}      1 for an actor's current state, 0 for the others; memorykit.actor,
 //	                                                    memorykit.actor.state (running, backing_off, stopped)
 //	memorykit.actor.failures         gauge {failure}    consecutive failures behind backing_off; memorykit.actor
-//	memorykit.runtime.state          gauge 1            1 for the Runtime's lifecycle state; memorykit.runtime.state (new, running,
+//	memorykit.runtime.state          gauge {state}      1 for the Runtime's lifecycle state; memorykit.runtime.state (new, running,
 //	                                                    draining, stopped)
 //
 // The store answers all three recall channels in one round trip, so there

@@ -310,7 +310,7 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 			mkotel.MetricEmbeddings: "{record}", mkotel.MetricEvents: "{event}",
 			mkotel.MetricQueueDepth: "{job}", mkotel.MetricEmbeddingsPending: "{record}",
 			mkotel.MetricActorState: "{actor}", mkotel.MetricActorFailures: "{failure}",
-			mkotel.MetricRuntimeState: "1",
+			mkotel.MetricRuntimeState: "{state}",
 		}
 		for name, unit := range units {
 			m, ok := ms[name]

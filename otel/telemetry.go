@@ -318,7 +318,7 @@ func (t *Telemetry) ObserveHealth(src HealthSource) error {
 		metric.WithDescription("1 for each background actor's current state (running, backing_off, stopped), 0 otherwise."))
 	fails, err2 := t.meter.Int64ObservableGauge(MetricActorFailures, metric.WithUnit("{failure}"),
 		metric.WithDescription("Consecutive failures behind an actor's backing_off state."))
-	rt, err3 := t.meter.Int64ObservableGauge(MetricRuntimeState, metric.WithUnit("1"),
+	rt, err3 := t.meter.Int64ObservableGauge(MetricRuntimeState, metric.WithUnit("{state}"),
 		metric.WithDescription("1 for the Runtime's current lifecycle state (new, running, draining, stopped), 0 otherwise."))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return memorykit.WrapError(op, memorykit.ErrInvalidConfig, "instrument_failed", err)
