@@ -10,6 +10,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -394,6 +395,23 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 			if names[want] == 0 {
 				t.Errorf("no span %s (have %v)", want, names)
 			}
+		}
+		var failed, hits int
+		for _, sp := range spans.Ended() {
+			if sp.Name() != mkotel.SpanRecall {
+				continue
+			}
+			if sp.Status().Code == codes.Error && sp.Status().Description == "store_down" {
+				failed++
+			}
+			for _, kv := range sp.Attributes() {
+				if kv.Key == mkotel.AttrHitsFull && kv.Value.AsInt64() == 1 {
+					hits++
+				}
+			}
+		}
+		if failed != 1 || hits != 1 {
+			t.Errorf("recall spans: %d failed with store_down, %d with one full-text hit; want 1 and 1", failed, hits)
 		}
 		if names[mkotel.SpanRecall] != 2 {
 			t.Errorf("%d recall spans, want 2", names[mkotel.SpanRecall])

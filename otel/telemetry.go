@@ -31,6 +31,7 @@ const (
 	AttrAction      = attribute.Key("memorykit.action")
 	AttrActor       = attribute.Key("memorykit.actor")
 	AttrActorState  = attribute.Key("memorykit.actor.state")
+	AttrActorKind   = attribute.Key("memorykit.actor.kind")
 	AttrJobState    = attribute.Key("memorykit.job.state")
 	AttrEventKind   = attribute.Key("memorykit.event.kind")
 	AttrRuntime     = attribute.Key("memorykit.runtime.state")

@@ -85,6 +85,14 @@ func end(span trace.Span, err error) {
 	span.End()
 }
 
+// kindOf keeps an actor kind only when it is a known one.
+func kindOf(k memorykit.ActorKind) string {
+	if !k.Valid() {
+		return "invalid"
+	}
+	return string(k)
+}
+
 func outcome(err error) string {
 	if err != nil {
 		return "error"
@@ -136,13 +144,13 @@ func (s lifecycleStore) start(ctx context.Context, action string, scope memoryki
 
 func recordAttrs(span trace.Span, r memorykit.Record, err error) {
 	if err == nil {
-		span.SetAttributes(AttrRecordID.String(id(r.ID)), AttrStatus.String(string(r.Status)), AttrVersion.Int64(r.Version))
+		span.SetAttributes(AttrRecordID.String(id(r.ID)), AttrStatus.String(code(string(r.Status))), AttrVersion.Int64(r.Version))
 	}
 }
 
 func (s lifecycleStore) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
-	ctx, span := s.start(ctx, "create", in.Scope, AttrRecordKind.String(string(in.Kind)),
-		AttrStatus.String(string(in.Status)), AttrActor.String(string(in.Actor.Kind)))
+	ctx, span := s.start(ctx, "create", in.Scope, AttrRecordKind.String(code(string(in.Kind))),
+		AttrStatus.String(code(string(in.Status))), AttrActorKind.String(kindOf(in.Actor.Kind)))
 	r, err := s.LifecycleStore.Create(ctx, in)
 	recordAttrs(span, r, err)
 	end(span, err)
@@ -151,7 +159,7 @@ func (s lifecycleStore) Create(ctx context.Context, in memorykit.NewRecord) (mem
 
 func (s lifecycleStore) transition(ctx context.Context, action string, t memorykit.Transition,
 	do func(context.Context, memorykit.Transition) (memorykit.Record, error)) (memorykit.Record, error) {
-	ctx, span := s.start(ctx, action, t.Scope, AttrRecordID.String(id(t.ID)), AttrActor.String(string(t.Actor.Kind)))
+	ctx, span := s.start(ctx, action, t.Scope, AttrRecordID.String(id(t.ID)), AttrActorKind.String(kindOf(t.Actor.Kind)))
 	r, err := do(ctx, t)
 	recordAttrs(span, r, err)
 	end(span, err)
@@ -175,7 +183,7 @@ func (s lifecycleStore) Erase(ctx context.Context, t memorykit.Transition) (memo
 }
 
 func (s lifecycleStore) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
-	ctx, span := s.start(ctx, "correct", c.Scope, AttrRecordID.String(id(c.ID)), AttrActor.String(string(c.Actor.Kind)))
+	ctx, span := s.start(ctx, "correct", c.Scope, AttrRecordID.String(id(c.ID)), AttrActorKind.String(kindOf(c.Actor.Kind)))
 	r, err := s.LifecycleStore.Correct(ctx, c)
 	recordAttrs(span, r, err)
 	end(span, err)
