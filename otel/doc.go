@@ -61,7 +61,8 @@
 //
 // memorykit.recall (the recall store call), memorykit.write.create,
 // memorykit.write.activate, .reject, .correct, .forget and .erase,
-// memorykit.embed.lease, memorykit.embed.put, memorykit.job.enqueue,
+// memorykit.write.create_batch, memorykit.embed.lease,
+// memorykit.embed.put, memorykit.embed.put_batch, memorykit.job.enqueue,
 // memorykit.job.lease, memorykit.job.complete, memorykit.job.fail,
 // memorykit.embedder.embed and memorykit.extractor.extract. Their
 // attributes are identifiers (tenant, subject, record, job, worker),

@@ -390,7 +390,7 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 		for _, want := range []string{
 			mkotel.SpanRecall, mkotel.SpanWritePrefix + "create", mkotel.SpanEmbedderEmbed,
 			mkotel.SpanExtractorRun, mkotel.SpanJobEnqueue, mkotel.SpanJobLease, mkotel.SpanJobComplete,
-			mkotel.SpanEmbedLease, mkotel.SpanEmbedPut,
+			mkotel.SpanEmbedLease, mkotel.SpanEmbedPutBatch,
 		} {
 			if names[want] == 0 {
 				t.Errorf("no span %s (have %v)", want, names)
@@ -417,4 +417,34 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 			t.Errorf("%d recall spans, want 2", names[mkotel.SpanRecall])
 		}
 	})
+}
+
+// bareEmbeddings and bareLifecycle hide a store's batch methods.
+type bareEmbeddings struct{ memorykit.EmbeddingStore }
+type bareLifecycle struct{ memorykit.LifecycleStore }
+
+// TestWrapStoresKeepsBatchInterfaces: the embedding worker puts a batch in
+// one call only when its store implements memorykit.EmbeddingBatchPutter,
+// so the decorators must keep that (and memorykit.BatchCreator) exactly
+// when the wrapped store has it.
+func TestWrapStoresKeepsBatchInterfaces(t *testing.T) {
+	clk := testkit.NewClock()
+	tel, _, _ := newTelemetry(t, memorykit.DiscardEvents{})
+	store := testkit.MemStore(t, clk)
+	w := tel.WrapStores(mkruntime.StoresOf(store), clk)
+	if _, ok := w.Embeddings.(memorykit.EmbeddingBatchPutter); !ok {
+		t.Error("wrapped embedding store lost PutEmbeddings")
+	}
+	if _, ok := w.Lifecycle.(memorykit.BatchCreator); !ok {
+		t.Error("wrapped lifecycle store lost CreateBatch")
+	}
+	bare := mkruntime.StoresOf(store)
+	bare.Embeddings, bare.Lifecycle = bareEmbeddings{store}, bareLifecycle{store}
+	w = tel.WrapStores(bare, clk)
+	if _, ok := w.Embeddings.(memorykit.EmbeddingBatchPutter); ok {
+		t.Error("wrapped embedding store grew PutEmbeddings")
+	}
+	if _, ok := w.Lifecycle.(memorykit.BatchCreator); ok {
+		t.Error("wrapped lifecycle store grew CreateBatch")
+	}
 }

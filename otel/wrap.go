@@ -20,6 +20,8 @@ const (
 	SpanWritePrefix   = "memorykit.write." // + create, activate, reject, correct, forget, erase
 	SpanEmbedLease    = "memorykit.embed.lease"
 	SpanEmbedPut      = "memorykit.embed.put"
+	SpanEmbedPutBatch = "memorykit.embed.put_batch"
+	SpanWriteBatch    = "memorykit.write.create_batch"
 	SpanJobEnqueue    = "memorykit.job.enqueue"
 	SpanJobLease      = "memorykit.job.lease"
 	SpanJobComplete   = "memorykit.job.complete"
@@ -34,13 +36,25 @@ const (
 // decorator also records memorykit.recall.store.duration and
 // memorykit.recall.hits, timed on clk (pass the Runtime's clock). Methods
 // not listed pass through untouched.
+//
+// The optional batch interfaces survive the wrapping: a wrapped store
+// implements memorykit.BatchCreator or memorykit.EmbeddingBatchPutter
+// exactly when the store it wraps does (the embedding worker looks for the
+// latter), and those calls get spans too.
 func (t *Telemetry) WrapStores(s mkruntime.Stores, clk clock.Clock) mkruntime.Stores {
-	return mkruntime.Stores{
+	out := mkruntime.Stores{
 		Lifecycle:  lifecycleStore{LifecycleStore: s.Lifecycle, t: t},
 		Recall:     recallStore{RecallStore: s.Recall, t: t, clk: clk},
 		Embeddings: embeddingStore{EmbeddingStore: s.Embeddings, t: t},
 		Jobs:       jobStore{JobStore: s.Jobs, t: t},
 	}
+	if b, ok := s.Lifecycle.(memorykit.BatchCreator); ok {
+		out.Lifecycle = batchLifecycleStore{lifecycleStore: out.Lifecycle.(lifecycleStore), batch: b}
+	}
+	if b, ok := s.Embeddings.(memorykit.EmbeddingBatchPutter); ok {
+		out.Embeddings = batchEmbeddingStore{embeddingStore: out.Embeddings.(embeddingStore), batch: b}
+	}
+	return out
 }
 
 // WrapEmbedder returns emb with every Embed call in a span (profile, text
@@ -209,6 +223,41 @@ func (s embeddingStore) PutEmbedding(ctx context.Context, p memorykit.EmbeddingP
 	err := s.EmbeddingStore.PutEmbedding(ctx, p)
 	end(span, err)
 	return err
+}
+
+// batchLifecycleStore is a lifecycleStore over a store that also creates
+// in batches.
+type batchLifecycleStore struct {
+	lifecycleStore
+	batch memorykit.BatchCreator
+}
+
+func (s batchLifecycleStore) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+	ctx, span := s.t.tracer.Start(ctx, SpanWriteBatch, trace.WithAttributes(AttrCount.Int(len(items))))
+	recs, err := s.batch.CreateBatch(ctx, items)
+	end(span, err)
+	return recs, err
+}
+
+// batchEmbeddingStore is an embeddingStore over a store that also puts
+// embeddings in batches.
+type batchEmbeddingStore struct {
+	embeddingStore
+	batch memorykit.EmbeddingBatchPutter
+}
+
+func (s batchEmbeddingStore) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+	ctx, span := s.t.tracer.Start(ctx, SpanEmbedPutBatch, trace.WithAttributes(AttrCount.Int(len(puts))))
+	errs, err := s.batch.PutEmbeddings(ctx, puts)
+	failed := 0
+	for _, e := range errs {
+		if e != nil {
+			failed++
+		}
+	}
+	span.SetAttributes(attribute.Int("memorykit.failed", failed))
+	end(span, err)
+	return errs, err
 }
 
 type jobStore struct {
