@@ -107,3 +107,14 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 		t.Errorf("ObserveQueue(nil) = %v", err)
 	}
 }
+
+// BenchmarkEmit is the cost Telemetry adds to each event on a request
+// path, with the SDK's MeterProvider behind it.
+func BenchmarkEmit(b *testing.B) {
+	tel, _, _ := newTelemetry(b, memorykit.DiscardEvents{})
+	e := memorykit.Event{Kind: memorykit.EventWriteStored, Actor: "user:alice", Count: 1, Reason: "active"}
+	b.ReportAllocs()
+	for b.Loop() {
+		tel.Emit(e)
+	}
+}

@@ -72,7 +72,7 @@ func (lineExtractor) Extract(_ context.Context, in memorykit.ExtractionInput) ([
 	return out, nil
 }
 
-func newTelemetry(t *testing.T, next memorykit.EventSink) (*mkotel.Telemetry, *sdkmetric.ManualReader, *tracetest.SpanRecorder) {
+func newTelemetry(t testing.TB, next memorykit.EventSink) (*mkotel.Telemetry, *sdkmetric.ManualReader, *tracetest.SpanRecorder) {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
