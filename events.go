@@ -48,6 +48,10 @@ type Event struct {
 	Count       int
 	Attempt     int
 	Reason      string // a reason code, see CheckReasonCode
+	// Duration is how long the reported operation took, on the producer's
+	// clock. recall.completed and recall.degraded (the whole-recall event,
+	// with no Channel) carry it; other events leave it zero.
+	Duration time.Duration
 }
 
 // WithScope returns e with the Scope's identifiers filled in.

@@ -170,6 +170,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", err)
 	}
+	start := e.clock.Now()
 	if err := memorykit.Authorize(ctx, e.az, req.Principal, memorykit.PermRead, req.Scope); err != nil {
 		e.failed(req.Scope, err)
 		return Result{}, err
@@ -205,7 +206,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	lexical := p.LexicalOnly()
 	trace.channel(memorykit.ChannelVector).Skipped = blank || lexical
 	if len(keys) == 0 && len(terms) == 0 && blank {
-		e.completed(req.Scope, nil, "empty_query")
+		e.completed(req.Scope, nil, "empty_query", start)
 		return Result{Trace: trace}, nil
 	}
 
@@ -230,7 +231,7 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 		case ownDeadline():
 			ch := trace.channel(memorykit.ChannelVector)
 			ch.Degraded, ch.Reason = true, "deadline"
-			return e.degraded(req.Scope, trace, "deadline"), nil
+			return e.degraded(req.Scope, trace, "deadline", start), nil
 		case memorykit.IsRecoverable(err):
 			ch := trace.channel(memorykit.ChannelVector)
 			ch.Degraded, ch.Reason = true, memorykit.ReasonCode(err)
@@ -272,9 +273,9 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 		// recall.
 		return Result{}, memorykit.Contain(op, err)
 	case ownDeadline():
-		return e.degraded(req.Scope, trace, "deadline"), nil
+		return e.degraded(req.Scope, trace, "deadline", start), nil
 	case memorykit.IsRecoverable(err):
-		return e.degraded(req.Scope, trace, "store_unavailable"), nil
+		return e.degraded(req.Scope, trace, "store_unavailable", start), nil
 	default:
 		err = memorykit.ContainAs(op, memorykit.ErrUnavailable, "store_failed", err)
 		e.failed(req.Scope, err)
@@ -297,13 +298,13 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	if ownDeadline() {
 		// The store answered, but too late: nothing of it is used.
 		trace.Records = traceAll(res, DroppedDeadline)
-		return e.degraded(req.Scope, trace, "deadline"), nil
+		return e.degraded(req.Scope, trace, "deadline", start), nil
 	}
-	return e.choose(req, c, res, after, trace), nil
+	return e.choose(req, c, res, after, trace, start), nil
 }
 
 // choose fuses the channels and applies the budgets.
-func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now time.Time, trace Trace) Result {
+func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now time.Time, trace Trace, start time.Time) Result {
 	p := e.policy
 	vecDegraded := trace.channel(memorykit.ChannelVector).Degraded
 	trace.channel(memorykit.ChannelExact).Hits = len(res.Exact)
@@ -384,7 +385,7 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 	for i, en := range out.Entries {
 		ids[i] = en.ID
 	}
-	e.completed(req.Scope, ids, "ok")
+	e.completed(req.Scope, ids, "ok", start)
 	return out
 }
 
@@ -656,13 +657,16 @@ func traceAll(res memorykit.RecallResult, o Outcome) []TraceRecord {
 	return out
 }
 
-// degraded finishes a recall that yields no memory.
-func (e *Engine) degraded(scope memorykit.Scope, trace Trace, reason string) Result {
+// degraded finishes a recall that yields no memory. start is when the
+// recall began, for the event's Duration.
+func (e *Engine) degraded(scope memorykit.Scope, trace Trace, reason string, start time.Time) Result {
 	trace.Degraded, trace.Reason = true, reason
+	now := e.clock.Now()
 	e.events.Emit(memorykit.Event{
-		Kind:   memorykit.EventRecallDegraded,
-		At:     e.clock.Now(),
-		Reason: reason,
+		Kind:     memorykit.EventRecallDegraded,
+		At:       now,
+		Reason:   reason,
+		Duration: now.Sub(start),
 	}.WithScope(scope))
 	e.log.Warn("recall degraded: continuing without memory",
 		zap.String("tenant_id", scope.TenantID), zap.String("subject_id", scope.SubjectID),
@@ -685,13 +689,15 @@ func (e *Engine) vectorDegraded(scope memorykit.Scope, ids []string, reason stri
 		zap.String("reason", reason), zap.Int("records_dropped", len(ids)))
 }
 
-func (e *Engine) completed(scope memorykit.Scope, ids []string, reason string) {
+func (e *Engine) completed(scope memorykit.Scope, ids []string, reason string, start time.Time) {
+	now := e.clock.Now()
 	e.events.Emit(memorykit.Event{
 		Kind:      memorykit.EventRecallCompleted,
-		At:        e.clock.Now(),
+		At:        now,
 		RecordIDs: ids,
 		Count:     len(ids),
 		Reason:    reason,
+		Duration:  now.Sub(start),
 	}.WithScope(scope))
 	e.log.Debug("recall completed",
 		zap.String("tenant_id", scope.TenantID), zap.String("subject_id", scope.SubjectID),

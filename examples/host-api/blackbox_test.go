@@ -44,6 +44,7 @@ func runBlackBox(t *testing.T, b backend) {
 	t.Run("PurgeProject", func(t *testing.T) { testPurgeProject(t, newEnv(t, b, cov)) })
 	t.Run("FailedWritesSayNotSaved", func(t *testing.T) { testFailedWrites(t, newEnv(t, b, cov)) })
 	t.Run("ErrorStatusesAndShutdown", func(t *testing.T) { testStatuses(t, newEnv(t, b, cov)) })
+	t.Run("MetricsScrape", func(t *testing.T) { testMetrics(t, newEnv(t, b, cov)) })
 	if t.Failed() || len(routes) == 0 {
 		return
 	}

@@ -19,6 +19,8 @@ import (
 func (h *Host) registerRoutes() {
 	h.routes = append(h.routes, "GET /healthz")
 	h.mux.HandleFunc("GET /healthz", h.health)
+	h.routes = append(h.routes, "GET /metrics")
+	h.mux.Handle("GET /metrics", h.obs.handler)
 
 	const p = "/v1/projects/{project}"
 	h.route("POST "+p+"/memories", nil, h.write)

@@ -75,6 +75,8 @@ type Host struct {
 	routes []string
 	// closing is set once shutdown begins; new requests get 503.
 	closing atomic.Bool
+	// obs serves GET /metrics (see metrics.go).
+	obs *observability
 }
 
 // NewHost opens the store, composes memorykit's runtime and starts it.
@@ -121,6 +123,11 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		store, closeStore = ps, ps.Close
 	}
 
+	obs, err := newObservability(logEvents{log: o.Logger.Named("events")})
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
 	cfg := mkruntime.Preset(mkruntime.Essentials{
 		Guard: guard, Store: store, Authorizer: o.Directory, Embedder: embedder.NewLocalV2(),
 		Extractor: quietExtractor{}, Clock: o.Clock, WorkerID: o.WorkerID,
@@ -130,8 +137,13 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		cfg.Stores = o.workerStores(store)
 	}
 	cfg.Admission = o.admissionOr()
+	obs.instrument(&cfg, o.Clock) // metrics from events, spans around the parts (metrics.go)
 	rt, err := mkruntime.New(cfg)
+	if err == nil {
+		err = obs.observe(rt, store, cfg.Policy.EmbeddingProfile)
+	}
 	if err != nil {
+		_ = obs.close(ctx)
 		closeStore()
 		return nil, err
 	}
@@ -139,18 +151,20 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	// built by the Host only so that the demo can fix the view's nonce.
 	proj, err := projector.New(projector.Config{Engine: rt.Engine(), Logger: o.Logger.Named("projector"), Random: o.ViewNonce})
 	if err != nil {
+		_ = obs.close(ctx)
 		closeStore()
 		return nil, err
 	}
 	// The runtime lives until Close, not until ctx ends: a signal must not
 	// stop the workers before the HTTP server has finished its requests.
 	if err := rt.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = obs.close(ctx)
 		closeStore()
 		return nil, err
 	}
 	h := &Host{
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
-		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(),
+		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(), obs: obs,
 	}
 	h.registerRoutes()
 	return h, nil
@@ -242,7 +256,8 @@ func (h *Host) Close(ctx context.Context) error {
 	// time, because only after Stop may the pool close.
 	stopErr := h.rt.Stop(context.WithoutCancel(ctx))
 	h.closeStore()
-	return errors.Join(drainErr, stopErr)
+	obsErr := h.obs.close(context.WithoutCancel(ctx))
+	return errors.Join(drainErr, stopErr, obsErr)
 }
 
 // logEvents writes memorykit's content-free events to the log.
