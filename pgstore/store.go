@@ -61,6 +61,14 @@ type Config struct {
 	// MaxConns, when positive, bounds the pool Open creates. Zero keeps
 	// pgxpool's default. It is ignored by New.
 	MaxConns int32
+	// RecallCacheBytes, when positive, turns on the in-process recall
+	// cache with this memory budget in bytes: Recall then reads the Scope's
+	// version (one round trip) and ranks in a per-Scope copy of its active
+	// records and vectors, loaded when the version moved, instead of
+	// ranking in SQL. Results are those of the SQL path (see
+	// recallcache.go for the one documented difference at scale). Zero,
+	// the default, keeps every recall on the SQL path.
+	RecallCacheBytes int64
 }
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -74,6 +82,9 @@ func (c Config) check(op string) (string, error) {
 	}
 	if c.MaxConns < 0 {
 		return "", memorykit.ConfigError(op, "max_conns", "negative")
+	}
+	if c.RecallCacheBytes < 0 {
+		return "", memorykit.ConfigError(op, "recall_cache_bytes", "negative")
 	}
 	schema := c.Schema
 	if schema == "" {
@@ -102,6 +113,8 @@ type Store struct {
 	// (see registerProfile).
 	profiles  sync.Map
 	closeOnce sync.Once
+	// cache is the optional recall cache (nil: off).
+	cache *recallCache
 }
 
 var _ memorykit.Store = (*Store)(nil)
@@ -216,6 +229,9 @@ func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *St
 	}
 	for k := 0; k <= maxInlineTerms+1; k++ {
 		s.recallSQL = append(s.recallSQL, s.q(recallStatement(k)))
+	}
+	if cfg.RecallCacheBytes > 0 {
+		s.cache = newRecallCache(cfg.Clock, cfg.RecallCacheBytes)
 	}
 	return s
 }
