@@ -282,3 +282,14 @@ func snapshotBytes(recs []memorykit.Record, embs []memorystore.SnapshotEmbedding
 	}
 	return n
 }
+
+// RecallCacheUsage reports the recall cache's accounted size in bytes (an
+// estimate of the heap its snapshots hold, never above
+// Config.RecallCacheBytes) and the number of Scopes it holds; zeros when
+// the cache is off.
+func (s *Store) RecallCacheUsage() (bytes int64, scopes int) {
+	if s.cache == nil {
+		return 0, 0
+	}
+	return s.cache.usage()
+}
