@@ -261,3 +261,58 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 		}
 	}
 }
+
+// TestRecallCacheStaysWithinBudget puts snapshots of random sizes into a
+// cache in random order and checks after each put that the accounted bytes
+// never exceed the budget and equal the sum of the cached entries, that a
+// Scope larger than the budget is not cached, and that eviction takes the
+// least recently used Scope first.
+func TestRecallCacheStaysWithinBudget(t *testing.T) {
+	const budget = 10000
+	c := newRecallCache(clock.NewMock(), budget)
+	r := rand.New(rand.NewPCG(5, 6))
+	scopes := make([]memorykit.Scope, 12)
+	for i := range scopes {
+		scopes[i], _ = memorykit.ProjectScope("tenant-b", fmt.Sprintf("b%d", i))
+	}
+	versions := make([]int64, len(scopes))
+	for step := 0; step < 5000; step++ {
+		i := r.IntN(len(scopes))
+		if r.IntN(3) == 0 {
+			c.get(scopes[i], versions[i])
+			continue
+		}
+		versions[i]++
+		size := int64(1 + r.IntN(budget/3))
+		if r.IntN(50) == 0 {
+			size = budget + 1
+		}
+		c.put(&cachedScope{scope: scopes[i], version: versions[i], bytes: size})
+		used, _ := c.usage()
+		sum := int64(0)
+		for el := c.lru.Front(); el != nil; el = el.Next() {
+			sum += el.Value.(*cachedScope).bytes
+		}
+		if used > budget || used != sum || c.lru.Len() != len(c.scopes) {
+			t.Fatalf("step %d: used %d, entries sum to %d, budget %d", step, used, sum, budget)
+		}
+		if size > budget {
+			if _, ok := c.get(scopes[i], versions[i]); ok || !c.tooLarge(scopes[i], versions[i]) {
+				t.Fatalf("step %d: a Scope above the budget was cached", step)
+			}
+		}
+	}
+	// LRU: fill with four Scopes, touch the first, add a fifth that needs
+	// one eviction: the second goes.
+	c = newRecallCache(clock.NewMock(), 400)
+	for i := 0; i < 4; i++ {
+		c.put(&cachedScope{scope: scopes[i], version: 1, bytes: 100})
+	}
+	c.get(scopes[0], 1)
+	c.put(&cachedScope{scope: scopes[4], version: 1, bytes: 100})
+	for i, want := range []bool{true, false, true, true, true} {
+		if _, ok := c.get(scopes[i], 1); ok != want {
+			t.Fatalf("scope %d cached=%t after eviction, want %t", i, ok, want)
+		}
+	}
+}
