@@ -255,7 +255,7 @@ func (s *Store) loadScope(ctx context.Context, scope memorykit.Scope) (*cachedSc
 // measured after GC (BenchmarkRecallCacheLoad): the record's entry, its
 // slot, the maps of its terms and keys, and a vector's slab row and copy.
 const (
-	recordOverhead = 640
+	recordOverhead = 2048
 	termOverhead   = 56
 	vectorOverhead = 96
 )
