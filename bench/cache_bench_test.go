@@ -63,4 +63,3 @@ func heapAfterGC() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
-
