@@ -44,6 +44,12 @@ func NewSnapshot(clk clock.Clock, recs []memorykit.Record, embs []SnapshotEmbedd
 		}
 		s.records[r.ID] = e
 		s.sync(e)
+		// The posting lists now hold the record's terms; the set itself is
+		// read only to unindex the record, which a snapshot never does.
+		e.terms = nil
+		if e.ix != nil {
+			e.ix.terms = nil
+		}
 	}
 	for _, m := range embs {
 		e := s.records[m.RecordID]
@@ -53,8 +59,12 @@ func NewSnapshot(clk clock.Clock, recs []memorykit.Record, embs []SnapshotEmbedd
 		if e.embeddings == nil {
 			e.embeddings = make(map[string]*embedding)
 		}
-		e.embeddings[m.Profile] = &embedding{hash: m.ContentHash, vector: cloneVector(m.Vector), norm: norm(m.Vector)}
+		e.embeddings[m.Profile] = &embedding{hash: m.ContentHash, vector: m.Vector, norm: norm(m.Vector)}
 		s.syncVector(e, m.Profile)
+		// The scope's slab now holds a copy of the vector, which is all
+		// recall reads; a snapshot is never synced again, so the record
+		// need not keep its own.
+		delete(e.embeddings, m.Profile)
 	}
 	return &Snapshot{s: s}
 }
