@@ -17,7 +17,10 @@
 // 1, the tables; 2, the recall layout (per-scope document frequencies, a
 // scope-tagged GIN index, half-precision vector candidates); 3, embedding
 // lease rows that outlive the put; 4, the queue of records that may need an
-// embedding. Opening a store on an older schema applies the missing
+// embedding; 6, a version per Scope bumped by triggers in every transaction
+// that changes its records or embeddings, which the optional in-process
+// recall cache (Config.RecallCacheBytes) reads to know when its copy of a
+// Scope is stale. Opening a store on an older schema applies the missing
 // versions in order; 2 and 4 fill derived tables from the records, in time
 // proportional to their number.
 //
