@@ -257,6 +257,7 @@ func (s *Store) loadScope(ctx context.Context, scope memorykit.Scope) (*cachedSc
 // in the posting lists, and a vector's slab row. Keep the accounted figure
 // above the heap's when the snapshot's layout changes.
 const (
+	scopeOverhead  = 2048 // the snapshot's store, index maps and cache entry, so empty Scopes count too
 	recordOverhead = 1152
 	termOverhead   = 16
 	vectorOverhead = 96
@@ -267,7 +268,7 @@ const (
 // each in a posting list), and each vector once
 // (its slab row; the snapshot keeps no other copy).
 func snapshotBytes(recs []memorykit.Record, embs []memorystore.SnapshotEmbedding) int64 {
-	n := int64(0)
+	n := int64(scopeOverhead)
 	for _, r := range recs {
 		text := len(r.Content) + len(r.Key)
 		n += recordOverhead + int64(len(r.ID)+len(r.ContentHash)+len(r.CreatedBy.ID)+len(r.TouchedBy.ID)+2*text)
