@@ -17,6 +17,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/pgstore"
 )
 
 // queriesPerScope is the size of each target scope's query set.
@@ -113,24 +114,54 @@ func norm64(v []float32) float64 {
 }
 
 func recallStore(b *testing.B, store string) memorykit.RecallStore {
-	if store == "memory" {
+	switch store {
+	case "memory":
 		return memoryFixture(b)
+	case "postgres-cached":
+		return cachedFixture(b)
 	}
 	s, _ := postgresFixture(b)
 	return s
 }
 
+var (
+	cachedOnce sync.Once
+	cachedPG   *pgstore.Store
+)
+
+// cachedFixture is a second pgstore on the fixture's schema and pool, with
+// the recall cache on (budget 2 GiB: every target Scope fits).
+func cachedFixture(b *testing.B) *pgstore.Store {
+	b.Helper()
+	_, pool := postgresFixture(b)
+	cachedOnce.Do(func() {
+		s, err := pgstore.New(context.Background(), pool, pgstore.Config{Clock: benchClock(), Guard: benchGuard(b), Tombstones: benchTombstones(b),
+			Schema: fixtureName, RecallCacheBytes: 2 << 30})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cachedPG = s
+	})
+	if cachedPG == nil {
+		b.Fatal("the cached store failed to open earlier in this run")
+	}
+	return cachedPG
+}
+
 // BenchmarkRecall measures one Recall (exact, full-text and, with
 // vectors=true, vector channel) in a target scope of 1k, 10k or 50k records
 // while 100 other scopes of 1.5k records share the store; 384-d vectors
-// from the local embedder. It reports p50 and p99 latency (ms), the same
+// from the local embedder. The stores run in one process, one after the
+// other, so their ratio holds on a loaded machine: memorystore, pgstore
+// (the SQL path) and pgstore with the recall cache on (postgres-cached,
+// on the same schema and pool; its floor is pgstore's). It reports p50 and p99 latency (ms), the same
 // for the floor (floor-p50-ms, floor-p99-ms: see floorFor), measured in
 // the same loop on the same query just before each recall, and, with
 // vectors, the vector channel's recall@10 against an exact float64 scan.
 //
 //	go test ./bench -run '^$' -bench 'BenchmarkRecall$' -benchtime 300x -count 5
 func BenchmarkRecall(b *testing.B) {
-	for _, store := range []string{"memory", "postgres"} {
+	for _, store := range []string{"memory", "postgres", "postgres-cached"} {
 		for _, n := range targetSizes {
 			for _, withVec := range []bool{true, false} {
 				b.Run(fmt.Sprintf("store=%s/records=%d/vectors=%t", store, n, withVec), func(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"github.com/goagents/memorykit"
@@ -69,7 +70,7 @@ func BenchmarkModelWriteKeyOwner(b *testing.B) {
 		for _, owner := range []bool{false, true} {
 			b.Run(fmt.Sprintf("records=%d/key_owner=%v", n, owner), func(b *testing.B) {
 				ctx := context.Background()
-				s, err := memorystore.New(memorystore.Config{Clock: storetest.NewClock(), Guard: storetest.NewGuard(b)})
+				s, err := memorystore.New(memorystore.Config{Clock: storetest.NewClock(), Guard: storetest.NewGuard(b), Tombstones: storetest.NewTombstones(b)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -98,4 +99,67 @@ func BenchmarkModelWriteKeyOwner(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkIndexBytes reports the heap a memorystore holds per record
+// (bytes/record, from runtime.MemStats.HeapAlloc after GC, before and after
+// the load): 20,000 records of about 40 words, each with a 384-dimensional
+// vector (1.5 KB of float32) stored through CreateBatch.
+//
+//	go test ./memorystore -run '^$' -bench BenchmarkIndexBytes -benchtime 1x
+func BenchmarkIndexBytes(b *testing.B) {
+	const n, dims = 20000, 384
+	batch := storetest.Limits().MaxListSize
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(3))
+	words := make([]string, 5000)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%dx%d", i, rng.Intn(1000))
+	}
+	for b.Loop() {
+		b.StopTimer()
+		before := heapAfterGC()
+		s, err := memorystore.New(memorystore.Config{Clock: storetest.NewClock(), Guard: storetest.NewGuard(b), Tombstones: storetest.NewTombstones(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		scope := storetest.Scope(b, "tenant-a", "project-1")
+		b.StartTimer()
+		var text []byte
+		for start := 0; start < n; start += batch {
+			its := make([]memorykit.BatchItem, 0, batch)
+			for i := start; i < start+batch; i++ {
+				text = text[:0]
+				for j := 0; j < 40; j++ {
+					text = append(text, words[rng.Intn(len(words))]...)
+					text = append(text, ' ')
+				}
+				v := make([]float32, dims)
+				for k := range v {
+					v[k] = rng.Float32()*2 - 1
+				}
+				its = append(its, memorykit.BatchItem{
+					Record: memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: fmt.Sprintf("key %d", i),
+						Content: string(text), Status: memorykit.StatusActive, Actor: memorykit.Actor{Kind: memorykit.ActorTool, ID: "bench"}},
+					Embedding: &memorykit.BatchEmbedding{Profile: "bench/v1", Vector: v},
+				})
+			}
+			if _, err := s.CreateBatch(ctx, its); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		after := heapAfterGC()
+		b.ReportMetric(float64(after-before)/n, "bytes/record")
+		runtime.KeepAlive(s)
+		b.StartTimer()
+	}
+}
+
+func heapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -11,6 +11,11 @@ import (
 // catalog, so a table added by a later migration is never left out. It
 // exists for tests (the erase canary tests and "nothing changed" checks).
 // Its output holds memory content; never log it.
+//
+// scope_versions is left out: it counts the transactions that touched a
+// Scope (for the recall cache), so one batch and the same writes one by one
+// leave equal state but different counts. It holds Scope ids and numbers
+// only; VerifyErased still scans it.
 func (s *Store) Dump(ctx context.Context) (string, error) {
 	const op = "pgstore.dump"
 	if err := live(ctx, op); err != nil {
@@ -22,6 +27,9 @@ func (s *Store) Dump(ctx context.Context) (string, error) {
 	}
 	var b strings.Builder
 	for _, t := range tables {
+		if t == "scope_versions" {
+			continue
+		}
 		rows, err := s.pool.Query(ctx, `SELECT row_to_json(t)::text AS j FROM `+quoteIdent(s.schema)+`.`+quoteIdent(t)+` t ORDER BY j`)
 		if err != nil {
 			return "", mapErr(op, err)

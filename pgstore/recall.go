@@ -30,6 +30,16 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	// A zero query vector has no cosine similarity, and no stored vector
 	// can have more than maxDims dimensions: either way nothing matches.
 	useVector := q.Vector != nil && len(q.Vector) <= maxDims && norm(q.Vector) > 0
+	if s.cache != nil {
+		res, err := s.cachedRecall(ctx, q, useVector)
+		if err == nil {
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return memorykit.RecallResult{}, mapErr(op, ctx.Err())
+		}
+		// Not cacheable, or the load failed: the SQL path answers.
+	}
 	res, err := s.recall(ctx, q, now, useVector)
 	if err == nil {
 		return res, nil

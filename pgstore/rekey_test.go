@@ -70,6 +70,9 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 		`ALTER TABLE {schema}.jobs DROP COLUMN lease_token, DROP COLUMN run_ref, DROP COLUMN failures,
 			DROP COLUMN reaps, DROP COLUMN hand_backs, DROP COLUMN max_reaps`,
 		`ALTER TABLE {schema}.embedding_leases DROP COLUMN lease_token`,
+		// 8: scope versions
+		`DROP FUNCTION {schema}.bump_scope_versions() CASCADE`,
+		`DROP TABLE {schema}.scope_versions`,
 	} {
 		if _, err := conn.Exec(ctx, renderSQL(stmt, schema, "")); err != nil {
 			t.Fatal(err)

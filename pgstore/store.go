@@ -19,7 +19,11 @@
 // lease rows that outlive the put; 4, the queue of records that may need an
 // embedding; 5, keys re-keyed to the canonical form of issue 10 (done in
 // Go inside the migration); 6, erasure (the erase marks of leased jobs,
-// purge progress). Opening a store on an older schema applies the missing
+// purge progress); 7, lease fencing tokens and the reap and hand-back
+// counters of jobs; 8, a version per Scope bumped by triggers in every
+// transaction that changes its records or embeddings, which the optional
+// in-process recall cache (Config.RecallCacheBytes) reads to know when its
+// copy of a Scope is stale. Opening a store on an older schema applies the missing
 // versions in order; 2, 4 and 5 fill or rewrite rows in time proportional
 // to their number. Open and New also replace the plain key of any tombstone
 // erased before schema 6 by its keyed digest.
@@ -76,6 +80,14 @@ type Config struct {
 	// instead (see keepOnCancel). Zero means DefaultCancelGrace; negative
 	// is invalid. It is ignored by New, whose caller configures its pool.
 	CancelGrace time.Duration
+	// RecallCacheBytes, when positive, turns on the in-process recall
+	// cache with this memory budget in bytes: Recall then reads the Scope's
+	// version (one round trip) and ranks in a per-Scope copy of its active
+	// records and vectors, loaded when the version moved, instead of
+	// ranking in SQL. Results are those of the SQL path (see
+	// recallcache.go for the one documented difference at scale). Zero,
+	// the default, keeps every recall on the SQL path.
+	RecallCacheBytes int64
 }
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -105,6 +117,9 @@ func (c Config) check(op string) (string, error) {
 	if c.CancelGrace < 0 {
 		return "", memorykit.ConfigError(op, "cancel_grace", "negative")
 	}
+	if c.RecallCacheBytes < 0 {
+		return "", memorykit.ConfigError(op, "recall_cache_bytes", "negative")
+	}
 	schema := c.Schema
 	if schema == "" {
 		schema = DefaultSchema
@@ -133,6 +148,8 @@ type Store struct {
 	// (see registerProfile).
 	profiles  sync.Map
 	closeOnce sync.Once
+	// cache is the optional recall cache (nil: off).
+	cache *recallCache
 }
 
 var (
@@ -263,6 +280,9 @@ func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *St
 	}
 	for k := 0; k <= maxInlineTerms+1; k++ {
 		s.recallSQL = append(s.recallSQL, s.q(recallStatement(k)))
+	}
+	if cfg.RecallCacheBytes > 0 {
+		s.cache = newRecallCache(cfg.Clock, cfg.RecallCacheBytes)
 	}
 	return s
 }

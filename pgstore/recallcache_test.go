@@ -1,0 +1,381 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/goagents/memorykit"
+)
+
+// openCached opens a Store with its own pool and a recall cache of budget
+// bytes on schema, closed when the test ends.
+func openCached(t testing.TB, schema string, clk clock.Clock, budget int64) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), testDSN(t), Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema,
+		MaxConns: 4, RecallCacheBytes: budget})
+	if err != nil {
+		unusable(t, "open pgstore", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestRecallCacheSeesEraseFromAnotherStore: two Stores on separate pools
+// (two Hosts) share a schema; the first caches a Scope, the second forgets
+// and then erases a record in it, and the first's next recalls no longer
+// return it while still returning the record that stays.
+func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	schema := uniqueSchema(t)
+	a := openCached(t, schema, clk, 64<<20)
+	b := openCached(t, schema, clk, 64<<20)
+	scope, _ := memorykit.ProjectScope("tenant-c", "erase")
+	rec, err := b.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: "deploy target",
+		Content: "the canary secret deploy target is zebra", Status: memorykit.StatusActive, Actor: author})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: "p/v1",
+		ContentHash: rec.ContentHash, Vector: []float32{1, 0, 0}, WorkerID: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	keep, err := b.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: "other",
+		Content: "the zebra crossing stays", Status: memorykit.StatusActive, Actor: author})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"deploy target", "other"}, Terms: memorykit.SearchTerms("zebra canary", 8),
+		Vector: []float32{1, 0, 0}, Profile: "p/v1", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
+	res, err := a.Recall(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Exact) != 2 || len(res.FullText) == 0 || len(res.Vector) != 1 {
+		t.Fatalf("before erase: %d exact, %d full-text, %d vector hits; want 1 each", len(res.Exact), len(res.FullText), len(res.Vector))
+	}
+	if used, n := a.cache.usage(); n != 1 || used <= 0 {
+		t.Fatalf("cache holds %d scopes, %d bytes; want the scope cached", n, used)
+	}
+	only := func(what string) {
+		t.Helper()
+		res, err := a.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Exact) != 1 || res.Exact[0].ID != keep.ID || len(res.Vector) != 0 || len(res.Records) != 1 {
+			t.Fatalf("after %s the other store still recalls the record: %+v", what, res)
+		}
+		if strings.Contains(fmt.Sprint(res), "canary") {
+			t.Fatalf("after %s the content is still served", what)
+		}
+	}
+	tr := memorykit.Transition{Scope: scope, ID: rec.ID, Actor: reviewer, Reason: "erase"}
+	if _, err := b.Forget(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	only("forget")
+	if _, err := b.Erase(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	only("erase")
+}
+
+// TestRecallCacheMatchesSQL is the randomized differential test of the
+// recall cache: two caching Stores on separate pools (two Hosts) write to
+// a few Scopes in turn (creates, batches, corrections, forgets, erases,
+// activations, rejections, embeddings), and after every step a recall
+// through one of them must equal the reference SQL path (a third Store
+// with no cache) at that point: same hits, ranks, scores and records.
+func TestRecallCacheMatchesSQL(t *testing.T) {
+	seeds := []uint64{1, 2, 3}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			testRecallCacheMatchesSQL(t, seed, 2000)
+		})
+	}
+}
+
+func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
+	ctx := context.Background()
+	clk := newClock()
+	schema := uniqueSchema(t)
+	ref := openStore(t, schema, clk)
+	// A small budget on one of them, so evictions and reloads happen too.
+	hosts := []*Store{openCached(t, schema, clk, 64<<20), openCached(t, schema, clk, 6<<10)}
+	scopes := make([]memorykit.Scope, 4)
+	for i := range scopes {
+		scopes[i], _ = memorykit.ProjectScope("tenant-x", fmt.Sprintf("s%d", i))
+	}
+	r := rand.New(rand.NewPCG(seed, 99))
+	const profile = "diff/v1"
+	ids := make([][]string, len(scopes))
+	embed := func(s *Store, scope memorykit.Scope, rec memorykit.Record) {
+		vec := make([]float32, 4)
+		for i := range vec {
+			vec[i] = float32(r.IntN(7) - 3)
+		}
+		vec[0] = 1
+		if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: profile,
+			ContentHash: rec.ContentHash, Vector: vec, WorkerID: "w"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compared := 0
+	for step := 0; step < steps; step++ {
+		clk.Add(time.Duration(r.IntN(3)) * time.Second)
+		si := r.IntN(len(scopes))
+		scope := scopes[si]
+		w := hosts[r.IntN(len(hosts))]
+		tr := func() memorykit.Transition {
+			return memorykit.Transition{Scope: scope, ID: ids[si][r.IntN(len(ids[si]))], Actor: reviewer, Reason: "diff"}
+		}
+		switch op := r.IntN(20); {
+		case op < 5 || len(ids[si]) == 0:
+			in := memorykit.NewRecord{ID: fmt.Sprintf("rec-%d-%04d", seed, step), Scope: scope, Kind: memorykit.KindNote,
+				Key: fmt.Sprintf("key %d", r.IntN(12)), Content: diffText(r, 3+r.IntN(8)), Status: memorykit.StatusActive, Actor: author}
+			if r.IntN(4) == 0 {
+				in.Status = memorykit.StatusCandidate
+			}
+			switch r.IntN(8) {
+			case 0:
+				in.EffectiveUntil = clk.Now().Add(time.Duration(1+r.IntN(60)) * time.Second)
+			case 1:
+				in.EffectiveFrom = clk.Now().Add(time.Duration(1+r.IntN(30)) * time.Second)
+			}
+			if r.IntN(3) == 0 {
+				next := in
+				next.ID = in.ID + "-b"
+				next.Content = diffText(r, 2+r.IntN(6))
+				out, err := w.CreateBatch(ctx, []memorykit.BatchItem{{Record: in}, {Record: next}})
+				if err != nil {
+					t.Fatalf("step %d: batch: %v", step, err)
+				}
+				for _, rec := range out {
+					ids[si] = append(ids[si], rec.ID)
+				}
+			} else {
+				rec, err := w.Create(ctx, in)
+				if err != nil {
+					t.Fatalf("step %d: create: %v", step, err)
+				}
+				ids[si] = append(ids[si], rec.ID)
+				if rec.Status == memorykit.StatusActive && r.IntN(3) > 0 {
+					embed(w, scope, rec)
+				}
+			}
+		case op < 8:
+			tx := tr()
+			rec, err := w.Get(ctx, scope, tx.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != memorykit.StatusActive && rec.Status != memorykit.StatusCandidate {
+				continue
+			}
+			rec, err = w.Correct(ctx, memorykit.Correction{Transition: tx, Content: diffText(r, 4)})
+			if err != nil {
+				t.Fatalf("step %d: correct: %v", step, err)
+			}
+			if rec.Status == memorykit.StatusActive && r.IntN(2) == 0 {
+				embed(w, scope, rec)
+			}
+		case op < 10:
+			tx := tr()
+			rec, err := w.Get(ctx, scope, tx.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status == memorykit.StatusActive {
+				embed(w, scope, rec)
+			}
+		case op < 12:
+			tx := tr()
+			rec, _ := w.Get(ctx, scope, tx.ID)
+			var err error
+			switch rec.Status {
+			case memorykit.StatusActive:
+				_, err = w.Forget(ctx, tx)
+			case memorykit.StatusCandidate:
+				if r.IntN(2) == 0 {
+					_, err = w.Activate(ctx, tx)
+				} else {
+					_, err = w.Reject(ctx, tx)
+				}
+			}
+			if err != nil {
+				t.Fatalf("step %d: transition: %v", step, err)
+			}
+		case op < 13:
+			tx := tr()
+			if rec, _ := w.Get(ctx, scope, tx.ID); rec.Status != memorykit.StatusActive && rec.Status != memorykit.StatusCandidate && rec.Status != memorykit.StatusErased {
+				if _, err := w.Erase(ctx, tx); err != nil {
+					t.Fatalf("step %d: erase: %v", step, err)
+				}
+			}
+		}
+		// A recall after every step, through either host, compared with
+		// the reference.
+		text := diffText(r, 1+r.IntN(8))
+		q := memorykit.RecallQuery{
+			Scope: scopes[r.IntN(len(scopes))], ExactKeys: []string{fmt.Sprintf("key %d", r.IntN(12)), fmt.Sprintf("key %d", r.IntN(12))},
+			Terms: memorykit.SearchTerms(text, 16), Vector: []float32{1, float32(r.IntN(3)), -1, 0.5}, Profile: profile,
+			ExactLimit: 1 + r.IntN(4), FullTextLimit: 1 + r.IntN(6), VectorLimit: 1 + r.IntN(5),
+		}
+		if step%11 == 0 {
+			q.Terms = append(q.Terms, strings.Fields(diffText(r, 30))...)
+		}
+		got, err := hosts[r.IntN(len(hosts))].Recall(ctx, q)
+		if err != nil {
+			t.Fatalf("step %d: cached recall: %v", step, err)
+		}
+		want, err := ref.Recall(ctx, q)
+		if err != nil {
+			t.Fatalf("step %d: reference recall: %v", step, err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("step %d: cached recall differs (-sql +cached):\n%s", step, d)
+		}
+		if len(want.FullText)+len(want.Vector) > 0 {
+			compared++
+		}
+	}
+	if compared < steps/4 {
+		t.Fatalf("only %d of %d recalls found anything; the comparison proves little", compared, steps)
+	}
+	for _, h := range hosts {
+		if used, _ := h.cache.usage(); used > h.cache.budget {
+			t.Fatalf("cache uses %d bytes over its budget of %d", used, h.cache.budget)
+		}
+	}
+}
+
+// TestRecallCacheStaysWithinBudget puts snapshots of random sizes into a
+// cache in random order and checks after each put that the accounted bytes
+// never exceed the budget and equal the sum of the cached entries, that a
+// Scope larger than the budget is not cached, and that eviction takes the
+// least recently used Scope first.
+func TestRecallCacheStaysWithinBudget(t *testing.T) {
+	const budget = 10000
+	c := newRecallCache(clock.NewMock(), budget)
+	r := rand.New(rand.NewPCG(5, 6))
+	scopes := make([]memorykit.Scope, 12)
+	for i := range scopes {
+		scopes[i], _ = memorykit.ProjectScope("tenant-b", fmt.Sprintf("b%d", i))
+	}
+	versions := make([]int64, len(scopes))
+	for step := 0; step < 5000; step++ {
+		i := r.IntN(len(scopes))
+		if r.IntN(3) == 0 {
+			c.get(scopes[i], versions[i])
+			continue
+		}
+		versions[i]++
+		size := int64(1 + r.IntN(budget/3))
+		if r.IntN(50) == 0 {
+			size = budget + 1
+		}
+		c.put(&cachedScope{scope: scopes[i], version: versions[i], bytes: size})
+		used, _ := c.usage()
+		sum := int64(0)
+		for el := c.lru.Front(); el != nil; el = el.Next() {
+			sum += el.Value.(*cachedScope).bytes
+		}
+		if used > budget || used != sum || c.lru.Len() != len(c.scopes) {
+			t.Fatalf("step %d: used %d, entries sum to %d, budget %d", step, used, sum, budget)
+		}
+		if size > budget {
+			if _, ok := c.get(scopes[i], versions[i]); ok || !c.tooLarge(scopes[i], versions[i]) {
+				t.Fatalf("step %d: a Scope above the budget was cached", step)
+			}
+		}
+	}
+	// LRU: fill with four Scopes, touch the first, add a fifth that needs
+	// one eviction: the second goes.
+	c = newRecallCache(clock.NewMock(), 400)
+	for i := 0; i < 4; i++ {
+		c.put(&cachedScope{scope: scopes[i], version: 1, bytes: 100})
+	}
+	c.get(scopes[0], 1)
+	c.put(&cachedScope{scope: scopes[4], version: 1, bytes: 100})
+	for i, want := range []bool{true, false, true, true, true} {
+		if _, ok := c.get(scopes[i], 1); ok != want {
+			t.Fatalf("scope %d cached=%t after eviction, want %t", i, ok, want)
+		}
+	}
+}
+
+// TestRecallCacheConcurrentRecalls runs recalls on several goroutines
+// through one caching Store while another Store writes to the same Scopes
+// (so loads overlap, are shared and go stale), then checks that once the
+// writes stop every Scope's recall equals the SQL path. Run under -race.
+func TestRecallCacheConcurrentRecalls(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	schema := uniqueSchema(t)
+	ref := openStore(t, schema, clk)
+	c := openCached(t, schema, clk, 64<<20)
+	scopes := make([]memorykit.Scope, 3)
+	for i := range scopes {
+		scopes[i], _ = memorykit.ProjectScope("tenant-y", fmt.Sprintf("c%d", i))
+	}
+	query := func(i int) memorykit.RecallQuery {
+		return memorykit.RecallQuery{Scope: scopes[i%len(scopes)], ExactKeys: []string{"key 1"},
+			Terms: memorykit.SearchTerms("deploy pipeline database", 8), ExactLimit: 3, FullTextLimit: 5, VectorLimit: 3}
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			var err error
+			for i := g; err == nil; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				_, err = c.Recall(ctx, query(i))
+			}
+			errs <- err
+		}()
+	}
+	r := rand.New(rand.NewPCG(8, 9))
+	for i := 0; i < 120; i++ {
+		if _, err := ref.Create(ctx, memorykit.NewRecord{Scope: scopes[i%len(scopes)], Kind: memorykit.KindNote,
+			Key: fmt.Sprintf("key %d", r.IntN(4)), Content: diffText(r, 6), Status: memorykit.StatusActive, Actor: author}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range scopes {
+		got, err := c.Recall(ctx, query(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Recall(ctx, query(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("scope %d: cached recall differs after concurrent loads (-sql +cached):\n%s", i, d)
+		}
+	}
+}
