@@ -213,9 +213,15 @@ func (r *Runtime) Drain(ctx context.Context) error {
 	if r.started && r.gate.state.Load() == intakeOpen {
 		r.gate.state.Store(intakeDraining)
 	}
-	if !r.started || r.stopped && r.drainDone == nil {
+	if r.stopped && r.drainDone == nil {
+		// Stop came first and owns the shutdown; the supervisor may not
+		// have heard of it yet, so answer here rather than wait on it.
 		r.mu.Unlock()
-		return r.endWorkers(ctx, false) // answers at once: not started, or stopped
+		return memorykit.NewError("runtime.drain", memorykit.ErrStopped, "stopped")
+	}
+	if !r.started {
+		r.mu.Unlock()
+		return r.endWorkers(ctx, false) // answers at once: not started
 	}
 	if r.drainDone == nil {
 		// One wait for the actors, shared by every Drain call, that no
