@@ -25,6 +25,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"go.uber.org/zap"
@@ -230,7 +231,13 @@ func (r *Runtime) Drain(ctx context.Context) error {
 		done := make(chan struct{})
 		r.drainDone = done
 		go func() {
-			r.drainErr = r.endWorkers(context.WithoutCancel(ctx), false)
+			err := r.endWorkers(context.WithoutCancel(ctx), false)
+			if errors.Is(err, memorykit.ErrStopped) {
+				// A Stop called after this Drain reached the supervisor
+				// first: it ends the work, and this Drain with it.
+				err = nil
+			}
+			r.drainErr = err
 			close(done)
 		}()
 	}
