@@ -106,7 +106,7 @@ else
   while port_in_use "$PORT"; do PORT=$((PORT + 1)); done
   log "starting the cluster on port $PORT"
   as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$PGDIR/server.log" -w -t 60 \
-    -o "-p $PORT -k $PGDIR -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off" start >&2
+    -o "-p $PORT -k $PGDIR -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off" start >&2
   echo "$PORT" | as_pg tee "$PGDIR/port" >/dev/null
 fi
 
