@@ -444,8 +444,8 @@ func TestTokensAndTruncation(t *testing.T) {
 	if s, cut := memorykit.TruncateRunes("abc", 4); s != "abc" || cut {
 		t.Fatalf("TruncateRunes short = %q %v", s, cut)
 	}
-	if got := memorykit.LastRunes("数据库abc", 4); got != "库abc" {
-		t.Fatalf("LastRunes = %q", got)
+	if got := memorykit.SanitizeQuery("数据库abc", 4); got != "库abc" {
+		t.Fatalf("SanitizeQuery keeps the last runes = %q", got)
 	}
 	if q := memorykit.SanitizeQuery("bad\xff\x00tail数据", 6); q != "tail数据" {
 		t.Fatalf("SanitizeQuery = %q", q)
@@ -528,7 +528,7 @@ func TestDeterministicIDs(t *testing.T) {
 	if a != again || a == memorykit.CandidateID(s1, "job", memorykit.KindNote, "k") {
 		t.Fatal("candidate id must be deterministic and depend on kind")
 	}
-	for _, id := range []string{a, memorykit.ExtractionJobID(s1, "x"), memorykit.NewRecordID(time.Now()), memorykit.NewJobID(time.Now())} {
+	for _, id := range []string{a, memorykit.ExtractionJobID(s1, "x"), memorykit.NewRecordID(time.Now())} {
 		if err := memorykit.ValidateID("t", "id", id); err != nil {
 			t.Errorf("generated id %q invalid: %v", id, err)
 		}

@@ -1,4 +1,4 @@
-package memorykit_test
+package storekit_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // rejection is one call that must fail with the given kind, field and
@@ -192,7 +193,7 @@ func TestCheckBatch(t *testing.T) {
 	})
 }
 
-func TestRecallQueryValidate(t *testing.T) {
+func TestCheckRecallQuery(t *testing.T) {
 	t.Parallel()
 	scope := testScope(t)
 	valid := func() memorykit.RecallQuery {
@@ -201,24 +202,24 @@ func TestRecallQueryValidate(t *testing.T) {
 			Vector: []float32{0.5, 1}, Profile: "p",
 		}
 	}
-	if err := valid().Validate("test"); err != nil {
+	if err := storekit.CheckRecallQuery("test", valid()); err != nil {
 		t.Fatalf("valid: %v", err)
 	}
 	noVector := valid()
 	noVector.Vector, noVector.Profile = nil, ""
-	if err := noVector.Validate("test"); err != nil {
+	if err := storekit.CheckRecallQuery("test", noVector); err != nil {
 		t.Fatalf("no vector needs no profile: %v", err)
 	}
 	zero := valid()
 	zero.Vector = []float32{0, 0}
-	if err := zero.Validate("test"); err != nil {
+	if err := storekit.CheckRecallQuery("test", zero); err != nil {
 		t.Fatalf("a zero query vector is allowed (it matches nothing): %v", err)
 	}
 	check := func(mutate func(*memorykit.RecallQuery)) func() error {
 		return func() error {
 			q := valid()
 			mutate(&q)
-			return q.Validate("test")
+			return storekit.CheckRecallQuery("test", q)
 		}
 	}
 	nan := float32(math.NaN())
@@ -235,14 +236,14 @@ func TestRecallQueryValidate(t *testing.T) {
 
 func TestCheckContentHash(t *testing.T) {
 	t.Parallel()
-	if err := memorykit.CheckContentHash("test", goodHash); err != nil {
+	if err := storekit.CheckContentHash("test", goodHash); err != nil {
 		t.Fatalf("ContentHash's output: %v", err)
 	}
 	for _, bad := range []string{
 		"", "sha256:", strings.TrimPrefix(goodHash, "sha256:"), "md5:" + goodHash[7:],
 		goodHash[:len(goodHash)-1], goodHash + "0", strings.ToUpper(goodHash), goodHash[:70] + "g",
 	} {
-		wantError(t, memorykit.CheckContentHash("test", bad), memorykit.ErrInvalidInput, "content_hash", "malformed")
+		wantError(t, storekit.CheckContentHash("test", bad), memorykit.ErrInvalidInput, "content_hash", "malformed")
 	}
 }
 
@@ -273,10 +274,10 @@ func TestCheckVector(t *testing.T) {
 func TestLeaseChecks(t *testing.T) {
 	t.Parallel()
 	g := testGuard(t)
-	if err := memorykit.CheckLeaseTTL("test", time.Microsecond); err != nil {
+	if err := storekit.CheckLeaseTTL("test", time.Microsecond); err != nil {
 		t.Fatalf("one microsecond: %v", err)
 	}
-	if err := g.CheckLeaseMax("test", validLimits().MaxListSize); err != nil {
+	if err := storekit.CheckLeaseMax(g, "test", validLimits().MaxListSize); err != nil {
 		t.Fatalf("max at MaxListSize: %v", err)
 	}
 	emb := memorykit.EmbeddingLease{Profile: "p", WorkerID: "w1", TTL: time.Second, Max: 1}
@@ -302,11 +303,11 @@ func TestLeaseChecks(t *testing.T) {
 		}
 	}
 	runRejections(t, []rejection{
-		{"ttl zero", func() error { return memorykit.CheckLeaseTTL("test", 0) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
-		{"ttl negative", func() error { return memorykit.CheckLeaseTTL("test", -time.Second) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
-		{"ttl below precision", func() error { return memorykit.CheckLeaseTTL("test", time.Nanosecond) }, memorykit.ErrInvalidInput, "ttl", "below_precision"},
-		{"max zero", func() error { return g.CheckLeaseMax("test", 0) }, memorykit.ErrInvalidInput, "max", "must_be_positive"},
-		{"max above", func() error { return g.CheckLeaseMax("test", 11) }, memorykit.ErrInvalidInput, "max", "above_max_list_size"},
+		{"ttl zero", func() error { return storekit.CheckLeaseTTL("test", 0) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
+		{"ttl negative", func() error { return storekit.CheckLeaseTTL("test", -time.Second) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
+		{"ttl below precision", func() error { return storekit.CheckLeaseTTL("test", time.Nanosecond) }, memorykit.ErrInvalidInput, "ttl", "below_precision"},
+		{"max zero", func() error { return storekit.CheckLeaseMax(g, "test", 0) }, memorykit.ErrInvalidInput, "max", "must_be_positive"},
+		{"max above", func() error { return storekit.CheckLeaseMax(g, "test", 11) }, memorykit.ErrInvalidInput, "max", "above_max_list_size"},
 		{"embedding profile", embWith(func(p *memorykit.EmbeddingLease) { p.Profile = "" }), memorykit.ErrInvalidInput, "profile", "bad_length"},
 		{"embedding worker", embWith(func(p *memorykit.EmbeddingLease) { p.WorkerID = "" }), memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"embedding ttl", embWith(func(p *memorykit.EmbeddingLease) { p.TTL = 0 }), memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
@@ -317,29 +318,29 @@ func TestLeaseChecks(t *testing.T) {
 	})
 }
 
-func TestEmbeddingPutAndReleaseValidate(t *testing.T) {
+func TestCheckEmbeddingPutAndRelease(t *testing.T) {
 	t.Parallel()
 	scope := testScope(t)
 	put := memorykit.EmbeddingPut{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, Vector: []float32{1}, WorkerID: "w1"}
-	if err := put.Validate("test", 0); err != nil {
+	if err := storekit.CheckEmbeddingPut("test", put, 0); err != nil {
 		t.Fatalf("valid put: %v", err)
 	}
 	rel := memorykit.EmbeddingRelease{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
-	if err := rel.Validate("test"); err != nil {
+	if err := storekit.CheckEmbeddingRelease("test", rel); err != nil {
 		t.Fatalf("valid release: %v", err)
 	}
 	putWith := func(maxDims int, mutate func(*memorykit.EmbeddingPut)) func() error {
 		return func() error {
 			p := put
 			mutate(&p)
-			return p.Validate("test", maxDims)
+			return storekit.CheckEmbeddingPut("test", p, maxDims)
 		}
 	}
 	relWith := func(mutate func(*memorykit.EmbeddingRelease)) func() error {
 		return func() error {
 			r := rel
 			mutate(&r)
-			return r.Validate("test")
+			return storekit.CheckEmbeddingRelease("test", r)
 		}
 	}
 	runRejections(t, []rejection{
@@ -372,10 +373,10 @@ func TestJobChecks(t *testing.T) {
 		t.Fatalf("valid completion: %v", err)
 	}
 	fail := memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
-	if err := fail.Validate("test"); err != nil {
+	if err := storekit.CheckJobFailure("test", fail); err != nil {
 		t.Fatalf("valid failure: %v", err)
 	}
-	if err := memorykit.CheckJobHolder("test", "j1", "w1"); err != nil {
+	if err := storekit.CheckJobHolder("test", "j1", "w1"); err != nil {
 		t.Fatalf("valid holder: %v", err)
 	}
 	jobWith := func(mutate func(*memorykit.NewJob)) func() error {
@@ -392,8 +393,8 @@ func TestJobChecks(t *testing.T) {
 		{"job attempts", jobWith(func(j *memorykit.NewJob) { j.MaxAttempts = 0 }), memorykit.ErrInvalidInput, "max_attempts", "must_be_positive"},
 		{"job payload empty", jobWith(func(j *memorykit.NewJob) { j.Payload = "" }), memorykit.ErrInvalidInput, "payload", "empty"},
 		{"job payload long", jobWith(func(j *memorykit.NewJob) { j.Payload = strings.Repeat("p", 129) }), memorykit.ErrInvalidInput, "payload", "too_long"},
-		{"holder job id", func() error { return memorykit.CheckJobHolder("test", "", "w1") }, memorykit.ErrInvalidInput, "job_id", "empty"},
-		{"holder worker id", func() error { return memorykit.CheckJobHolder("test", "j1", "a b") }, memorykit.ErrInvalidInput, "worker_id", "bad_character"},
+		{"holder job id", func() error { return storekit.CheckJobHolder("test", "", "w1") }, memorykit.ErrInvalidInput, "job_id", "empty"},
+		{"holder worker id", func() error { return storekit.CheckJobHolder("test", "j1", "a b") }, memorykit.ErrInvalidInput, "worker_id", "bad_character"},
 		{"completion job id", func() error {
 			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "a b", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "job_id", "bad_character"},
@@ -407,19 +408,19 @@ func TestJobChecks(t *testing.T) {
 			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"failure lease token", func() error {
-			return memorykit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "x"}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"release lease token", func() error {
-			return memorykit.JobRelease{JobID: "j1", WorkerID: "w1"}.Validate("test")
+			return storekit.CheckJobRelease("test", memorykit.JobRelease{JobID: "j1", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"failure job id", func() error {
-			return memorykit.JobFailure{WorkerID: "w1", Reason: "x"}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{WorkerID: "w1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "job_id", "empty"},
 		{"failure worker id", func() error {
-			return memorykit.JobFailure{JobID: "j1", Reason: "x"}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"failure reason", func() error {
-			return memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1})
 		}, memorykit.ErrInvalidInput, "reason_code", "bad_length"},
 	})
 
