@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestTombstoneKeyerNeedsASecret(t *testing.T) {
@@ -39,7 +40,7 @@ func TestScrubReasonKeepsOnlyCodes(t *testing.T) {
 	for in, want := range map[string]string{
 		"subject_request": "subject_request", "": "", "asked by Jane Doe": "", "Jane": "", "jane-doe": "",
 	} {
-		if got := memorykit.ScrubReason(in); got != want {
+		if got := storekit.ScrubReason(in); got != want {
 			t.Errorf("ScrubReason(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -53,7 +54,7 @@ func TestErasureJobIDs(t *testing.T) {
 		{Action: memorykit.ActionCorrect, Sources: []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-3"}}},
 		{Action: memorykit.ActionForget, Reason: "extraction job not-a-create"},
 	}
-	got := memorykit.ErasureJobIDs(rec, revs)
+	got := storekit.ErasureJobIDs(rec, revs)
 	want := map[string]bool{
 		memorykit.ExtractionJobID(scope, "run-1/turn-2"): true,
 		memorykit.ExtractionJobID(scope, "run-1/turn-3"): true,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // currentState returns the lease/retry/park state of e's embedding for
@@ -36,7 +37,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckEmbeddingLease(op, p); err != nil {
+	if err := storekit.CheckEmbeddingLease(s.guard, op, p); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -113,13 +114,13 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckBatchSize(op, len(puts)); err != nil {
+	if err := storekit.CheckBatchSize(s.guard, op, len(puts)); err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(puts))
 	for i, p := range puts {
 		if err := p.Validate(op, noDimensionBound); err != nil {
-			errs[i] = memorykit.BatchItemError(i, err)
+			errs[i] = storekit.BatchItemError(i, err)
 		}
 	}
 	s.mu.Lock()
@@ -135,7 +136,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 			continue
 		}
 		if _, err := s.checkPut(op, p); err != nil {
-			errs[i] = memorykit.BatchItemError(i, err)
+			errs[i] = storekit.BatchItemError(i, err)
 			continue
 		}
 		last[embKey{recordID: p.RecordID, profile: p.Profile}] = i
@@ -143,7 +144,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	for i, p := range puts {
 		if errs[i] == nil && last[embKey{recordID: p.RecordID, profile: p.Profile}] == i {
 			if err := s.putLocked(op, p); err != nil {
-				errs[i] = memorykit.BatchItemError(i, err)
+				errs[i] = storekit.BatchItemError(i, err)
 			}
 		}
 	}

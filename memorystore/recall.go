@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Recall implements memorykit.RecallStore. All three channels read one
@@ -121,7 +122,7 @@ func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []
 
 // fullTextHits scores every recallable record sharing a term with the
 // query: the number of distinct matched terms and their summed IDF (in
-// query-term order), then applies memorykit.FullTextRule. It walks the
+// query-term order), then applies storekit.FullTextRule. It walks the
 // posting lists of the query terms only.
 func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []string, limit int) (kept, below []memorykit.Hit) {
 	seen := make(map[string]bool, len(terms))
@@ -146,7 +147,7 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 				}
 			}
 		}
-		idf[i] = memorykit.IDF(n, df)
+		idf[i] = storekit.IDF(n, df)
 	}
 	// Walking the posting lists in query-term order, cnt[slot] counts a
 	// record's matched terms and sum[slot] adds up their IDFs in that same
@@ -186,17 +187,17 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 		if g.stop() {
 			return nil, nil
 		}
-		m, w := int(cnt[slot]), memorykit.RoundWeight(sum[slot])
+		m, w := int(cnt[slot]), storekit.RoundWeight(sum[slot])
 		h := under
 		if 2*m > best {
 			h = above
 		}
 		if h.beats(m, w) {
 			rec := &x.docs[slot].rec
-			h.push(memorykit.FullTextCandidate{ID: rec.ID, Matched: m, Weight: w, UpdatedAt: rec.UpdatedAt})
+			h.push(storekit.FullTextCandidate{ID: rec.ID, Matched: m, Weight: w, UpdatedAt: rec.UpdatedAt})
 		}
 	}
-	k, b := memorykit.FullTextRule(append(above.items, under.items...), limit)
+	k, b := storekit.FullTextRule(append(above.items, under.items...), limit)
 	return textHits(k), textHits(b)
 }
 
@@ -204,7 +205,7 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 // in a max-heap whose root is the worst of them.
 type boundedFT struct {
 	limit int
-	items []memorykit.FullTextCandidate
+	items []storekit.FullTextCandidate
 }
 
 func newBoundedFT(limit int) *boundedFT { return &boundedFT{limit: limit} }
@@ -220,7 +221,7 @@ func (h *boundedFT) beats(m int, w float64) bool {
 	return m > worst.Matched || m == worst.Matched && w >= worst.Weight
 }
 
-func (h *boundedFT) push(c memorykit.FullTextCandidate) {
+func (h *boundedFT) push(c storekit.FullTextCandidate) {
 	if len(h.items) < h.limit {
 		h.items = append(h.items, c)
 		for i := len(h.items) - 1; i > 0; {
@@ -287,9 +288,9 @@ func (s *scratch) counters(n int) ([]int32, []float64) {
 	return s.cnt, s.sum
 }
 
-// ftBefore is memorykit.SortFullText's order: more matched terms, then
+// ftBefore is storekit.SortFullText's order: more matched terms, then
 // more weight, then newer, then smaller ID.
-func ftBefore(a, b memorykit.FullTextCandidate) bool {
+func ftBefore(a, b storekit.FullTextCandidate) bool {
 	if a.Matched != b.Matched {
 		return a.Matched > b.Matched
 	}
@@ -302,7 +303,7 @@ func ftBefore(a, b memorykit.FullTextCandidate) bool {
 	return a.ID < b.ID
 }
 
-func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
+func textHits(cands []storekit.FullTextCandidate) []memorykit.Hit {
 	if len(cands) == 0 {
 		return nil
 	}

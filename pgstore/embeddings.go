@@ -12,6 +12,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // leaseEmbeddingsSQL picks active records lacking a current embedding of
@@ -86,7 +87,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckEmbeddingLease(op, p); err != nil {
+	if err := storekit.CheckEmbeddingLease(s.guard, op, p); err != nil {
 		return nil, err
 	}
 	if err := s.registerProfile(ctx, op, p.Profile); err != nil {
@@ -152,7 +153,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckBatchSize(op, len(puts)); err != nil {
+	if err := storekit.CheckBatchSize(s.guard, op, len(puts)); err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(puts))
@@ -160,7 +161,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	at := make([]int, 0, len(puts))
 	for i, p := range puts {
 		if err := p.Validate(op, maxDims); err != nil {
-			errs[i] = memorykit.BatchItemError(i, err)
+			errs[i] = storekit.BatchItemError(i, err)
 			continue
 		}
 		valid = append(valid, p)
@@ -175,7 +176,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	}
 	for j, i := range at {
 		if got[j] != nil {
-			errs[i] = memorykit.BatchItemError(i, got[j])
+			errs[i] = storekit.BatchItemError(i, got[j])
 		}
 	}
 	return errs, nil
@@ -586,7 +587,7 @@ func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 }
 
 // maxDims is pgvector's limit on a vector's dimensions: the bound pgstore
-// passes to memorykit.CheckVector, and beyond which a query vector can
+// passes to storekit.CheckVector, and beyond which a query vector can
 // match nothing.
 const maxDims = 16000
 

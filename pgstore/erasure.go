@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Erasure rewrites rows in place: an UPDATE leaves the old row version in
@@ -22,7 +23,7 @@ import (
 const purgeBatch = 8
 
 // reasonCodeSQL keeps a revision's reason only when it is a reason code
-// (memorykit.ScrubReason).
+// (storekit.ScrubReason).
 const reasonCodeSQL = `CASE WHEN reason ~ '^[a-z0-9_]{1,64}$' THEN reason ELSE '' END`
 
 // scopeLock is the transaction advisory lock a purge takes exclusively to
@@ -64,7 +65,7 @@ func (s *Store) holdScope(ctx context.Context, tx pgx.Tx, op string, scope memor
 		return err
 	}
 	if purging {
-		return memorykit.PurgingError(op)
+		return storekit.PurgingError(op)
 	}
 	return nil
 }
@@ -88,7 +89,7 @@ type erasureCounts struct {
 // sources are scrubbed from the record and every revision, free-text
 // reasons are dropped, embeddings and embedding queue and lease rows are
 // deleted, and the extraction jobs the record came from are scrubbed.
-func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r memorykit.LifecycleRule,
+func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r storekit.LifecycleRule,
 	actor memorykit.Actor, reason string, now time.Time) (memorykit.Record, error) {
 	jobs, err := s.erasureJobs(ctx, tx, rec)
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r me
 }
 
 // erasureJobs reads the record's revisions and returns the jobs its erase
-// scrubs (memorykit.ErasureJobIDs).
+// scrubs (storekit.ErasureJobIDs).
 func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record) ([]string, error) {
 	rows, err := tx.Query(ctx, s.q(`SELECT action, reason, sources FROM {schema}.revisions WHERE record_id = $1`), rec.ID)
 	if err != nil {
@@ -133,7 +134,7 @@ func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return memorykit.ErasureJobIDs(rec, revs), nil
+	return storekit.ErasureJobIDs(rec, revs), nil
 }
 
 // scrubRows scrubs the revisions of the records ids (content, hash,
@@ -268,7 +269,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	if err := live(ctx, op); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
-	if err := memorykit.CheckPurge(op, scope, actor, reason); err != nil {
+	if err := storekit.CheckPurge(op, scope, actor, reason); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
 	sc := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // ReasonLeaseExpired is the LastError of a job whose lease was reaped
@@ -21,7 +22,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := s.guard.CheckJob(op, j); err != nil {
+	if err := storekit.CheckJob(s.guard, op, j); err != nil {
 		return memorykit.Job{}, err
 	}
 	now := s.now()
@@ -71,7 +72,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckJobLease(op, p); err != nil {
+	if err := storekit.CheckJobLease(s.guard, op, p); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -142,7 +143,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := s.guard.CheckJobCompletion(op, c); err != nil {
+	if err := storekit.CheckJobCompletion(s.guard, op, c); err != nil {
 		return 0, err
 	}
 	if len(c.Candidates) == 0 {
@@ -166,7 +167,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	now := s.now()
 	checked := make([]prepared, len(c.Candidates))
 	for i, in := range c.Candidates {
-		nc, err := s.guard.CheckCandidate(ctx, op, i, job.Scope, in)
+		nc, err := storekit.CheckCandidate(ctx, s.guard, op, i, job.Scope, in)
 		if err != nil {
 			return 0, err
 		}
@@ -190,7 +191,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			p.until = u
 		}
 		if nc.ID == "" {
-			p.in.ID = memorykit.NewRecordID(now)
+			p.in.ID = storekit.NewRecordID(now)
 		}
 		checked[i] = p
 	}
@@ -215,7 +216,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			_, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
 				in.ID, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
 				string(in.Kind), in.Key, in.Content, p.meta, p.src, string(in.Status),
-				memorykit.ContentHash(in.Content), p.from, p.until,
+				storekit.ContentHash(in.Content), p.from, p.until,
 				string(in.Actor.Kind), in.Actor.ID, now,
 				ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -380,7 +381,7 @@ func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (m
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
+	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Job{}, err
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, s.q(`SELECT `+jobCols+` FROM {schema}.jobs

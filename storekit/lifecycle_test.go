@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestLifecycleRulesMatchTheStateMachine(t *testing.T) {
@@ -12,19 +13,19 @@ func TestLifecycleRulesMatchTheStateMachine(t *testing.T) {
 	// The whole table, written out: which action may start from which
 	// status, and where it leads.
 	tests := []struct {
-		rule   memorykit.LifecycleRule
+		rule   storekit.LifecycleRule
 		action memorykit.Action
 		from   []memorykit.Status
 		to     memorykit.Status // empty: keeps the status
 	}{
-		{memorykit.RuleActivate, memorykit.ActionActivate, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusActive},
-		{memorykit.RuleReject, memorykit.ActionReject, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusRejected},
-		{memorykit.RuleSupersede, memorykit.ActionSupersede, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusSuperseded},
-		{memorykit.RuleForget, memorykit.ActionForget, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusInactive},
-		{memorykit.RuleErase, memorykit.ActionErase, []memorykit.Status{
+		{storekit.RuleActivate, memorykit.ActionActivate, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusActive},
+		{storekit.RuleReject, memorykit.ActionReject, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusRejected},
+		{storekit.RuleSupersede, memorykit.ActionSupersede, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusSuperseded},
+		{storekit.RuleForget, memorykit.ActionForget, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusInactive},
+		{storekit.RuleErase, memorykit.ActionErase, []memorykit.Status{
 			memorykit.StatusInactive, memorykit.StatusRejected, memorykit.StatusSuperseded,
 		}, memorykit.StatusErased},
-		{memorykit.RuleCorrect, memorykit.ActionCorrect, []memorykit.Status{memorykit.StatusActive, memorykit.StatusCandidate}, ""},
+		{storekit.RuleCorrect, memorykit.ActionCorrect, []memorykit.Status{memorykit.StatusActive, memorykit.StatusCandidate}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.action), func(t *testing.T) {
@@ -50,10 +51,10 @@ func TestLifecycleRulesMatchTheStateMachine(t *testing.T) {
 			}
 		})
 	}
-	if memorykit.RuleErase.Allows(memorykit.StatusErased) {
+	if storekit.RuleErase.Allows(memorykit.StatusErased) {
 		t.Fatal("an erased record can be erased again")
 	}
-	var zero memorykit.LifecycleRule
+	var zero storekit.LifecycleRule
 	for _, st := range memorykit.Statuses() {
 		if zero.Allows(st) {
 			t.Fatalf("the zero rule allows %s", st)
@@ -63,9 +64,9 @@ func TestLifecycleRulesMatchTheStateMachine(t *testing.T) {
 
 func TestLifecycleRuleFromIsACopy(t *testing.T) {
 	t.Parallel()
-	from := memorykit.RuleActivate.From()
+	from := storekit.RuleActivate.From()
 	from[0] = memorykit.StatusErased
-	if memorykit.RuleActivate.Allows(memorykit.StatusErased) || !memorykit.RuleActivate.Allows(memorykit.StatusCandidate) {
+	if storekit.RuleActivate.Allows(memorykit.StatusErased) || !storekit.RuleActivate.Allows(memorykit.StatusCandidate) {
 		t.Fatal("changing From()'s result changed the rule")
 	}
 }
@@ -73,18 +74,17 @@ func TestLifecycleRuleFromIsACopy(t *testing.T) {
 func TestLifecycleRuleCheck(t *testing.T) {
 	t.Parallel()
 	rec := memorykit.Record{ID: "r1", Status: memorykit.StatusActive, Version: 3}
-	if err := memorykit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 0}, rec); err != nil {
+	if err := storekit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 0}, rec); err != nil {
 		t.Fatalf("no expected version: %v", err)
 	}
-	if err := memorykit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 3}, rec); err != nil {
+	if err := storekit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 3}, rec); err != nil {
 		t.Fatalf("matching version: %v", err)
 	}
-	err := memorykit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 2}, rec)
+	err := storekit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 2}, rec)
 	wantError(t, err, memorykit.ErrVersionConflict, "", "version_mismatch")
-	err = memorykit.RuleActivate.Check("test", memorykit.Transition{}, rec)
+	err = storekit.RuleActivate.Check("test", memorykit.Transition{}, rec)
 	wantError(t, err, memorykit.ErrInvalidTransition, "", "from_active")
 	// The version is checked before the status.
-	err = memorykit.RuleActivate.Check("test", memorykit.Transition{ExpectVersion: 9}, rec)
+	err = storekit.RuleActivate.Check("test", memorykit.Transition{ExpectVersion: 9}, rec)
 	wantError(t, err, memorykit.ErrVersionConflict, "", "version_mismatch")
 }
-

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // embProfile is the embedding profile the embedding suite leases for.
@@ -247,7 +248,7 @@ func testEmbStale(t *testing.T, e *env) {
 	})
 	e.wantPending(t, 1)
 	next := e.lease("embedder-2", time.Minute, 10)
-	if len(next) != 1 || next[0].Attempt != 1 || next[0].ContentHash != memorykit.ContentHash("newer content") {
+	if len(next) != 1 || next[0].Attempt != 1 || next[0].ContentHash != storekit.ContentHash("newer content") {
 		t.Fatalf("lease after second correct: %+v", next)
 	}
 	if err := e.s.PutEmbedding(e.ctx, put(next[0], "embedder-2", []float32{0, 1})); err != nil {

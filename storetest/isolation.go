@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // RunIsolationConformance checks Scope isolation between two tenants and
@@ -174,7 +175,7 @@ func testIsoRecall(t *testing.T, e *env) {
 		t.Fatalf("recall in %s: %+v", a, res)
 	}
 	// IDF counts only this Scope's records: n=2, df=1 per term.
-	wantWeight(t, res.FullText[0], memorykit.RoundWeight(2*memorykit.IDF(2, 1)))
+	wantWeight(t, res.FullText[0], storekit.RoundWeight(2*storekit.IDF(2, 1)))
 }
 
 func testIsoSameKey(t *testing.T, e *env) {

@@ -36,6 +36,7 @@ import (
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -324,11 +325,11 @@ func storeCalls(s memorykit.Store) []call {
 		}},
 		{"PutEmbedding", func(ctx context.Context) error {
 			return s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: id, Profile: profile,
-				ContentHash: memorykit.ContentHash(contentText), Vector: []float32{1}, WorkerID: id})
+				ContentHash: storekit.ContentHash(contentText), Vector: []float32{1}, WorkerID: id})
 		}},
 		{"ReleaseEmbedding", func(ctx context.Context) error {
 			return s.ReleaseEmbedding(ctx, memorykit.EmbeddingRelease{Scope: sc, RecordID: id, Profile: profile,
-				ContentHash: memorykit.ContentHash(contentText), WorkerID: id, Reason: content})
+				ContentHash: storekit.ContentHash(contentText), WorkerID: id, Reason: content})
 		}},
 		{"PendingEmbeddings", func(ctx context.Context) error { _, err := s.PendingEmbeddings(ctx, content); return err }},
 		{"DeleteEmbeddings", func(ctx context.Context) error { _, err := s.DeleteEmbeddings(ctx, content, &sc); return err }},
