@@ -2,7 +2,6 @@ package memorykit_test
 
 import (
 	"errors"
-	"slices"
 	"testing"
 	"time"
 

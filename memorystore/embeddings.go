@@ -96,7 +96,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := p.Validate(op, noDimensionBound); err != nil {
+	if err := storekit.CheckEmbeddingPut(op, p, noDimensionBound); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -119,7 +119,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	}
 	errs := make([]error, len(puts))
 	for i, p := range puts {
-		if err := p.Validate(op, noDimensionBound); err != nil {
+		if err := storekit.CheckEmbeddingPut(op, p, noDimensionBound); err != nil {
 			errs[i] = storekit.BatchItemError(i, err)
 		}
 	}
@@ -193,7 +193,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckEmbeddingRelease(op, r); err != nil {
 		return err
 	}
 	s.mu.Lock()

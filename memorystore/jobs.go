@@ -203,7 +203,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := f.Validate(op); err != nil {
+	if err := storekit.CheckJobFailure(op, f); err != nil {
 		return memorykit.Job{}, err
 	}
 	s.mu.Lock()
@@ -244,7 +244,7 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckJobRelease(op, r); err != nil {
 		return err
 	}
 	s.mu.Lock()

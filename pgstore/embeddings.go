@@ -135,7 +135,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := p.Validate(op, maxDims); err != nil {
+	if err := storekit.CheckEmbeddingPut(op, p, maxDims); err != nil {
 		return err
 	}
 	errs, err := s.putValidated(ctx, op, []memorykit.EmbeddingPut{p})
@@ -160,7 +160,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	valid := make([]memorykit.EmbeddingPut, 0, len(puts))
 	at := make([]int, 0, len(puts))
 	for i, p := range puts {
-		if err := p.Validate(op, maxDims); err != nil {
+		if err := storekit.CheckEmbeddingPut(op, p, maxDims); err != nil {
 			errs[i] = storekit.BatchItemError(i, err)
 			continue
 		}
@@ -381,7 +381,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckEmbeddingRelease(op, r); err != nil {
 		return err
 	}
 	now := s.now()

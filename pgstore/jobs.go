@@ -273,7 +273,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := f.Validate(op); err != nil {
+	if err := storekit.CheckJobFailure(op, f); err != nil {
 		return memorykit.Job{}, err
 	}
 	now := s.now()
@@ -320,7 +320,7 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckJobRelease(op, r); err != nil {
 		return err
 	}
 	jobID := r.JobID

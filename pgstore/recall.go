@@ -24,7 +24,7 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if err := q.Validate(op); err != nil {
+	if err := storekit.CheckRecallQuery(op, q); err != nil {
 		return memorykit.RecallResult{}, err
 	}
 	now := s.now()
