@@ -21,10 +21,6 @@ const TombstoneKeyPrefix = "hmac-sha256:"
 // scrubbed and finished.
 const ReasonErased = "erased"
 
-// PurgeAllKeys marks a job whose every proposal is dropped at hand-back
-// (a purge scrubbed it). It never equals a key digest.
-const PurgeAllKeys = "*"
-
 // ErrPurging is the kind of a write refused because a purge of its Scope
 // is running or was interrupted and not yet finished. It is always
 // recoverable: the write may be tried again once the purge is done.

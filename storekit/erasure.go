@@ -7,6 +7,10 @@ import (
 	"github.com/goagents/memorykit"
 )
 
+// PurgeAllKeys is the erased-key mark of a job whose every proposal is
+// dropped at hand-back (a purge scrubbed it). It never equals a key digest.
+const PurgeAllKeys = "*"
+
 // PurgingError returns the recoverable memorykit.ErrPurging error stores
 // give a write to a Scope under purge.
 func PurgingError(op string) error {
@@ -60,7 +64,7 @@ func ErasureJobIDs(rec memorykit.Record, revs []memorykit.Revision) []string {
 
 // DropErasedProposals returns the candidates of a job completion that may
 // still be stored after erase scrubbed the job: erasedKeys are the key
-// digests erase recorded on the job (memorykit.PurgeAllKeys drops every
+// digests erase recorded on the job (PurgeAllKeys drops every
 // candidate).
 func DropErasedProposals(k *memorykit.TombstoneKeyer, scope memorykit.Scope, erasedKeys []string, in []memorykit.NewRecord) []memorykit.NewRecord {
 	if len(erasedKeys) == 0 {
@@ -68,7 +72,7 @@ func DropErasedProposals(k *memorykit.TombstoneKeyer, scope memorykit.Scope, era
 	}
 	drop := make(map[string]bool, len(erasedKeys))
 	for _, d := range erasedKeys {
-		if d == memorykit.PurgeAllKeys {
+		if d == PurgeAllKeys {
 			return nil
 		}
 		drop[d] = true
