@@ -71,7 +71,7 @@ func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.
 }
 
 // scrubJobLocked scrubs one extraction job for an erase whose key digest
-// is digest (memorykit.PurgeAllKeys for a purge). A queued job is finished
+// is digest (storekit.PurgeAllKeys for a purge). A queued job is finished
 // at once as a failed tombstone with reason memorykit.ReasonErased; a
 // leased one loses its payload now and is finished when its worker hands
 // it back (erasedHandback), dropping its proposals for the digest. Done and
@@ -157,7 +157,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	defer s.mu.Unlock()
 	now := s.now()
 	for _, j := range s.jobs {
-		if j.Scope == scope && s.scrubJobLocked(j, memorykit.PurgeAllKeys, now) {
+		if j.Scope == scope && s.scrubJobLocked(j, storekit.PurgeAllKeys, now) {
 			rep.Jobs++
 		}
 	}

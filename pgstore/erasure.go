@@ -162,7 +162,7 @@ func (s *Store) scrubRows(ctx context.Context, tx pgx.Tx, ids []string) (erasure
 }
 
 // scrubJobs scrubs extraction jobs of scope for an erase whose key digest
-// is digest (memorykit.PurgeAllKeys for a purge); ids nil means every job
+// is digest (storekit.PurgeAllKeys for a purge); ids nil means every job
 // of the Scope. A queued job becomes a failed tombstone with reason
 // memorykit.ReasonErased; a leased one loses its payload now and records
 // the digest, and is finished when its worker hands it back. It returns
@@ -232,7 +232,7 @@ func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string
 		}
 		out := make([]T, 0, len(in))
 		for _, c := range in {
-			if !drop[memorykit.PurgeAllKeys] && !drop[s.tombstoneKey(job.Scope, memorykit.NormalizeKey(key(c)))] {
+			if !drop[storekit.PurgeAllKeys] && !drop[s.tombstoneKey(job.Scope, memorykit.NormalizeKey(key(c)))] {
 				out = append(out, c)
 			}
 		}
@@ -306,7 +306,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		}
 	}
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		n, err := s.scrubJobs(ctx, tx, scope, nil, memorykit.PurgeAllKeys, s.now())
+		n, err := s.scrubJobs(ctx, tx, scope, nil, storekit.PurgeAllKeys, s.now())
 		if err != nil {
 			return err
 		}
