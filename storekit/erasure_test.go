@@ -40,4 +40,3 @@ func TestErasureJobIDs(t *testing.T) {
 		}
 	}
 }
-

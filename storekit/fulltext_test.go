@@ -47,4 +47,3 @@ func TestFullTextRule(t *testing.T) {
 		t.Fatal("RoundWeight must round half away from zero at 6 decimals")
 	}
 }
-
