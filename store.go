@@ -233,9 +233,14 @@ type EmbeddingStore interface {
 	PendingEmbeddings(ctx context.Context, profile string) (int, error)
 
 	// DeleteEmbeddings deletes the profile's embeddings and lease/park
-	// state, in one scope or, with scope nil, everywhere, for a rebuild.
-	// It returns the number of embeddings deleted.
-	DeleteEmbeddings(ctx context.Context, profile string, scope *Scope) (int, error)
+	// state in one Scope, for a rebuild of that Scope. It returns the
+	// number of embeddings deleted.
+	DeleteEmbeddings(ctx context.Context, profile string, scope Scope) (int, error)
+
+	// DeleteAllEmbeddings deletes the profile's embeddings and lease/park
+	// state in every Scope, for a rebuild of the whole store. It returns
+	// the number of embeddings deleted.
+	DeleteAllEmbeddings(ctx context.Context, profile string) (int, error)
 
 	// ReapEmbeddingLeases returns expired embedding leases to the pool and
 	// reports how many.

@@ -264,8 +264,18 @@ func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, 
 }
 
 // DeleteEmbeddings implements memorykit.EmbeddingStore.
-func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *memorykit.Scope) (int, error) {
-	const op = "memorystore.delete_embeddings"
+func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error) {
+	return s.deleteEmbeddings(ctx, "memorystore.delete_embeddings", profile, &scope)
+}
+
+// DeleteAllEmbeddings implements memorykit.EmbeddingStore.
+func (s *Store) DeleteAllEmbeddings(ctx context.Context, profile string) (int, error) {
+	return s.deleteEmbeddings(ctx, "memorystore.delete_all_embeddings", profile, nil)
+}
+
+// deleteEmbeddings deletes the profile's embeddings and lease state in
+// scope, or everywhere when scope is nil.
+func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope *memorykit.Scope) (int, error) {
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
