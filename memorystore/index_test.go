@@ -294,7 +294,7 @@ func indexMatchesFullScan(t *testing.T) {
 					t.Fatal(err)
 				}
 			case op == 11 && r.IntN(10) == 0:
-				if _, err := s.DeleteEmbeddings(ctx, "p", &rec.Scope); err != nil {
+				if _, err := s.DeleteEmbeddings(ctx, "p", rec.Scope); err != nil {
 					t.Fatal(err)
 				}
 			}

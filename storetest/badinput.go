@@ -415,10 +415,10 @@ func testBadEmbeddings(t *testing.T, e *env) {
 	addLease("bad profile", l)
 	cases = append(cases,
 		badCase{"PendingEmbeddings bad profile", errInput, func() error { _, err := e.s.PendingEmbeddings(e.ctx, "no spaces allowed"); return err }},
-		badCase{"DeleteEmbeddings bad profile", errInput, func() error { _, err := e.s.DeleteEmbeddings(e.ctx, "", nil); return err }},
+		badCase{"DeleteEmbeddings bad profile", errInput, func() error { _, err := e.s.DeleteAllEmbeddings(e.ctx, ""); return err }},
 		badCase{"DeleteEmbeddings user scope", errScope, func() error {
 			s := badScopes()["user scope"]
-			_, err := e.s.DeleteEmbeddings(e.ctx, embProfile, &s)
+			_, err := e.s.DeleteEmbeddings(e.ctx, embProfile, s)
 			return err
 		}},
 	)

@@ -332,7 +332,7 @@ func testEmbPark(t *testing.T, e *env) {
 	e.reapEmb()
 	wantIDs(t, "lease two days later", taskIDs(e.lease("embedder-3", time.Minute, 10)), []string{"mem-emb-b"})
 	e.wantPending(t, 2)
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, &e.scope); err != nil || n != 0 {
+	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, e.scope); err != nil || n != 0 {
 		t.Fatalf("DeleteEmbeddings = %d, %v; want 0 embeddings deleted", n, err)
 	}
 	got := e.lease("embedder-4", time.Minute, 10)
@@ -398,7 +398,7 @@ func testEmbDelete(t *testing.T, e *env) {
 	e.embed(a, p2, []float32{0, 1})
 	e.wantPending(t, 0)
 
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, &e.scope); err != nil || n != 1 {
+	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, e.scope); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings(scope) = %d, %v; want 1", n, err)
 	}
 	e.wantPending(t, 1)
@@ -413,13 +413,13 @@ func testEmbDelete(t *testing.T, e *env) {
 	wantIDs(t, "other profile keeps its vector", ids(e.recall(q).Vector), []string{a.ID})
 	wantIDs(t, "rebuild lease", taskIDs(e.lease("embedder-1", time.Minute, 10)), []string{a.ID})
 
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, nil); err != nil || n != 1 {
+	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings(all) = %d, %v; want 1", n, err)
 	}
 	e.wantPending(t, 2)
 	// The lease on a was dropped with the rest of the profile's state.
 	wantIDs(t, "lease after full reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID, b.ID})
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, nil); err != nil || n != 0 {
+	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 0 {
 		t.Fatalf("DeleteEmbeddings again = %d, %v; want 0", n, err)
 	}
 }

@@ -233,7 +233,7 @@ func testIsoDelete(t *testing.T, e *env) {
 		e.embed(r, isoProfile, []float32{1, 0})
 		recs = append(recs, r)
 	}
-	if n, err := e.s.DeleteEmbeddings(e.ctx, isoProfile, &a); err != nil || n != 1 {
+	if n, err := e.s.DeleteEmbeddings(e.ctx, isoProfile, a); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings(a) = %d, %v; want 1", n, err)
 	}
 	for i, s := range []memorykit.Scope{a, b, c} {

@@ -992,7 +992,7 @@ func testEraseCanary(t *testing.T, e *env) {
 		}
 	}
 	// The target's embeddings are gone: only the bystander's is left.
-	if n, err := e.s.DeleteEmbeddings(e.ctx, profile, &e.scope); err != nil || n != 1 {
+	if n, err := e.s.DeleteEmbeddings(e.ctx, profile, e.scope); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings after erase = %d, %v; want 1 (the bystander's)", n, err)
 	}
 	if n := e.pending(profile2); n != 1 {

@@ -332,7 +332,7 @@ func storeCalls(s memorykit.Store) []call {
 				ContentHash: storekit.ContentHash(contentText), WorkerID: id, Reason: content})
 		}},
 		{"PendingEmbeddings", func(ctx context.Context) error { _, err := s.PendingEmbeddings(ctx, content); return err }},
-		{"DeleteEmbeddings", func(ctx context.Context) error { _, err := s.DeleteEmbeddings(ctx, content, &sc); return err }},
+		{"DeleteEmbeddings", func(ctx context.Context) error { _, err := s.DeleteEmbeddings(ctx, content, sc); return err }},
 		{"EnqueueJob", func(ctx context.Context) error {
 			_, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id + "-new", Scope: sc, Payload: contentText + "\x00", MaxAttempts: 1})
 			return err
