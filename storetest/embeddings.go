@@ -21,7 +21,8 @@ const embProfile = "test/emb-v1"
 // RunEmbeddingConformance checks the embedding work queue: which records
 // are pending, leasing with worker IDs and TTLs on the store's clock,
 // reaping, the content-hash guard on PutEmbedding, retry and park on
-// release, attempt counting and rebuilds with DeleteEmbeddings. A store
+// release, attempt counting and rebuilds with DeleteEmbeddings and
+// DeleteAllEmbeddings. A store
 // that implements memorykit.EmbeddingBatchPutter must give each put of a
 // PutEmbeddings call the outcome PutEmbedding would, and leave the store
 // exactly as the same PutEmbedding calls in order would.
@@ -40,6 +41,7 @@ func RunEmbeddingConformance(t *testing.T, h Harness) {
 		{"AttemptCounting", testEmbAttempts},
 		{"NonActiveNeverPending", testEmbNonActive},
 		{"DeleteEmbeddingsRebuild", testEmbDelete},
+		{"DeleteAllEmbeddingsRebuild", testEmbDeleteAll},
 		{"PutEmbeddingsAsSinglePuts", testEmbPutBatch},
 		{"PutEmbeddingsWholeCallRefused", testEmbPutBatchRefused},
 		{"StaleLeaseTokenRefused", testEmbStaleToken},
@@ -412,16 +414,41 @@ func testEmbDelete(t *testing.T, e *env) {
 	q.Vector, q.Profile = []float32{0, 1}, p2
 	wantIDs(t, "other profile keeps its vector", ids(e.recall(q).Vector), []string{a.ID})
 	wantIDs(t, "rebuild lease", taskIDs(e.lease("embedder-1", time.Minute, 10)), []string{a.ID})
+	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, e.scope); err != nil || n != 0 {
+		t.Fatalf("DeleteEmbeddings(scope) again = %d, %v; want 0", n, err)
+	}
+	// The lease on a was dropped with the rest of the Scope's state.
+	wantIDs(t, "lease after scope reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID})
+}
 
-	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 1 {
-		t.Fatalf("DeleteEmbeddings(all) = %d, %v; want 1", n, err)
+func testEmbDeleteAll(t *testing.T, e *env) {
+	const p2 = "test/emb-v2"
+	s2 := Scope(t, "tenant-b", "project-2")
+	a := e.embRecord("mem-emb-a")
+	b := e.create(newRec(s2, memorykit.KindFact, "embed b", "content b", memorykit.StatusActive))
+	e.embed(a, embProfile, []float32{1, 0})
+	e.embed(b, embProfile, []float32{1, 0})
+	e.embed(a, p2, []float32{0, 1})
+	e.wantPending(t, 0)
+	wantIDs(t, "nothing to lease", taskIDs(e.lease("embedder-1", time.Minute, 10)), nil)
+
+	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 2 {
+		t.Fatalf("DeleteAllEmbeddings = %d, %v; want 2 (one per Scope)", n, err)
 	}
 	e.wantPending(t, 2)
-	// The lease on a was dropped with the rest of the profile's state.
-	wantIDs(t, "lease after full reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID, b.ID})
-	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 0 {
-		t.Fatalf("DeleteEmbeddings again = %d, %v; want 0", n, err)
+	if n := e.pending(p2); n != 1 { // only the profile named was deleted
+		t.Fatalf("pending for the other profile = %d, want 1", n)
 	}
+	q := query(e.scope)
+	q.Vector, q.Profile = []float32{0, 1}, p2
+	wantIDs(t, "other profile keeps its vector", ids(e.recall(q).Vector), []string{a.ID})
+	leased := taskIDs(e.lease("embedder-1", time.Minute, 10))
+	wantIDs(t, "rebuild lease", leased, []string{a.ID, b.ID})
+	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 0 {
+		t.Fatalf("DeleteAllEmbeddings again = %d, %v; want 0", n, err)
+	}
+	// The leases were dropped with the rest of the profile's state.
+	wantIDs(t, "lease after full reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID, b.ID})
 }
 
 func batchPutter(t *testing.T, e *env) memorykit.EmbeddingBatchPutter {

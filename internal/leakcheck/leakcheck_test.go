@@ -159,11 +159,12 @@ func (f failStore) LeaseEmbeddings(context.Context, memorykit.EmbeddingLease) ([
 	return nil, f.err()
 }
 func (f failStore) PendingEmbeddings(context.Context, string) (int, error) { return 0, f.err() }
-func (f failStore) DeleteEmbeddings(context.Context, string, *memorykit.Scope) (int, error) {
+func (f failStore) DeleteEmbeddings(context.Context, string, memorykit.Scope) (int, error) {
 	return 0, f.err()
 }
-func (f failStore) ReapEmbeddingLeases(context.Context) (int, error) { return 0, f.err() }
-func (f failStore) ReapJobLeases(context.Context) (int, error)       { return 0, f.err() }
+func (f failStore) DeleteAllEmbeddings(context.Context, string) (int, error) { return 0, f.err() }
+func (f failStore) ReapEmbeddingLeases(context.Context) (int, error)         { return 0, f.err() }
+func (f failStore) ReapJobLeases(context.Context) (int, error)               { return 0, f.err() }
 
 // vectorErrStore answers recall with a foreign, non-recoverable vector
 // channel error.
@@ -333,6 +334,7 @@ func storeCalls(s memorykit.Store) []call {
 		}},
 		{"PendingEmbeddings", func(ctx context.Context) error { _, err := s.PendingEmbeddings(ctx, content); return err }},
 		{"DeleteEmbeddings", func(ctx context.Context) error { _, err := s.DeleteEmbeddings(ctx, content, sc); return err }},
+		{"DeleteAllEmbeddings", func(ctx context.Context) error { _, err := s.DeleteAllEmbeddings(ctx, content); return err }},
 		{"EnqueueJob", func(ctx context.Context) error {
 			_, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id + "-new", Scope: sc, Payload: contentText + "\x00", MaxAttempts: 1})
 			return err
