@@ -517,7 +517,9 @@ func componentCalls(t *testing.T, e *env) []call {
 				return err
 			}},
 			call{"runtime.Session.Remember", func(ctx context.Context) error { _, err := sess.Remember(ctx, writerInput()); return err }},
-			call{"runtime.Session.FinishTurn", func(ctx context.Context) error { return sess.FinishTurn(ctx, id, contentText).Err }},
+			call{"runtime.Session.FinishTurn", func(ctx context.Context) error {
+				return sess.FinishTurn(ctx, mkruntime.Turn{RunRef: id, Transcript: contentText}).Err
+			}},
 			call{"runtime.Session.ValidateOutput", func(context.Context) error { return sess.ValidateOutput("remembered " + contentText) }},
 		)
 	}
