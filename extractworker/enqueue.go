@@ -157,7 +157,7 @@ func (e *Enqueuer) failed(scope memorykit.Scope, jobID string, err error) Enqueu
 	e.log.Warn("extraction not enqueued; the turn stands", zap.String("job_id", jobID),
 		zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)),
 		zap.Bool("recoverable", memorykit.IsRecoverable(err)))
-	ev := e.event(memorykit.EventEnqueueFailed, memorykit.Scope{}, jobID, 0, reason)
+	ev := e.event(memorykit.EventExtractionEnqueueFailed, memorykit.Scope{}, jobID, 0, reason)
 	if scope.Validate() == nil {
 		ev = ev.WithScope(scope)
 	}
