@@ -23,7 +23,7 @@ type EnqueuerConfig struct {
 	// Logger receives content-free logs; the enqueuer names it
 	// "extractworker.enqueue".
 	Logger *zap.Logger
-	// Events receives EventExtractionEnqueued and EventEnqueueFailed.
+	// Events receives EventExtractionEnqueued and EventExtractionEnqueueFailed.
 	Events memorykit.EventSink
 	// MaxAttempts is every new job's limit on failed attempts (the
 	// Extractor returned an error). It must be positive.
@@ -40,7 +40,7 @@ type EnqueuerConfig struct {
 // Enqueue never fails the run: the turn already succeeded, and losing its
 // extraction only costs candidate memories. A Host must therefore not fail
 // or roll back the turn on an EnqueueFailed status; the failure is reported
-// as a content-free EventEnqueueFailed for operator follow-up.
+// as a content-free EventExtractionEnqueueFailed for operator follow-up.
 type Enqueuer struct {
 	cfg EnqueuerConfig
 	log *zap.Logger
@@ -125,7 +125,7 @@ type EnqueueResult struct {
 // extraction job. It never panics on bad input and never returns an error
 // to propagate: every failure (denied, invalid Scope or RunRef, payload
 // over the limit, store unavailable) comes back as EnqueueFailed with a
-// reason code, together with an EventEnqueueFailed. The Host logs or counts
+// reason code, together with an EventExtractionEnqueueFailed. The Host logs or counts
 // it and carries on with the turn.
 func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
 	const op = "extractworker.enqueue"

@@ -60,7 +60,7 @@ func TestEnqueue(t *testing.T) {
 }
 
 // TestEnqueueFailureDoesNotFailTheTurn: every failure comes back as a
-// content-free EnqueueFailed status with an EventEnqueueFailed, never as
+// content-free EnqueueFailed status with an EventExtractionEnqueueFailed, never as
 // an error or a panic, and stores nothing.
 func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {

@@ -225,7 +225,7 @@ func TestJobDeadline(t *testing.T) {
 }
 
 // TestInvalidProposalFailsClosed: one bad proposal among good ones fails
-// the attempt, stores nothing, and is reported with EventCandidateRejected.
+// the attempt, stores nothing, and is reported with EventCandidateInvalid.
 func TestInvalidProposalFailsClosed(t *testing.T) {
 	bad := map[string]func(p *memorykit.Proposal){
 		"unknown_kind":       func(p *memorykit.Proposal) { p.Kind = "gossip" },

@@ -140,7 +140,7 @@ type Turn struct {
 // which stores it later; EnqueueDropped when the outbox had no room (or
 // was closed); EnqueueFailed for a failure retrying cannot fix (denied,
 // invalid run reference, payload over the limit). Failures also emit a
-// content-free EventEnqueueFailed for operators.
+// content-free EventExtractionEnqueueFailed for operators.
 func (s *Session) FinishTurn(ctx context.Context, t Turn) extractworker.EnqueueResult {
 	return s.rt.finishTurn(ctx, extractworker.Turn{
 		Principal: s.req.Caller, Scope: s.req.Scope, RunRef: t.RunRef, Payload: t.Transcript,
