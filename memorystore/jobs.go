@@ -10,10 +10,6 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// ReasonLeaseExpired is the LastError of a job whose lease was reaped
-// (memorykit.ReasonLeaseExpired).
-const ReasonLeaseExpired = memorykit.ReasonLeaseExpired
-
 // EnqueueJob implements memorykit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
 	const op = "memorystore.enqueue_job"
@@ -299,7 +295,7 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 		if s.erasedHandback(job, now) {
 			continue
 		}
-		job.LastError = ReasonLeaseExpired
+		job.LastError = memorykit.ReasonLeaseExpired
 		job.UpdatedAt = now
 		job.Reaps++
 		if job.Retries() {

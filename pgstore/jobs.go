@@ -12,10 +12,6 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// ReasonLeaseExpired is the LastError of a job whose lease was reaped
-// (memorykit.ReasonLeaseExpired).
-const ReasonLeaseExpired = memorykit.ReasonLeaseExpired
-
 // EnqueueJob implements memorykit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
 	const op = "pgstore.enqueue_job"
@@ -368,7 +364,7 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 			state = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN 'queued' ELSE 'failed' END,
 			available_at = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN $1 ELSE available_at END,
 			payload = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN payload ELSE '' END
-		WHERE state = 'leased' AND lease_expires_at <= $1`), now, ReasonLeaseExpired)
+		WHERE state = 'leased' AND lease_expires_at <= $1`), now, memorykit.ReasonLeaseExpired)
 	if err != nil {
 		return 0, mapErr(op, err)
 	}

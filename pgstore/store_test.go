@@ -555,7 +555,7 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 		t.Fatalf("reap %d %v", n, err)
 	}
 	j := lease("w2")
-	if j.Attempt != 2 || j.LastError != ReasonLeaseExpired {
+	if j.Attempt != 2 || j.LastError != memorykit.ReasonLeaseExpired {
 		t.Fatalf("second lease: %+v", j)
 	}
 	// A bad candidate fails the whole completion and changes nothing.
