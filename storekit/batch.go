@@ -1,7 +1,6 @@
 package storekit
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
@@ -12,18 +11,7 @@ import (
 // field, so a caller can tell which item of a batch was rejected. Errors
 // that are not *memorykit.Error values are returned unchanged.
 func BatchItemError(i int, err error) error {
-	var e *memorykit.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	out := *e
-	prefix := "items[" + strconv.Itoa(i) + "]"
-	if out.Field == "" {
-		out.Field = prefix
-	} else {
-		out.Field = prefix + "." + out.Field
-	}
-	return &out
+	return memorykit.PrefixField("", "items["+strconv.Itoa(i)+"]", err)
 }
 
 // BatchItemTime is the instant a BatchCreator stamps on item i of an n-item
