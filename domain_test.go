@@ -574,7 +574,7 @@ func TestReasonCode(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	b := memorykit.Backoff{Initial: time.Second, Max: 10 * time.Second, Multiplier: 2}
-	if err := b.Validate("t", "retry"); err != nil {
+	if err := memorykit.PrefixField("t", "retry", b.Validate()); err != nil {
 		t.Fatal(err)
 	}
 	want := []time.Duration{time.Second, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
@@ -593,7 +593,7 @@ func TestBackoff(t *testing.T) {
 		{Initial: time.Second, Max: time.Second, Multiplier: math.Inf(1)},
 		{Initial: -time.Second, Max: time.Second, Multiplier: 1},
 	} {
-		if err := bad.Validate("t", "retry"); !errors.Is(err, memorykit.ErrInvalidConfig) {
+		if err := memorykit.PrefixField("t", "retry", bad.Validate()); !errors.Is(err, memorykit.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v", bad, err)
 		}
 	}
