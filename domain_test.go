@@ -605,3 +605,27 @@ func TestConfigError(t *testing.T) {
 		t.Fatalf("ConfigError = %+v", err)
 	}
 }
+
+func TestPrefixField(t *testing.T) {
+	t.Parallel()
+	if memorykit.PrefixField("op", "p", nil) != nil {
+		t.Fatal("nil must stay nil")
+	}
+	plain := errors.New("plain")
+	if memorykit.PrefixField("op", "p", plain) != plain {
+		t.Fatal("an error that is not an *Error must be returned unchanged")
+	}
+	bad := memorykit.Backoff{Initial: time.Second, Max: time.Millisecond, Multiplier: 2}.Validate()
+	var e *memorykit.Error
+	if !errors.As(memorykit.PrefixField("runtime.new", "outbox.retry", bad), &e) ||
+		e.Op != "runtime.new" || e.Field != "outbox.retry.max" || e.Reason != "below_initial" || !errors.Is(e, memorykit.ErrInvalidConfig) {
+		t.Fatalf("PrefixField = %#v", e)
+	}
+	if !errors.As(memorykit.PrefixField("", "items[2]", memorykit.NewError("s.create", memorykit.ErrAlreadyExists, "x")), &e) ||
+		e.Op != "s.create" || e.Field != "items[2]" {
+		t.Fatalf("PrefixField without op or field = %#v", e)
+	}
+	if e, ok := bad.(*memorykit.Error); !ok || e.Field != "max" {
+		t.Fatalf("PrefixField must not change its argument: %v", bad)
+	}
+}
