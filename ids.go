@@ -13,6 +13,28 @@ func ExtractionJobID(scope Scope, workRef string) string {
 	return "job_" + digest("job", scope.TenantID, string(scope.SubjectType), scope.SubjectID, workRef)
 }
 
+// CheckRunRef validates a Host's run reference (field "run_ref"), such as
+// "run-42/turn-3": 1 to MaxIDBytes bytes of ASCII letters, digits and
+// ". _ - : @ /".
+func CheckRunRef(op, ref string) error {
+	if ref == "" {
+		return FieldError(op, "run_ref", "empty")
+	}
+	if len(ref) > MaxIDBytes {
+		return FieldError(op, "run_ref", "too_long")
+	}
+	for i := 0; i < len(ref); i++ {
+		c := ref[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
+		default:
+			return FieldError(op, "run_ref", "bad_character")
+		}
+	}
+	return nil
+}
+
 // CandidateID is the deterministic identity of the candidate a job proposes
 // for a kind and key, so a retried job never duplicates a candidate.
 func CandidateID(scope Scope, jobID string, kind Kind, canonicalKey string) string {

@@ -307,8 +307,8 @@ type NewJob struct {
 	ID    string
 	Scope Scope
 	// RunRef, optional, is the Host's reference of the finished turn, such
-	// as "run-42/turn-3": 1 to MaxIDBytes bytes of ASCII letters, digits
-	// and ". _ - : @ /". The Extractor sees it in ExtractionInput.
+	// as "run-42/turn-3" (see CheckRunRef); the Extractor sees it in
+	// ExtractionInput.
 	RunRef      string
 	Payload     string
 	MaxAttempts int

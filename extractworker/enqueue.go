@@ -132,8 +132,8 @@ func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
 	if err := memorykit.Authorize(ctx, e.cfg.Authorizer, t.Principal, memorykit.PermExtract, t.Scope); err != nil {
 		return e.failed(t.Scope, "", err)
 	}
-	if r := runRefProblem(t.RunRef); r != "" {
-		return e.failed(t.Scope, "", memorykit.FieldError(op, "run_ref", r))
+	if err := memorykit.CheckRunRef(op, t.RunRef); err != nil {
+		return e.failed(t.Scope, "", err)
 	}
 	id := memorykit.ExtractionJobID(t.Scope, t.RunRef)
 	job, err := e.cfg.Store.EnqueueJob(ctx, memorykit.NewJob{
@@ -167,25 +167,4 @@ func (e *Enqueuer) failed(scope memorykit.Scope, jobID string, err error) Enqueu
 
 func (e *Enqueuer) event(kind memorykit.EventKind, scope memorykit.Scope, jobID string, count int, reason string) memorykit.Event {
 	return memorykit.Event{Kind: kind, At: e.cfg.Clock.Now(), JobID: jobID, Count: count, Reason: reason}.WithScope(scope)
-}
-
-// runRefProblem returns a reason code when ref is not a usable run
-// reference.
-func runRefProblem(ref string) string {
-	if ref == "" {
-		return "empty"
-	}
-	if len(ref) > memorykit.MaxIDBytes {
-		return "too_long"
-	}
-	for i := 0; i < len(ref); i++ {
-		c := ref[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
-		default:
-			return "bad_character"
-		}
-	}
-	return ""
 }

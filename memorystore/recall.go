@@ -201,7 +201,7 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 	return textHits(k), textHits(b)
 }
 
-// boundedFT keeps the limit best candidates pushed so far (ftBefore order)
+// boundedFT keeps the limit best candidates pushed so far (storekit.FullTextBefore order)
 // in a max-heap whose root is the worst of them.
 type boundedFT struct {
 	limit int
@@ -226,7 +226,7 @@ func (h *boundedFT) push(c storekit.FullTextCandidate) {
 		h.items = append(h.items, c)
 		for i := len(h.items) - 1; i > 0; {
 			p := (i - 1) / 2
-			if !ftBefore(h.items[p], h.items[i]) {
+			if !storekit.FullTextBefore(h.items[p], h.items[i]) {
 				break
 			}
 			h.items[p], h.items[i] = h.items[i], h.items[p]
@@ -234,16 +234,16 @@ func (h *boundedFT) push(c storekit.FullTextCandidate) {
 		}
 		return
 	}
-	if h.limit == 0 || !ftBefore(c, h.items[0]) {
+	if h.limit == 0 || !storekit.FullTextBefore(c, h.items[0]) {
 		return
 	}
 	h.items[0] = c
 	for i := 0; ; {
 		w, l, r := i, 2*i+1, 2*i+2
-		if l < len(h.items) && ftBefore(h.items[w], h.items[l]) {
+		if l < len(h.items) && storekit.FullTextBefore(h.items[w], h.items[l]) {
 			w = l
 		}
-		if r < len(h.items) && ftBefore(h.items[w], h.items[r]) {
+		if r < len(h.items) && storekit.FullTextBefore(h.items[w], h.items[r]) {
 			w = r
 		}
 		if w == i {
@@ -286,21 +286,6 @@ func (s *scratch) counters(n int) ([]int32, []float64) {
 		clear(s.sum)
 	}
 	return s.cnt, s.sum
-}
-
-// ftBefore is storekit.SortFullText's order: more matched terms, then
-// more weight, then newer, then smaller ID.
-func ftBefore(a, b storekit.FullTextCandidate) bool {
-	if a.Matched != b.Matched {
-		return a.Matched > b.Matched
-	}
-	if a.Weight != b.Weight {
-		return a.Weight > b.Weight
-	}
-	if !a.UpdatedAt.Equal(b.UpdatedAt) {
-		return a.UpdatedAt.After(b.UpdatedAt)
-	}
-	return a.ID < b.ID
 }
 
 func textHits(cands []storekit.FullTextCandidate) []memorykit.Hit {

@@ -123,10 +123,9 @@ func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result,
 
 // Turn is a finished turn handed to extraction (Session.FinishTurn).
 type Turn struct {
-	// RunRef is the Host's reference of the turn, such as "run-42/turn-3":
-	// 1 to memorykit.MaxIDBytes bytes of ASCII letters, digits and
-	// ". _ - : @ /". The extraction job's identity derives from it, so
-	// finishing the same turn twice enqueues one job.
+	// RunRef is the Host's reference of the turn, such as "run-42/turn-3"
+	// (memorykit.CheckRunRef). The extraction job's identity derives from
+	// it, so finishing the same turn twice enqueues one job.
 	RunRef string
 	// Transcript is the text the Extractor reads (Limits.MaxJobPayloadBytes
 	// at most).

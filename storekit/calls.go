@@ -215,24 +215,3 @@ func CheckJobFailure(op string, f memorykit.JobFailure) error {
 	}
 	return memorykit.CheckReasonCode(op, f.Reason)
 }
-
-// checkRunRef validates a run reference (field "run_ref"): 1 to
-// memorykit.MaxIDBytes bytes of ASCII letters, digits and ". _ - : @ /".
-func checkRunRef(op, ref string) error {
-	if ref == "" {
-		return memorykit.FieldError(op, "run_ref", "empty")
-	}
-	if len(ref) > memorykit.MaxIDBytes {
-		return memorykit.FieldError(op, "run_ref", "too_long")
-	}
-	for i := 0; i < len(ref); i++ {
-		c := ref[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
-		default:
-			return memorykit.FieldError(op, "run_ref", "bad_character")
-		}
-	}
-	return nil
-}

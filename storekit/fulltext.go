@@ -60,19 +60,24 @@ func FullTextRule(cands []FullTextCandidate, limit int) (kept, below []FullTextC
 	return kept, below
 }
 
-// SortFullText orders candidates the way FullTextRule ranks them.
+// SortFullText orders candidates the way FullTextRule ranks them
+// (FullTextBefore).
 func SortFullText(cands []FullTextCandidate) {
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if a.Matched != b.Matched {
-			return a.Matched > b.Matched
-		}
-		if a.Weight != b.Weight {
-			return a.Weight > b.Weight
-		}
-		if !a.UpdatedAt.Equal(b.UpdatedAt) {
-			return a.UpdatedAt.After(b.UpdatedAt)
-		}
-		return a.ID < b.ID
-	})
+	sort.SliceStable(cands, func(i, j int) bool { return FullTextBefore(cands[i], cands[j]) })
+}
+
+// FullTextBefore reports whether a ranks before b: more matched terms, then
+// more weight, then newer, then the smaller ID. It is a strict total order
+// on distinct IDs, for stores that keep a bounded heap instead of sorting.
+func FullTextBefore(a, b FullTextCandidate) bool {
+	if a.Matched != b.Matched {
+		return a.Matched > b.Matched
+	}
+	if a.Weight != b.Weight {
+		return a.Weight > b.Weight
+	}
+	if !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return a.UpdatedAt.After(b.UpdatedAt)
+	}
+	return a.ID < b.ID
 }

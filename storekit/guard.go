@@ -216,7 +216,8 @@ func checkLeaseMax(g *memorykit.WriteGuard, op string, max int) error {
 }
 
 // CheckJob validates an EnqueueJob call: the Scope, the job ID, a positive
-// MaxAttempts and MaxReaps, the run reference when given, and the payload
+// MaxAttempts and MaxReaps, the run reference when given
+// ([memorykit.CheckRunRef]), and the payload
 // ([memorykit.WriteGuard.CheckPayload]).
 func CheckJob(g *memorykit.WriteGuard, op string, j memorykit.NewJob) error {
 	if err := j.Scope.Validate(); err != nil {
@@ -232,7 +233,7 @@ func CheckJob(g *memorykit.WriteGuard, op string, j memorykit.NewJob) error {
 		return memorykit.FieldError(op, "max_reaps", "must_be_positive")
 	}
 	if j.RunRef != "" {
-		if err := checkRunRef(op, j.RunRef); err != nil {
+		if err := memorykit.CheckRunRef(op, j.RunRef); err != nil {
 			return err
 		}
 	}

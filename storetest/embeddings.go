@@ -390,15 +390,26 @@ func testEmbNonActive(t *testing.T, e *env) {
 	e.wantPending(t, 1)
 }
 
-func testEmbDelete(t *testing.T, e *env) {
-	const p2 = "test/emb-v2"
-	s2 := Scope(t, "tenant-a", "project-2")
-	a := e.embRecord("mem-emb-a")
-	b := e.create(newRec(s2, memorykit.KindFact, "embed b", "content b", memorykit.StatusActive))
+// embDeleteP2 is the second profile of the DeleteEmbeddings cases.
+const embDeleteP2 = "test/emb-v2"
+
+// embedForDelete stores a in the env's Scope and b in s2, embeds both on
+// embProfile and a also on embDeleteP2, and checks nothing is pending.
+func (e *env) embedForDelete(t *testing.T, s2 memorykit.Scope) (a, b memorykit.Record) {
+	t.Helper()
+	a = e.embRecord("mem-emb-a")
+	b = e.create(newRec(s2, memorykit.KindFact, "embed b", "content b", memorykit.StatusActive))
 	e.embed(a, embProfile, []float32{1, 0})
 	e.embed(b, embProfile, []float32{1, 0})
-	e.embed(a, p2, []float32{0, 1})
+	e.embed(a, embDeleteP2, []float32{0, 1})
 	e.wantPending(t, 0)
+	return a, b
+}
+
+func testEmbDelete(t *testing.T, e *env) {
+	const p2 = embDeleteP2
+	s2 := Scope(t, "tenant-a", "project-2")
+	a, b := e.embedForDelete(t, s2)
 
 	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, e.scope); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings(scope) = %d, %v; want 1", n, err)
@@ -422,14 +433,8 @@ func testEmbDelete(t *testing.T, e *env) {
 }
 
 func testEmbDeleteAll(t *testing.T, e *env) {
-	const p2 = "test/emb-v2"
-	s2 := Scope(t, "tenant-b", "project-2")
-	a := e.embRecord("mem-emb-a")
-	b := e.create(newRec(s2, memorykit.KindFact, "embed b", "content b", memorykit.StatusActive))
-	e.embed(a, embProfile, []float32{1, 0})
-	e.embed(b, embProfile, []float32{1, 0})
-	e.embed(a, p2, []float32{0, 1})
-	e.wantPending(t, 0)
+	const p2 = embDeleteP2
+	a, b := e.embedForDelete(t, Scope(t, "tenant-b", "project-2"))
 	wantIDs(t, "nothing to lease", taskIDs(e.lease("embedder-1", time.Minute, 10)), nil)
 
 	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 2 {
