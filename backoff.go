@@ -18,11 +18,13 @@ type Backoff struct {
 	Multiplier float64
 }
 
-// Validate reports an ErrInvalidConfig *Error naming prefix.field when the
-// policy is zero, partial or out of range.
-func (b Backoff) Validate(op, prefix string) error {
+// Validate reports an ErrInvalidConfig *Error (op "backoff", field
+// "initial", "max" or "multiplier") when the policy is zero, partial or
+// out of range. A configuration holding a Backoff names it with
+// PrefixField.
+func (b Backoff) Validate() error {
 	bad := func(field, reason string) error {
-		return ConfigError(op, prefix+"."+field, reason)
+		return ConfigError("backoff", field, reason)
 	}
 	switch {
 	case b.Initial <= 0:

@@ -2,8 +2,6 @@ package memorykit
 
 import (
 	"context"
-	"errors"
-	"strconv"
 )
 
 // BatchItem is one record of a batch write, with an optional embedding of
@@ -35,7 +33,7 @@ type BatchEmbedding struct {
 // earlier items left. It is all or nothing: any failure leaves the store
 // unchanged.
 //
-// Item i of n is applied at BatchItemTime(now, i, n), so the items get
+// Item i of n is applied at storekit.BatchItemTime(now, i, n), so the items get
 // distinct, increasing timestamps in item order.
 //
 // At most Limits.MaxListSize items are allowed per call; an empty batch
@@ -47,32 +45,6 @@ type BatchEmbedding struct {
 // returned superseded).
 type BatchCreator interface {
 	CreateBatch(ctx context.Context, items []BatchItem) ([]Record, error)
-}
-
-// BatchItemError returns err with the item's position prefixed to its
-// field, so a caller can tell which item of a batch was rejected. Errors
-// that are not *Error values are returned unchanged.
-func BatchItemError(i int, err error) error {
-	var e *Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	out := *e
-	prefix := "items[" + strconv.Itoa(i) + "]"
-	if out.Field == "" {
-		out.Field = prefix
-	} else {
-		out.Field = prefix + "." + out.Field
-	}
-	return &out
-}
-
-// CheckBatchSize validates a batch's length against Limits.MaxListSize.
-func (g *WriteGuard) CheckBatchSize(op string, n int) error {
-	if n > g.limits.MaxListSize {
-		return FieldError(op, "items", "above_max_list_size")
-	}
-	return nil
 }
 
 // EmbeddingBatchPutter is implemented by stores that can store many

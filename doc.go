@@ -18,6 +18,15 @@
 // content-free [Event]. Nothing in it has a permissive default: a zero or
 // partially filled [Limits] or [RecallPolicy] is an error, never a fallback.
 //
+// Every configuration and value type checks itself with one shape,
+// Validate() error: the first problem comes back as a typed *Error (kind
+// ErrInvalidConfig, ErrInvalidPolicy, ErrInvalidScope or ErrInvalidInput)
+// whose Field names the offending field. A type nested in a larger
+// configuration reports the field under the container's name through
+// [PrefixField]. The checks a store runs on the arguments of each Store
+// call name the calling operation instead, and live with the other store
+// helpers in package storekit.
+//
 // Error strings, events and logs produced by memorykit carry identifiers,
 // counts and reason codes only. They never carry memory content, query text,
 // vectors, headers or provider payloads.

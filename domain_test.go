@@ -328,46 +328,6 @@ func TestExactKeys(t *testing.T) {
 	}
 }
 
-func TestFullTextRule(t *testing.T) {
-	t.Parallel()
-	t0 := time.Unix(1000, 0)
-	cands := []memorykit.FullTextCandidate{
-		{ID: "a", Matched: 2, Weight: 1.5, UpdatedAt: t0},
-		{ID: "b", Matched: 4, Weight: 3, UpdatedAt: t0},
-		{ID: "c", Matched: 3, Weight: 2, UpdatedAt: t0},
-		{ID: "d", Matched: 3, Weight: 2.5, UpdatedAt: t0},
-		{ID: "e", Matched: 3, Weight: 2.5, UpdatedAt: t0.Add(time.Second)},
-		{ID: "f", Matched: 1, Weight: 9, UpdatedAt: t0},
-	}
-	kept, below := memorykit.FullTextRule(cands, 10)
-	ids := func(cs []memorykit.FullTextCandidate) (out []string) {
-		for _, c := range cs {
-			out = append(out, c.ID)
-		}
-		return out
-	}
-	// best = 4: keep matched*2 > 4, i.e. matched >= 3.
-	if got, want := ids(kept), []string{"b", "e", "d", "c"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("kept = %v, want %v", got, want)
-	}
-	if got, want := ids(below), []string{"a", "f"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("below = %v, want %v", got, want)
-	}
-	kept, below = memorykit.FullTextRule(cands, 2)
-	if len(kept) != 2 || len(below) != 2 {
-		t.Fatalf("limit not applied: %d kept, %d below", len(kept), len(below))
-	}
-	if k, b := memorykit.FullTextRule(nil, 5); k != nil || b != nil {
-		t.Fatal("empty input must give empty output")
-	}
-	if memorykit.IDF(10, 1) <= memorykit.IDF(10, 10) {
-		t.Fatal("a rare term must weigh more than a common one")
-	}
-	if memorykit.RoundWeight(1.23456749) != 1.234567 || memorykit.RoundWeight(2.0000005) != 2.000001 {
-		t.Fatal("RoundWeight must round half away from zero at 6 decimals")
-	}
-}
-
 func TestFuseRRF(t *testing.T) {
 	t.Parallel()
 	fused := memorykit.FuseRRF(60,
@@ -444,8 +404,8 @@ func TestTokensAndTruncation(t *testing.T) {
 	if s, cut := memorykit.TruncateRunes("abc", 4); s != "abc" || cut {
 		t.Fatalf("TruncateRunes short = %q %v", s, cut)
 	}
-	if got := memorykit.LastRunes("数据库abc", 4); got != "库abc" {
-		t.Fatalf("LastRunes = %q", got)
+	if got := memorykit.SanitizeQuery("数据库abc", 4); got != "库abc" {
+		t.Fatalf("SanitizeQuery keeps the last runes = %q", got)
 	}
 	if q := memorykit.SanitizeQuery("bad\xff\x00tail数据", 6); q != "tail数据" {
 		t.Fatalf("SanitizeQuery = %q", q)
@@ -528,16 +488,10 @@ func TestDeterministicIDs(t *testing.T) {
 	if a != again || a == memorykit.CandidateID(s1, "job", memorykit.KindNote, "k") {
 		t.Fatal("candidate id must be deterministic and depend on kind")
 	}
-	for _, id := range []string{a, memorykit.ExtractionJobID(s1, "x"), memorykit.NewRecordID(time.Now()), memorykit.NewJobID(time.Now())} {
+	for _, id := range []string{a, memorykit.ExtractionJobID(s1, "x")} {
 		if err := memorykit.ValidateID("t", "id", id); err != nil {
 			t.Errorf("generated id %q invalid: %v", id, err)
 		}
-	}
-	if memorykit.NewRecordID(time.Unix(1, 0)) >= memorykit.NewRecordID(time.Unix(2, 0)) {
-		t.Fatal("random ids should sort by creation time")
-	}
-	if h := memorykit.ContentHash("x"); !strings.HasPrefix(h, "sha256:") || len(h) != 7+64 {
-		t.Fatalf("ContentHash = %q", h)
 	}
 }
 
@@ -620,7 +574,7 @@ func TestReasonCode(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	b := memorykit.Backoff{Initial: time.Second, Max: 10 * time.Second, Multiplier: 2}
-	if err := b.Validate("t", "retry"); err != nil {
+	if err := memorykit.PrefixField("t", "retry", b.Validate()); err != nil {
 		t.Fatal(err)
 	}
 	want := []time.Duration{time.Second, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
@@ -639,7 +593,7 @@ func TestBackoff(t *testing.T) {
 		{Initial: time.Second, Max: time.Second, Multiplier: math.Inf(1)},
 		{Initial: -time.Second, Max: time.Second, Multiplier: 1},
 	} {
-		if err := bad.Validate("t", "retry"); !errors.Is(err, memorykit.ErrInvalidConfig) {
+		if err := memorykit.PrefixField("t", "retry", bad.Validate()); !errors.Is(err, memorykit.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v", bad, err)
 		}
 	}
@@ -649,5 +603,29 @@ func TestConfigError(t *testing.T) {
 	err := memorykit.ConfigError("comp.new", "clock", "missing")
 	if !errors.Is(err, memorykit.ErrInvalidConfig) || err.Op != "comp.new" || err.Field != "clock" || err.Reason != "missing" || err.Err != nil {
 		t.Fatalf("ConfigError = %+v", err)
+	}
+}
+
+func TestPrefixField(t *testing.T) {
+	t.Parallel()
+	if memorykit.PrefixField("op", "p", nil) != nil {
+		t.Fatal("nil must stay nil")
+	}
+	plain := errors.New("plain")
+	if memorykit.PrefixField("op", "p", plain) != plain {
+		t.Fatal("an error that is not an *Error must be returned unchanged")
+	}
+	bad := memorykit.Backoff{Initial: time.Second, Max: time.Millisecond, Multiplier: 2}.Validate()
+	var e *memorykit.Error
+	if !errors.As(memorykit.PrefixField("runtime.new", "outbox.retry", bad), &e) ||
+		e.Op != "runtime.new" || e.Field != "outbox.retry.max" || e.Reason != "below_initial" || !errors.Is(e, memorykit.ErrInvalidConfig) {
+		t.Fatalf("PrefixField = %#v", e)
+	}
+	if !errors.As(memorykit.PrefixField("", "items[2]", memorykit.NewError("s.create", memorykit.ErrAlreadyExists, "x")), &e) ||
+		e.Op != "s.create" || e.Field != "items[2]" {
+		t.Fatalf("PrefixField without op or field = %#v", e)
+	}
+	if e, ok := bad.(*memorykit.Error); !ok || e.Field != "max" {
+		t.Fatalf("PrefixField must not change its argument: %v", bad)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 )
@@ -22,20 +21,10 @@ const TombstoneKeyPrefix = "hmac-sha256:"
 // scrubbed and finished.
 const ReasonErased = "erased"
 
-// PurgeAllKeys marks a job whose every proposal is dropped at hand-back
-// (a purge scrubbed it). It never equals a key digest.
-const PurgeAllKeys = "*"
-
 // ErrPurging is the kind of a write refused because a purge of its Scope
 // is running or was interrupted and not yet finished. It is always
 // recoverable: the write may be tried again once the purge is done.
 var ErrPurging = errors.New("purging")
-
-// PurgingError returns the recoverable ErrPurging error stores give a write
-// to a Scope under purge.
-func PurgingError(op string) error {
-	return &Error{Op: op, Kind: ErrPurging, Reason: "purging", Retry: true}
-}
 
 // TombstoneKeyer turns a canonical key into the keyed digest an erased
 // tombstone keeps in place of the key: HMAC-SHA256 under a secret the Host
@@ -83,79 +72,15 @@ func IsKeyDigest(s string) bool {
 	return err == nil
 }
 
-// ScrubReason is what erase keeps of a revision's reason: the reason when
-// it is a reason code (CheckReasonCode), else the empty string. Free-text
-// reasons may quote the memory itself, so they do not survive erase.
-func ScrubReason(reason string) string {
-	if reason != "" && CheckReasonCode("", reason) == nil {
-		return reason
-	}
-	return ""
-}
-
 // extractionReasonPrefix starts the reason of a candidate stored by an
 // extraction job (ExtractionCandidateReason).
 const extractionReasonPrefix = "extraction job "
 
 // ExtractionCandidateReason is the audit reason of a candidate an
-// extraction job proposed; ErasureJobIDs reads the job back from it.
+// extraction job proposed; erase (storekit.ErasureJobIDs) reads the job
+// back from it.
 func ExtractionCandidateReason(jobID string) string {
 	return extractionReasonPrefix + jobID
-}
-
-// ErasureJobIDs returns the extraction jobs an erase of rec must scrub,
-// sorted and without repeats: the job of every unit of Host work a source
-// of the record or of any of its revisions refers to
-// (ExtractionJobID(scope, source.Ref)), and the job that proposed the
-// record, read from its creating revision. revs are the record's
-// revisions before erase.
-func ErasureJobIDs(rec Record, revs []Revision) []string {
-	set := make(map[string]bool)
-	add := func(src []Source) {
-		for _, s := range src {
-			if s.Ref != "" {
-				set[ExtractionJobID(rec.Scope, s.Ref)] = true
-			}
-		}
-	}
-	add(rec.Sources)
-	for _, v := range revs {
-		add(v.Sources)
-		if v.Action == ActionCreate && strings.HasPrefix(v.Reason, extractionReasonPrefix) {
-			if id := v.Reason[len(extractionReasonPrefix):]; ValidateID("", "job", id) == nil {
-				set[id] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for id := range set {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// DropErasedProposals returns the candidates of a job completion that may
-// still be stored after erase scrubbed the job: erasedKeys are the key
-// digests erase recorded on the job (PurgeAllKeys drops every candidate).
-func DropErasedProposals(k *TombstoneKeyer, scope Scope, erasedKeys []string, in []NewRecord) []NewRecord {
-	if len(erasedKeys) == 0 {
-		return in
-	}
-	drop := make(map[string]bool, len(erasedKeys))
-	for _, d := range erasedKeys {
-		if d == PurgeAllKeys {
-			return nil
-		}
-		drop[d] = true
-	}
-	out := make([]NewRecord, 0, len(in))
-	for _, c := range in {
-		if !drop[k.Digest(scope, NormalizeKey(c.Key))] {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // ActionPurge erases a record as part of a project purge (Purger). It may
@@ -244,16 +169,4 @@ func PurgeReportDigest(r PurgeReport) string {
 // Scope holds then.
 type Purger interface {
 	Purge(ctx context.Context, scope Scope, actor Actor, reason string) (PurgeReport, error)
-}
-
-// CheckPurge validates a Purge call: the Scope, the actor and a reason
-// code.
-func CheckPurge(op string, scope Scope, actor Actor, reason string) error {
-	if err := scope.Validate(); err != nil {
-		return err
-	}
-	if err := actor.Validate(); err != nil {
-		return err
-	}
-	return CheckReasonCode(op, reason)
 }

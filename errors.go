@@ -130,6 +130,30 @@ func ConfigError(op, field, reason string) *Error {
 	return &Error{Op: op, Kind: ErrInvalidConfig, Field: field, Reason: reason}
 }
 
+// PrefixField reports err, an error about one field of a nested value, as
+// an error of op about that field under prefix: field "initial" of a
+// Backoff validated under prefix "outbox.retry" becomes
+// "outbox.retry.initial", and an error naming no field gets prefix alone.
+// An empty op keeps err's Op. A nil err, or one that is not an *Error, is
+// returned unchanged. It lets every value type keep the one shape
+// Validate() error while its container names the field.
+func PrefixField(op, prefix string, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	out := *e
+	if op != "" {
+		out.Op = op
+	}
+	if out.Field == "" {
+		out.Field = prefix
+	} else {
+		out.Field = prefix + "." + out.Field
+	}
+	return &out
+}
+
 // WrapError builds an *Error of the given kind around a cause that stays
 // unprinted.
 func WrapError(op string, kind error, reason string, cause error) *Error {

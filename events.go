@@ -6,28 +6,29 @@ import "time"
 type EventKind string
 
 // Event kinds. Every event is content-free: identifiers, counts and reason
-// codes only.
+// codes only. Each constant's name spells its value: EventX for "x",
+// EventXY for "x.y".
 const (
-	EventRecallDegraded     EventKind = "recall.degraded"
-	EventRecallCompleted    EventKind = "recall.completed"
-	EventWriteFailed        EventKind = "write.failed"
-	EventWriteStored        EventKind = "write.stored"
-	EventCandidateStored    EventKind = "candidate.stored"
-	EventExtractionEnqueued EventKind = "extraction.enqueued"
-	EventEnqueueFailed      EventKind = "extraction.enqueue_failed"
-	EventJobCompleted       EventKind = "job.completed"
-	EventJobRetry           EventKind = "job.retry"
-	EventJobFailed          EventKind = "job.failed"
-	EventCandidateRejected  EventKind = "candidate.invalid"
-	EventEmbeddingStored    EventKind = "embedding.stored"
-	EventEmbeddingRetry     EventKind = "embedding.retry"
-	EventEmbeddingFailed    EventKind = "embedding.failed"
-	EventLeasesReaped       EventKind = "leases.reaped"
-	EventActorRestarted     EventKind = "actor.restarted"
-	EventActorGaveUp        EventKind = "actor.gave_up"
-	EventActorStopped       EventKind = "actor.stopped"
-	EventWorkerError        EventKind = "worker.error"
-	EventLifecycle          EventKind = "lifecycle"
+	EventRecallDegraded          EventKind = "recall.degraded"
+	EventRecallCompleted         EventKind = "recall.completed"
+	EventWriteFailed             EventKind = "write.failed"
+	EventWriteStored             EventKind = "write.stored"
+	EventCandidateStored         EventKind = "candidate.stored"
+	EventExtractionEnqueued      EventKind = "extraction.enqueued"
+	EventExtractionEnqueueFailed EventKind = "extraction.enqueue_failed"
+	EventJobCompleted            EventKind = "job.completed"
+	EventJobRetry                EventKind = "job.retry"
+	EventJobFailed               EventKind = "job.failed"
+	EventCandidateInvalid        EventKind = "candidate.invalid"
+	EventEmbeddingStored         EventKind = "embedding.stored"
+	EventEmbeddingRetry          EventKind = "embedding.retry"
+	EventEmbeddingFailed         EventKind = "embedding.failed"
+	EventLeasesReaped            EventKind = "leases.reaped"
+	EventActorRestarted          EventKind = "actor.restarted"
+	EventActorGaveUp             EventKind = "actor.gave_up"
+	EventActorStopped            EventKind = "actor.stopped"
+	EventWorkerError             EventKind = "worker.error"
+	EventLifecycle               EventKind = "lifecycle"
 )
 
 // Event is a content-free operational record. It has no field that can hold

@@ -2,94 +2,9 @@ package memorykit
 
 import "time"
 
-// The record lifecycle is a small state machine. A record is created active
-// or candidate (NewRecord.Status); from then on only the actions below move
-// it, each from a fixed set of statuses to a fixed status:
-//
-//	action     from                            to
-//	activate   candidate                       active
-//	reject     candidate                       rejected
-//	supersede  active                          superseded
-//	forget     active                          inactive
-//	erase      inactive, rejected, superseded  erased
-//	correct    active, candidate               (unchanged)
-//
-// Erased is final. Each row is a LifecycleRule value; both stores move
-// records only through these values, so they allow and refuse exactly the
-// same transitions.
-
-// LifecycleRule is one action of the record lifecycle: the statuses it may
-// start from and the status it leads to. The rules are the Rule* values;
-// the zero LifecycleRule allows nothing.
-type LifecycleRule struct {
-	action Action
-	from   []Status
-	// to is the status the action leads to; empty keeps the status.
-	to Status
-}
-
-var (
-	// RuleActivate turns a candidate active (LifecycleStore.Activate). The
-	// record holding the same Scope, kind and key is superseded in the
-	// same step.
-	RuleActivate = LifecycleRule{ActionActivate, []Status{StatusCandidate}, StatusActive}
-	// RuleReject turns a candidate down (LifecycleStore.Reject).
-	RuleReject = LifecycleRule{ActionReject, []Status{StatusCandidate}, StatusRejected}
-	// RuleSupersede retires an active record replaced by a newer active
-	// record with the same Scope, kind and key. Stores apply it inside an
-	// active Create or an Activate, never on its own.
-	RuleSupersede = LifecycleRule{ActionSupersede, []Status{StatusActive}, StatusSuperseded}
-	// RuleForget takes an active record out of every recall path
-	// (LifecycleStore.Forget).
-	RuleForget = LifecycleRule{ActionForget, []Status{StatusActive}, StatusInactive}
-	// RuleErase scrubs a record that can no longer be recalled down to a
-	// tombstone (LifecycleStore.Erase).
-	RuleErase = LifecycleRule{ActionErase, []Status{StatusInactive, StatusRejected, StatusSuperseded}, StatusErased}
-	// RuleCorrect replaces the content of an active or candidate record and
-	// keeps its status (LifecycleStore.Correct).
-	RuleCorrect = LifecycleRule{ActionCorrect, []Status{StatusActive, StatusCandidate}, ""}
-)
-
-// Action returns the action the rule describes, as recorded in a Revision.
-func (r LifecycleRule) Action() Action { return r.action }
-
-// From returns a copy of the statuses the action may start from.
-func (r LifecycleRule) From() []Status { return append([]Status(nil), r.from...) }
-
-// Allows reports whether the action may start from status s.
-func (r LifecycleRule) Allows(s Status) bool {
-	for _, f := range r.from {
-		if s == f {
-			return true
-		}
-	}
-	return false
-}
-
-// Target returns the status a record in status current has after the
-// action: the rule's status, or current for an action that keeps it
-// (correct).
-func (r LifecycleRule) Target(current Status) Status {
-	if r.to == "" {
-		return current
-	}
-	return r.to
-}
-
-// Check reports whether t may apply the rule to rec, the record as it is
-// now: a non-zero t.ExpectVersion other than rec.Version is
-// ErrVersionConflict (reason "version_mismatch"), and a status the rule
-// does not start from is ErrInvalidTransition (reason "from_" followed by
-// the status). It does not validate t itself; see CheckTransition.
-func (r LifecycleRule) Check(op string, t Transition, rec Record) error {
-	if t.ExpectVersion != 0 && t.ExpectVersion != rec.Version {
-		return NewError(op, ErrVersionConflict, "version_mismatch")
-	}
-	if !r.Allows(rec.Status) {
-		return NewError(op, ErrInvalidTransition, "from_"+string(rec.Status))
-	}
-	return nil
-}
+// The record lifecycle (which action may move a record from which status
+// to which) is data in package storekit (storekit.LifecycleRule), which
+// every store applies.
 
 // Check tests the expectation against the active record holding the
 // Scope, kind and key now, given by its ID and version (holderID empty

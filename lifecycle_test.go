@@ -2,7 +2,6 @@ package memorykit_test
 
 import (
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -23,87 +22,6 @@ func wantError(t *testing.T, err error, kind error, field, reason string) {
 	if kind != memorykit.ErrInvalidScope && e.Op != "test" {
 		t.Fatalf("error = %v, want op %q", err, "test")
 	}
-}
-
-func TestLifecycleRulesMatchTheStateMachine(t *testing.T) {
-	t.Parallel()
-	// The whole table, written out: which action may start from which
-	// status, and where it leads.
-	tests := []struct {
-		rule   memorykit.LifecycleRule
-		action memorykit.Action
-		from   []memorykit.Status
-		to     memorykit.Status // empty: keeps the status
-	}{
-		{memorykit.RuleActivate, memorykit.ActionActivate, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusActive},
-		{memorykit.RuleReject, memorykit.ActionReject, []memorykit.Status{memorykit.StatusCandidate}, memorykit.StatusRejected},
-		{memorykit.RuleSupersede, memorykit.ActionSupersede, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusSuperseded},
-		{memorykit.RuleForget, memorykit.ActionForget, []memorykit.Status{memorykit.StatusActive}, memorykit.StatusInactive},
-		{memorykit.RuleErase, memorykit.ActionErase, []memorykit.Status{
-			memorykit.StatusInactive, memorykit.StatusRejected, memorykit.StatusSuperseded,
-		}, memorykit.StatusErased},
-		{memorykit.RuleCorrect, memorykit.ActionCorrect, []memorykit.Status{memorykit.StatusActive, memorykit.StatusCandidate}, ""},
-	}
-	for _, tc := range tests {
-		t.Run(string(tc.action), func(t *testing.T) {
-			r := tc.rule
-			if r.Action() != tc.action {
-				t.Fatalf("Action() = %q, want %q", r.Action(), tc.action)
-			}
-			if got := r.From(); !slices.Equal(got, tc.from) {
-				t.Fatalf("From() = %v, want %v", got, tc.from)
-			}
-			for _, st := range memorykit.Statuses() {
-				want := slices.Contains(tc.from, st)
-				if r.Allows(st) != want {
-					t.Errorf("Allows(%s) = %v, want %v", st, !want, want)
-				}
-				to := tc.to
-				if to == "" {
-					to = st
-				}
-				if got := r.Target(st); got != to {
-					t.Errorf("Target(%s) = %s, want %s", st, got, to)
-				}
-			}
-		})
-	}
-	if memorykit.RuleErase.Allows(memorykit.StatusErased) {
-		t.Fatal("an erased record can be erased again")
-	}
-	var zero memorykit.LifecycleRule
-	for _, st := range memorykit.Statuses() {
-		if zero.Allows(st) {
-			t.Fatalf("the zero rule allows %s", st)
-		}
-	}
-}
-
-func TestLifecycleRuleFromIsACopy(t *testing.T) {
-	t.Parallel()
-	from := memorykit.RuleActivate.From()
-	from[0] = memorykit.StatusErased
-	if memorykit.RuleActivate.Allows(memorykit.StatusErased) || !memorykit.RuleActivate.Allows(memorykit.StatusCandidate) {
-		t.Fatal("changing From()'s result changed the rule")
-	}
-}
-
-func TestLifecycleRuleCheck(t *testing.T) {
-	t.Parallel()
-	rec := memorykit.Record{ID: "r1", Status: memorykit.StatusActive, Version: 3}
-	if err := memorykit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 0}, rec); err != nil {
-		t.Fatalf("no expected version: %v", err)
-	}
-	if err := memorykit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 3}, rec); err != nil {
-		t.Fatalf("matching version: %v", err)
-	}
-	err := memorykit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 2}, rec)
-	wantError(t, err, memorykit.ErrVersionConflict, "", "version_mismatch")
-	err = memorykit.RuleActivate.Check("test", memorykit.Transition{}, rec)
-	wantError(t, err, memorykit.ErrInvalidTransition, "", "from_active")
-	// The version is checked before the status.
-	err = memorykit.RuleActivate.Check("test", memorykit.Transition{ExpectVersion: 9}, rec)
-	wantError(t, err, memorykit.ErrVersionConflict, "", "version_mismatch")
 }
 
 func TestActiveExpectationCheck(t *testing.T) {

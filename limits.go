@@ -175,7 +175,7 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 			}
 		}
 	}
-	if err := g.checkBody(ctx, op, ContentCheck{
+	if err := g.CheckContent(ctx, op, ContentCheck{
 		Scope: in.Scope, Kind: in.Kind, Key: in.Key, Content: in.Content,
 		Metadata: in.Metadata, Sources: in.Sources, Origin: in.Actor,
 		Action: ActionCreate, Reason: in.Reason,
@@ -185,33 +185,14 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 	return in, nil
 }
 
-// CheckCorrection validates a correction of a record whose kind and key are
-// given (the store looks them up before calling).
-func (g *WriteGuard) CheckCorrection(ctx context.Context, op string, kind Kind, key string, c Correction) error {
-	if err := CheckTransition(op, c.Transition); err != nil {
-		return err
-	}
-	if err := g.CheckReason(op, c.Reason); err != nil {
-		return err
-	}
-	return g.checkBody(ctx, op, ContentCheck{
-		Scope: c.Scope, Kind: kind, Key: key, Content: c.Content,
-		Metadata: c.Metadata, Sources: c.Sources, Origin: c.Actor,
-		Action: ActionCorrect, Reason: c.Reason,
-	})
-}
-
-// CheckAction validates a lifecycle action that stores no content
-// (activate, reject, forget, erase): the common fields (CheckTransition),
-// the reason against Limits.MaxReasonBytes and, when a reason is given,
-// the Host's ContentValidator on it (a ContentCheck with only Scope,
-// Origin, Action and Reason set). A refused reason is ErrInvalidInput,
-// field "reason", reason "content_rejected". Stores call it before they
-// read or write anything, so a refused action changes nothing.
-func (g *WriteGuard) CheckAction(ctx context.Context, op string, action Action, t Transition) error {
-	if err := CheckTransition(op, t); err != nil {
-		return err
-	}
+// CheckActionReason validates the reason of a lifecycle action that
+// stores no content (activate, reject, forget, erase): the reason against
+// Limits.MaxReasonBytes (CheckReason) and, when a reason is given, the
+// Host's ContentValidator on it (a ContentCheck with only Scope, Origin,
+// Action and Reason set). A refused reason is ErrInvalidInput, field
+// "reason", reason "content_rejected". It does not validate the rest of
+// t; storekit.CheckAction does both.
+func (g *WriteGuard) CheckActionReason(ctx context.Context, op string, action Action, t Transition) error {
 	if err := g.CheckReason(op, t.Reason); err != nil {
 		return err
 	}
@@ -267,18 +248,12 @@ func (g *WriteGuard) CheckPayload(op, payload string) error {
 	return nil
 }
 
-// CheckListLimit validates a List limit against MaxListSize.
-func (g *WriteGuard) CheckListLimit(op string, n int) error {
-	if n <= 0 {
-		return FieldError(op, "limit", "must_be_positive")
-	}
-	if n > g.limits.MaxListSize {
-		return FieldError(op, "limit", "above_max_list_size")
-	}
-	return nil
-}
-
-func (g *WriteGuard) checkBody(ctx context.Context, op string, c ContentCheck) error {
+// CheckContent validates the body of a write (content, metadata and
+// sources) against the limits and the text rules, then asks the Host's
+// ContentValidator; a refusal is ErrInvalidInput, field "content", reason
+// "content_rejected". CheckNew calls it for a new record, and stores call
+// it (through storekit.CheckCorrection) for a correction.
+func (g *WriteGuard) CheckContent(ctx context.Context, op string, c ContentCheck) error {
 	l := g.limits
 	switch {
 	case c.Content == "":
@@ -336,23 +311,6 @@ func (g *WriteGuard) validate(ctx context.Context, op, field string, c ContentCh
 		return &Error{Op: op, Kind: ErrInvalidInput, Field: field, Reason: "content_rejected", Err: err}
 	}
 	return nil
-}
-
-// CheckTransition validates the common fields of a lifecycle action.
-func CheckTransition(op string, t Transition) error {
-	if err := t.Scope.Validate(); err != nil {
-		return err
-	}
-	if err := ValidateID(op, "id", t.ID); err != nil {
-		return err
-	}
-	if err := t.Actor.Validate(); err != nil {
-		return err
-	}
-	if t.ExpectVersion < 0 {
-		return FieldError(op, "expect_version", "negative")
-	}
-	return CheckReason(op, t.Reason)
 }
 
 // CheckReason validates an audit reason: optional, clean text of at most

@@ -35,7 +35,7 @@ func (k Kind) Valid() bool {
 }
 
 // Status is a record's lifecycle state. A record is created active or
-// candidate and moves only by the lifecycle rules (LifecycleRule, the
+// candidate and moves only by the lifecycle rules (storekit.LifecycleRule, the
 // Rule* values):
 //
 //	candidate -> active | rejected

@@ -1,10 +1,8 @@
 package memorykit
 
 import (
-	"math"
 	"sort"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -97,11 +95,11 @@ func SanitizeQuery(q string, maxRunes int) string {
 		}
 		return r
 	}, q)
-	return LastRunes(q, maxRunes)
+	return lastRunes(q, maxRunes)
 }
 
-// LastRunes returns the last n runes of s (all of s when it is shorter).
-func LastRunes(s string, n int) string {
+// lastRunes returns the last n runes of s (all of s when it is shorter).
+func lastRunes(s string, n int) string {
 	if n <= 0 {
 		return ""
 	}
@@ -287,73 +285,3 @@ func ExactKeys(query string, max int) []string {
 }
 
 func isTrimmable(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) || unicode.IsSymbol(r) }
-
-// FullTextCandidate is a record that shares at least one term with a query.
-type FullTextCandidate struct {
-	ID string
-	// Matched is how many distinct query terms the record contains.
-	Matched int
-	// Weight is the sum of IDF over the matched terms, rounded with
-	// RoundWeight. It breaks ties between equal Matched counts, so rare
-	// terms ("caroline") outrank common ones ("the").
-	Weight    float64
-	UpdatedAt time.Time
-}
-
-// IDF is the inverse document frequency weight of a term that df of the n
-// recallable records in a scope contain: ln(1 + n/df).
-func IDF(n, df int) float64 {
-	if df <= 0 || n <= 0 {
-		return 0
-	}
-	return math.Log(1 + float64(n)/float64(df))
-}
-
-// RoundWeight rounds a full-text weight to 6 decimals, so the two stores,
-// which sum in different orders, compare equal weights as equal.
-func RoundWeight(w float64) float64 { return math.Round(w*1e6) / 1e6 }
-
-// FullTextRule is the specification's full-text rule, shared by every store:
-// a record matches if it shares any term; only records matching more than
-// half as many terms as the best match are kept; results rank by matched
-// terms, then by Weight, then by UpdatedAt (newest first), then by ID.
-//
-// It sorts cands in place and returns at most limit kept candidates and at
-// most limit candidates dropped for being below the threshold.
-func FullTextRule(cands []FullTextCandidate, limit int) (kept, below []FullTextCandidate) {
-	SortFullText(cands)
-	if len(cands) == 0 || limit <= 0 {
-		return nil, nil
-	}
-	best := cands[0].Matched
-	for _, c := range cands {
-		if c.Matched <= 0 {
-			continue
-		}
-		if 2*c.Matched > best {
-			if len(kept) < limit {
-				kept = append(kept, c)
-			}
-		} else if len(below) < limit {
-			below = append(below, c)
-		}
-	}
-	return kept, below
-}
-
-// SortFullText orders candidates the way FullTextRule ranks them.
-func SortFullText(cands []FullTextCandidate) {
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if a.Matched != b.Matched {
-			return a.Matched > b.Matched
-		}
-		if a.Weight != b.Weight {
-			return a.Weight > b.Weight
-		}
-		if !a.UpdatedAt.Equal(b.UpdatedAt) {
-			return a.UpdatedAt.After(b.UpdatedAt)
-		}
-		return a.ID < b.ID
-	})
-}

@@ -70,10 +70,10 @@ type LifecycleStore interface {
 	// embeddings, embedding leases and queue entries, and the content,
 	// hash, metadata and sources of every revision are scrubbed; the key is
 	// replaced by its keyed digest (TombstoneKeyer.Digest) and every
-	// revision's reason that is not a reason code (ScrubReason) is dropped.
+	// revision's reason that is not a reason code (storekit.ScrubReason) is dropped.
 	// ID, Scope, kind, statuses, actors, reason codes, versions and
 	// timestamps remain. The extraction jobs the record came from
-	// (ErasureJobIDs) are scrubbed in the same step: a queued one becomes a
+	// (storekit.ErasureJobIDs) are scrubbed in the same step: a queued one becomes a
 	// failed tombstone with reason ReasonErased; a leased one loses its
 	// payload at once and, when its worker hands it back, is finished as
 	// such a tombstone (CompleteJob drops its proposals for the erased key
@@ -121,7 +121,7 @@ type Hit struct {
 type RecallResult struct {
 	// Exact hits are ordered by UpdatedAt (newest first), then ID.
 	Exact []Hit
-	// FullText hits follow FullTextRule.
+	// FullText hits follow storekit.FullTextRule.
 	FullText []Hit
 	// FullTextBelow are matches dropped by the full-text threshold (for the
 	// recall trace), at most FullTextLimit.
@@ -233,9 +233,14 @@ type EmbeddingStore interface {
 	PendingEmbeddings(ctx context.Context, profile string) (int, error)
 
 	// DeleteEmbeddings deletes the profile's embeddings and lease/park
-	// state, in one scope or, with scope nil, everywhere, for a rebuild.
-	// It returns the number of embeddings deleted.
-	DeleteEmbeddings(ctx context.Context, profile string, scope *Scope) (int, error)
+	// state in one Scope, for a rebuild of that Scope. It returns the
+	// number of embeddings deleted.
+	DeleteEmbeddings(ctx context.Context, profile string, scope Scope) (int, error)
+
+	// DeleteAllEmbeddings deletes the profile's embeddings and lease/park
+	// state in every Scope, for a rebuild of the whole store. It returns
+	// the number of embeddings deleted.
+	DeleteAllEmbeddings(ctx context.Context, profile string) (int, error)
 
 	// ReapEmbeddingLeases returns expired embedding leases to the pool and
 	// reports how many.
@@ -377,7 +382,7 @@ type JobStore interface {
 	// nothing changes. It returns how many candidates were newly created.
 	// For a job that erase or purge scrubbed while it was leased,
 	// candidates for the erased keys (every candidate, after a purge) are
-	// dropped (see DropErasedProposals); a completion with candidates for a
+	// dropped (see storekit.DropErasedProposals); a completion with candidates for a
 	// Scope whose purge is unfinished is ErrPurging.
 	CompleteJob(ctx context.Context, c JobCompletion) (int, error)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // writeSet is a pre-generated stream of records with their vectors, so the
@@ -148,7 +149,7 @@ func BenchmarkWrite(b *testing.B) {
 				in := it.Record
 				key := memorykit.NormalizeKey(in.Key)
 				id := fmt.Sprintf("mem_floor_%08d", j)
-				hash := memorykit.ContentHash(in.Content)
+				hash := storekit.ContentHash(in.Content)
 				recs = append(recs, []any{id, sc.TenantID, string(sc.SubjectType), sc.SubjectID, string(in.Kind), key, in.Content,
 					"active", int64(1), hash, benchEpoch, "tool", "bench", benchEpoch, benchEpoch,
 					tsvectorLiteral(memorykit.IndexTerms(key, in.Content))})

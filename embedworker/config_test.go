@@ -25,7 +25,7 @@ func TestBackoff(t *testing.T) {
 		"retry.max":        {Initial: time.Second, Max: time.Millisecond, Multiplier: 2},
 		"retry.multiplier": {Initial: time.Second, Max: time.Second, Multiplier: math.NaN()},
 	} {
-		if me := testkit.WantKind(t, bad.Validate("op", "retry"), memorykit.ErrInvalidConfig); me.Field != field {
+		if me := testkit.WantKind(t, memorykit.PrefixField("op", "retry", bad.Validate()), memorykit.ErrInvalidConfig); me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
 	}

@@ -58,7 +58,7 @@ func ExampleWorker_RunUntilEmpty() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := store.DeleteEmbeddings(ctx, w.Profile(), nil); err != nil {
+	if _, err := store.DeleteAllEmbeddings(ctx, w.Profile()); err != nil {
 		panic(err)
 	}
 	p, err := w.RunUntilEmpty(ctx, embedworker.RebuildOptions{

@@ -207,7 +207,7 @@ func TestNonRecoverableParks(t *testing.T) {
 		}
 
 		// Vectors of the wrong dimension are refused before the store.
-		if _, err := e.store.DeleteEmbeddings(e.Ctx, embedder.LocalProfile, nil); err != nil {
+		if _, err := e.store.DeleteAllEmbeddings(e.Ctx, embedder.LocalProfile); err != nil {
 			t.Fatal(err)
 		}
 		emb.script(func(_ context.Context, texts []string) ([][]float32, error) {
@@ -226,7 +226,7 @@ func TestNonRecoverableParks(t *testing.T) {
 
 		// The operator fixes the embedder and resets the park state.
 		emb.script(nil)
-		if _, err := e.store.DeleteEmbeddings(e.Ctx, embedder.LocalProfile, nil); err != nil {
+		if _, err := e.store.DeleteAllEmbeddings(e.Ctx, embedder.LocalProfile); err != nil {
 			t.Fatal(err)
 		}
 		if r := runOnce(t, w); r.Stored != 2 {
@@ -323,7 +323,7 @@ func TestRunUntilEmpty(t *testing.T) {
 		if _, err := w.RunUntilEmpty(e.Ctx, embedworker.RebuildOptions{MaxIdleRounds: 3}); err != nil {
 			t.Fatalf("first build: %v", err)
 		}
-		deleted, err := e.store.DeleteEmbeddings(e.Ctx, embedder.LocalProfile, nil)
+		deleted, err := e.store.DeleteAllEmbeddings(e.Ctx, embedder.LocalProfile)
 		if err != nil || deleted != n {
 			t.Fatalf("DeleteEmbeddings = %d, %v", deleted, err)
 		}

@@ -79,7 +79,7 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 		if n := len(e.candidates()); n != 1 {
 			t.Fatalf("%d candidates, want 1 (the valid proposal)", n)
 		}
-		if len(e.Sink.OfKind(memorykit.EventCandidateRejected)) != 2 || len(e.Sink.OfKind(memorykit.EventJobRetry)) != 3 {
+		if len(e.Sink.OfKind(memorykit.EventCandidateInvalid)) != 2 || len(e.Sink.OfKind(memorykit.EventJobRetry)) != 3 {
 			t.Fatalf("events: %+v", e.Sink.Events())
 		}
 		for _, ev := range e.Sink.OfKind(memorykit.EventJobRetry) {

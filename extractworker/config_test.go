@@ -35,7 +35,7 @@ func TestBackoffDelay(t *testing.T) {
 
 func TestBackoffValidate(t *testing.T) {
 	good := extractworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
-	if err := good.Validate("op", "retry"); err != nil {
+	if err := memorykit.PrefixField("op", "retry", good.Validate()); err != nil {
 		t.Fatalf("valid policy: %v", err)
 	}
 	cases := map[string]func(b *extractworker.Backoff){
@@ -46,7 +46,7 @@ func TestBackoffValidate(t *testing.T) {
 	for field, mutate := range cases {
 		b := good
 		mutate(&b)
-		me := testkit.WantKind(t, b.Validate("op", "retry"), memorykit.ErrInvalidConfig)
+		me := testkit.WantKind(t, memorykit.PrefixField("op", "retry", b.Validate()), memorykit.ErrInvalidConfig)
 		if me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
@@ -54,9 +54,9 @@ func TestBackoffValidate(t *testing.T) {
 	for _, m := range []float64{math.NaN(), math.Inf(1)} {
 		b := good
 		b.Multiplier = m
-		testkit.WantKind(t, b.Validate("op", "retry"), memorykit.ErrInvalidConfig)
+		testkit.WantKind(t, memorykit.PrefixField("op", "retry", b.Validate()), memorykit.ErrInvalidConfig)
 	}
-	if err := (extractworker.Backoff{}).Validate("op", "retry"); err == nil {
+	if err := memorykit.PrefixField("op", "retry", (extractworker.Backoff{}).Validate()); err == nil {
 		t.Fatal("zero policy accepted")
 	}
 }

@@ -23,7 +23,7 @@ type EnqueuerConfig struct {
 	// Logger receives content-free logs; the enqueuer names it
 	// "extractworker.enqueue".
 	Logger *zap.Logger
-	// Events receives EventExtractionEnqueued and EventEnqueueFailed.
+	// Events receives EventExtractionEnqueued and EventExtractionEnqueueFailed.
 	Events memorykit.EventSink
 	// MaxAttempts is every new job's limit on failed attempts (the
 	// Extractor returned an error). It must be positive.
@@ -40,7 +40,7 @@ type EnqueuerConfig struct {
 // Enqueue never fails the run: the turn already succeeded, and losing its
 // extraction only costs candidate memories. A Host must therefore not fail
 // or roll back the turn on an EnqueueFailed status; the failure is reported
-// as a content-free EventEnqueueFailed for operator follow-up.
+// as a content-free EventExtractionEnqueueFailed for operator follow-up.
 type Enqueuer struct {
 	cfg EnqueuerConfig
 	log *zap.Logger
@@ -125,15 +125,15 @@ type EnqueueResult struct {
 // extraction job. It never panics on bad input and never returns an error
 // to propagate: every failure (denied, invalid Scope or RunRef, payload
 // over the limit, store unavailable) comes back as EnqueueFailed with a
-// reason code, together with an EventEnqueueFailed. The Host logs or counts
+// reason code, together with an EventExtractionEnqueueFailed. The Host logs or counts
 // it and carries on with the turn.
 func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
 	const op = "extractworker.enqueue"
 	if err := memorykit.Authorize(ctx, e.cfg.Authorizer, t.Principal, memorykit.PermExtract, t.Scope); err != nil {
 		return e.failed(t.Scope, "", err)
 	}
-	if r := runRefProblem(t.RunRef); r != "" {
-		return e.failed(t.Scope, "", memorykit.FieldError(op, "run_ref", r))
+	if err := memorykit.CheckRunRef(op, t.RunRef); err != nil {
+		return e.failed(t.Scope, "", err)
 	}
 	id := memorykit.ExtractionJobID(t.Scope, t.RunRef)
 	job, err := e.cfg.Store.EnqueueJob(ctx, memorykit.NewJob{
@@ -157,7 +157,7 @@ func (e *Enqueuer) failed(scope memorykit.Scope, jobID string, err error) Enqueu
 	e.log.Warn("extraction not enqueued; the turn stands", zap.String("job_id", jobID),
 		zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)),
 		zap.Bool("recoverable", memorykit.IsRecoverable(err)))
-	ev := e.event(memorykit.EventEnqueueFailed, memorykit.Scope{}, jobID, 0, reason)
+	ev := e.event(memorykit.EventExtractionEnqueueFailed, memorykit.Scope{}, jobID, 0, reason)
 	if scope.Validate() == nil {
 		ev = ev.WithScope(scope)
 	}
@@ -167,25 +167,4 @@ func (e *Enqueuer) failed(scope memorykit.Scope, jobID string, err error) Enqueu
 
 func (e *Enqueuer) event(kind memorykit.EventKind, scope memorykit.Scope, jobID string, count int, reason string) memorykit.Event {
 	return memorykit.Event{Kind: kind, At: e.cfg.Clock.Now(), JobID: jobID, Count: count, Reason: reason}.WithScope(scope)
-}
-
-// runRefProblem returns a reason code when ref is not a usable run
-// reference.
-func runRefProblem(ref string) string {
-	if ref == "" {
-		return "empty"
-	}
-	if len(ref) > memorykit.MaxIDBytes {
-		return "too_long"
-	}
-	for i := 0; i < len(ref); i++ {
-		c := ref[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
-		default:
-			return "bad_character"
-		}
-	}
-	return ""
 }

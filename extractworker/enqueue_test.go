@@ -60,7 +60,7 @@ func TestEnqueue(t *testing.T) {
 }
 
 // TestEnqueueFailureDoesNotFailTheTurn: every failure comes back as a
-// content-free EnqueueFailed status with an EventEnqueueFailed, never as
+// content-free EnqueueFailed status with an EventExtractionEnqueueFailed, never as
 // an error or a panic, and stores nothing.
 func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
@@ -108,7 +108,7 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 			if c.before != nil {
 				c.before()
 			}
-			before := len(e.Sink.OfKind(memorykit.EventEnqueueFailed))
+			before := len(e.Sink.OfKind(memorykit.EventExtractionEnqueueFailed))
 			res := q.Enqueue(e.Ctx, c.turn())
 			if res.Status != extractworker.EnqueueFailed || res.Reason != c.reason {
 				t.Fatalf("%s: Enqueue = status %s reason %q, want failed %q", c.name, res.Status, res.Reason, c.reason)
@@ -117,7 +117,7 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 			if strings.Contains(res.Err.Error(), canary) {
 				t.Fatalf("%s: error text carries content", c.name)
 			}
-			evs := e.Sink.OfKind(memorykit.EventEnqueueFailed)
+			evs := e.Sink.OfKind(memorykit.EventExtractionEnqueueFailed)
 			if len(evs) != before+1 || evs[len(evs)-1].Reason != c.reason {
 				t.Fatalf("%s: enqueue_failed events = %+v", c.name, evs[before:])
 			}

@@ -84,7 +84,7 @@ func NewReaper(cfg ReaperConfig) (*Reaper, error) {
 	case cfg.Interval <= 0:
 		return nil, memorykit.ConfigError(op, "interval", "not_positive")
 	}
-	if err := cfg.StoreBackoff.Validate(op, "store_backoff"); err != nil {
+	if err := memorykit.PrefixField(op, "store_backoff", cfg.StoreBackoff.Validate()); err != nil {
 		return nil, err
 	}
 	return &Reaper{cfg: cfg, log: cfg.Logger.Named("reaper")}, nil

@@ -396,7 +396,7 @@ func (w *Worker) rejected(job memorykit.Job, proposals int, err error) {
 	w.log.Warn("proposal rejected; failing the attempt",
 		zap.String("job_id", job.ID), zap.Int("attempt", job.Attempt),
 		zap.Int("proposals", proposals), zap.String("reason", reason))
-	e := w.event(job, memorykit.EventCandidateRejected, proposals, reason)
+	e := w.event(job, memorykit.EventCandidateInvalid, proposals, reason)
 	w.cfg.Events.Emit(e)
 }
 

@@ -225,7 +225,7 @@ func TestJobDeadline(t *testing.T) {
 }
 
 // TestInvalidProposalFailsClosed: one bad proposal among good ones fails
-// the attempt, stores nothing, and is reported with EventCandidateRejected.
+// the attempt, stores nothing, and is reported with EventCandidateInvalid.
 func TestInvalidProposalFailsClosed(t *testing.T) {
 	bad := map[string]func(p *memorykit.Proposal){
 		"unknown_kind":       func(p *memorykit.Proposal) { p.Kind = "gossip" },
@@ -247,7 +247,7 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 					mutate(&ps[1])
 					return ps, nil
 				}
-				before := len(e.Sink.OfKind(memorykit.EventCandidateRejected))
+				before := len(e.Sink.OfKind(memorykit.EventCandidateInvalid))
 				job, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
 					ID: memorykit.ExtractionJobID(e.Scope, "bad/"+name), Scope: e.Scope, Payload: "turn text", MaxAttempts: 2, MaxReaps: 2,
 				})
@@ -265,7 +265,7 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 				if n := len(e.candidates()); n != 0 {
 					t.Fatalf("%d candidates stored from an invalid proposal set", n)
 				}
-				evs := e.Sink.OfKind(memorykit.EventCandidateRejected)
+				evs := e.Sink.OfKind(memorykit.EventCandidateInvalid)
 				if len(evs) != before+1 || evs[len(evs)-1].JobID != job.ID || evs[len(evs)-1].Count != 2 {
 					t.Fatalf("candidate.invalid events = %+v", evs[before:])
 				}
@@ -304,7 +304,7 @@ func TestStoreRejectsWhatTheGuardMissed(t *testing.T) {
 		if got := e.job(job.ID); got.LastError != extractworker.ReasonInvalidCandidate || got.State != memorykit.JobQueued {
 			t.Fatalf("job = %+v", got)
 		}
-		if len(e.candidates()) != 0 || len(e.Sink.OfKind(memorykit.EventCandidateRejected)) != 1 {
+		if len(e.candidates()) != 0 || len(e.Sink.OfKind(memorykit.EventCandidateInvalid)) != 1 {
 			t.Fatal("a refused completion stored candidates or was not reported")
 		}
 	})

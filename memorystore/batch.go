@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 var (
@@ -21,7 +22,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	checked, err := s.guard.CheckBatch(ctx, op, items, noDimensionBound)
+	checked, err := storekit.CheckBatch(ctx, s.guard, op, items, noDimensionBound)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +36,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	}
 	for _, in := range checked {
 		if s.purges[in.Scope] != nil {
-			return nil, memorykit.PurgingError(op)
+			return nil, storekit.PurgingError(op)
 		}
 	}
 	now := s.now()
@@ -43,11 +44,11 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 		return nil, err
 	}
 	for i, in := range checked {
-		at := memorykit.BatchItemTime(now, i, len(checked))
+		at := storekit.BatchItemTime(now, i, len(checked))
 		if _, err := s.createLocked(op, in, at); err != nil {
 			// Unreachable: planBatch checked everything createLocked can
 			// reject, under the same lock.
-			return nil, memorykit.BatchItemError(i, err)
+			return nil, storekit.BatchItemError(i, err)
 		}
 		if emb := items[i].Embedding; emb != nil {
 			e := s.records[in.ID]
@@ -66,7 +67,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 }
 
 // planBatch checks the batch against the store as the items will be
-// applied, in order (item i at memorykit.BatchItemTime(now, i, n)), and
+// applied, in order (item i at storekit.BatchItemTime(now, i, n)), and
 // gives every item without an ID a fresh one. The
 // caller holds s.mu for writing.
 func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time) error {
@@ -79,7 +80,7 @@ func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time)
 			continue
 		}
 		if s.records[in.ID] != nil {
-			return memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
+			return storekit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
 		}
 		taken[in.ID] = true
 	}
@@ -94,16 +95,16 @@ func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time)
 		in := &items[i]
 		if in.ID == "" {
 			for in.ID == "" || s.records[in.ID] != nil || taken[in.ID] {
-				in.ID = memorykit.NewRecordID(now)
+				in.ID = storekit.NewRecordID(now)
 			}
 			taken[in.ID] = true
 		}
 		from := stamp(in.EffectiveFrom)
 		if from.IsZero() {
-			from = memorykit.BatchItemTime(now, i, len(items))
+			from = storekit.BatchItemTime(now, i, len(items))
 		}
 		if until := stamp(in.EffectiveUntil); !until.IsZero() && !until.After(from) {
-			return memorykit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
+			return storekit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
 		}
 		if in.Status != memorykit.StatusActive {
 			continue
@@ -121,7 +122,7 @@ func (s *Store) planBatch(op string, items []memorykit.NewRecord, now time.Time)
 				holderID, version = h.id, h.version
 			}
 			if err := x.Check(op, holderID, version); err != nil {
-				return memorykit.BatchItemError(i, err)
+				return storekit.BatchItemError(i, err)
 			}
 		}
 		overlay[ak] = &holder{id: in.ID, version: 1}

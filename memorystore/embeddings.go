@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // currentState returns the lease/retry/park state of e's embedding for
@@ -36,7 +37,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckEmbeddingLease(op, p); err != nil {
+	if err := storekit.CheckEmbeddingLease(s.guard, op, p); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -95,7 +96,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := p.Validate(op, noDimensionBound); err != nil {
+	if err := storekit.CheckEmbeddingPut(op, p, noDimensionBound); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -113,13 +114,13 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckBatchSize(op, len(puts)); err != nil {
+	if err := storekit.CheckBatchSize(s.guard, op, len(puts)); err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(puts))
 	for i, p := range puts {
-		if err := p.Validate(op, noDimensionBound); err != nil {
-			errs[i] = memorykit.BatchItemError(i, err)
+		if err := storekit.CheckEmbeddingPut(op, p, noDimensionBound); err != nil {
+			errs[i] = storekit.BatchItemError(i, err)
 		}
 	}
 	s.mu.Lock()
@@ -135,7 +136,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 			continue
 		}
 		if _, err := s.checkPut(op, p); err != nil {
-			errs[i] = memorykit.BatchItemError(i, err)
+			errs[i] = storekit.BatchItemError(i, err)
 			continue
 		}
 		last[embKey{recordID: p.RecordID, profile: p.Profile}] = i
@@ -143,7 +144,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	for i, p := range puts {
 		if errs[i] == nil && last[embKey{recordID: p.RecordID, profile: p.Profile}] == i {
 			if err := s.putLocked(op, p); err != nil {
-				errs[i] = memorykit.BatchItemError(i, err)
+				errs[i] = storekit.BatchItemError(i, err)
 			}
 		}
 	}
@@ -192,7 +193,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckEmbeddingRelease(op, r); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -263,8 +264,18 @@ func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, 
 }
 
 // DeleteEmbeddings implements memorykit.EmbeddingStore.
-func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *memorykit.Scope) (int, error) {
-	const op = "memorystore.delete_embeddings"
+func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error) {
+	return s.deleteEmbeddings(ctx, "memorystore.delete_embeddings", profile, &scope)
+}
+
+// DeleteAllEmbeddings implements memorykit.EmbeddingStore.
+func (s *Store) DeleteAllEmbeddings(ctx context.Context, profile string) (int, error) {
+	return s.deleteEmbeddings(ctx, "memorystore.delete_all_embeddings", profile, nil)
+}
+
+// deleteEmbeddings deletes the profile's embeddings and lease state in
+// scope, or everywhere when scope is nil.
+func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope *memorykit.Scope) (int, error) {
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}

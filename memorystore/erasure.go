@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // purgeBatch is how many records one step of a purge erases under one
@@ -31,8 +32,8 @@ type erasure struct {
 // key by its keyed digest, drops embeddings and embedding state, and
 // scrubs the extraction jobs the record came from. The caller holds s.mu
 // for writing and has checked the transition.
-func (s *Store) eraseLocked(e *entry, r memorykit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
-	jobs := memorykit.ErasureJobIDs(e.rec, e.revisions)
+func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
+	jobs := storekit.ErasureJobIDs(e.rec, e.revisions)
 	digest := s.tombstoneKey(e.rec.Scope, e.rec.Key)
 	if e.ix != nil {
 		// Out of the recall index while the index still knows the key.
@@ -57,7 +58,7 @@ func (s *Store) eraseLocked(e *entry, r memorykit.LifecycleRule, actor memorykit
 		e.record(memorykit.ActionPurge, actor, reason, now)
 	}
 	for i := range e.revisions {
-		e.revisions[i].Reason = memorykit.ScrubReason(e.revisions[i].Reason)
+		e.revisions[i].Reason = storekit.ScrubReason(e.revisions[i].Reason)
 	}
 	n.revisions = len(e.revisions)
 	s.sync(e)
@@ -70,7 +71,7 @@ func (s *Store) eraseLocked(e *entry, r memorykit.LifecycleRule, actor memorykit
 }
 
 // scrubJobLocked scrubs one extraction job for an erase whose key digest
-// is digest (memorykit.PurgeAllKeys for a purge). A queued job is finished
+// is digest (storekit.PurgeAllKeys for a purge). A queued job is finished
 // at once as a failed tombstone with reason memorykit.ReasonErased; a
 // leased one loses its payload now and is finished when its worker hands
 // it back (erasedHandback), dropping its proposals for the digest. Done and
@@ -122,7 +123,7 @@ func (s *Store) erasedCompletion(j *memorykit.Job, in []memorykit.NewRecord) ([]
 		return in, false
 	}
 	delete(s.jobErased, j.ID)
-	return memorykit.DropErasedProposals(s.keyer, j.Scope, keys, in), true
+	return storekit.DropErasedProposals(s.keyer, j.Scope, keys, in), true
 }
 
 // Purge implements memorykit.Purger.
@@ -131,7 +132,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	if err := live(ctx, op); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
-	if err := memorykit.CheckPurge(op, scope, actor, reason); err != nil {
+	if err := storekit.CheckPurge(op, scope, actor, reason); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
 	s.mu.Lock()
@@ -156,7 +157,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	defer s.mu.Unlock()
 	now := s.now()
 	for _, j := range s.jobs {
-		if j.Scope == scope && s.scrubJobLocked(j, memorykit.PurgeAllKeys, now) {
+		if j.Scope == scope && s.scrubJobLocked(j, storekit.PurgeAllKeys, now) {
 			rep.Jobs++
 		}
 	}
@@ -193,7 +194,7 @@ func (s *Store) purgeStep(scope memorykit.Scope, rep *memorykit.PurgeReport) boo
 		if e.rec.Status == memorykit.StatusActive {
 			delete(s.active, activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key})
 		}
-		n := s.eraseLocked(e, memorykit.LifecycleRule{}, rep.Actor, rep.Reason, now)
+		n := s.eraseLocked(e, storekit.LifecycleRule{}, rep.Actor, rep.Reason, now)
 		rep.Records++
 		rep.RecordIDs = append(rep.RecordIDs, id)
 		rep.Revisions += n.revisions

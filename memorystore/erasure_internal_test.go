@@ -9,6 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestPurgeLeavesNoKeyInTheIndex: a record purged while active leaves the
@@ -41,7 +42,7 @@ func TestPurgeLeavesNoKeyInTheIndex(t *testing.T) {
 	s.mu.Lock()
 	e := s.records[ids[0]]
 	delete(s.active, activeKey{scope: sc, kind: e.rec.Kind, key: e.rec.Key})
-	s.eraseLocked(e, memorykit.LifecycleRule{}, actor, "project_closed", s.now())
+	s.eraseLocked(e, storekit.LifecycleRule{}, actor, "project_closed", s.now())
 	x := s.indexes[sc]
 	s.mu.Unlock()
 	if x == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // naiveRecall is the reference the index must reproduce: a full scan of
@@ -68,20 +69,20 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 			}
 		}
 	}
-	var cands []memorykit.FullTextCandidate
+	var cands []storekit.FullTextCandidate
 	for _, e := range pool {
 		m, w := 0, 0.0
 		for i, t := range uniq {
 			if _, ok := e.terms[t]; ok {
 				m++
-				w += memorykit.IDF(len(pool), df[i])
+				w += storekit.IDF(len(pool), df[i])
 			}
 		}
 		if m > 0 {
-			cands = append(cands, memorykit.FullTextCandidate{ID: e.rec.ID, Matched: m, Weight: memorykit.RoundWeight(w), UpdatedAt: e.rec.UpdatedAt})
+			cands = append(cands, storekit.FullTextCandidate{ID: e.rec.ID, Matched: m, Weight: storekit.RoundWeight(w), UpdatedAt: e.rec.UpdatedAt})
 		}
 	}
-	k, b := memorykit.FullTextRule(cands, q.FullTextLimit)
+	k, b := storekit.FullTextRule(cands, q.FullTextLimit)
 	res.FullText, res.FullTextBelow = textHits(k), textHits(b)
 	if q.Vector != nil && norm(q.Vector) > 0 {
 		var hits []memorykit.Hit
@@ -293,7 +294,7 @@ func indexMatchesFullScan(t *testing.T) {
 					t.Fatal(err)
 				}
 			case op == 11 && r.IntN(10) == 0:
-				if _, err := s.DeleteEmbeddings(ctx, "p", &rec.Scope); err != nil {
+				if _, err := s.DeleteEmbeddings(ctx, "p", rec.Scope); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -7,11 +7,8 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
-
-// ReasonLeaseExpired is the LastError of a job whose lease was reaped
-// (memorykit.ReasonLeaseExpired).
-const ReasonLeaseExpired = memorykit.ReasonLeaseExpired
 
 // EnqueueJob implements memorykit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
@@ -19,7 +16,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := s.guard.CheckJob(op, j); err != nil {
+	if err := storekit.CheckJob(s.guard, op, j); err != nil {
 		return memorykit.Job{}, err
 	}
 	s.mu.Lock()
@@ -28,7 +25,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 		return memorykit.Job{}, err
 	}
 	if s.purges[j.Scope] != nil {
-		return memorykit.Job{}, memorykit.PurgingError(op)
+		return memorykit.Job{}, storekit.PurgingError(op)
 	}
 	if old := s.jobs[j.ID]; old != nil {
 		err := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
@@ -78,7 +75,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckJobLease(op, p); err != nil {
+	if err := storekit.CheckJobLease(s.guard, op, p); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -126,7 +123,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := s.guard.CheckJobCompletion(op, c); err != nil {
+	if err := storekit.CheckJobCompletion(s.guard, op, c); err != nil {
 		return 0, err
 	}
 	s.mu.RLock()
@@ -146,7 +143,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	}
 	checked := make([]memorykit.NewRecord, len(c.Candidates))
 	for i, in := range c.Candidates {
-		nc, err := s.guard.CheckCandidate(ctx, op, i, scope, in)
+		nc, err := storekit.CheckCandidate(ctx, s.guard, op, i, scope, in)
 		if err != nil {
 			return 0, err
 		}
@@ -163,7 +160,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		return 0, err
 	}
 	if _, marked := s.jobErased[job.ID]; !marked && len(checked) > 0 && s.purges[job.Scope] != nil {
-		return 0, memorykit.PurgingError(op)
+		return 0, storekit.PurgingError(op)
 	}
 	checked, _ = s.erasedCompletion(job, checked)
 	for i, in := range checked {
@@ -202,7 +199,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := f.Validate(op); err != nil {
+	if err := storekit.CheckJobFailure(op, f); err != nil {
 		return memorykit.Job{}, err
 	}
 	s.mu.Lock()
@@ -243,7 +240,7 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckJobRelease(op, r); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -298,7 +295,7 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 		if s.erasedHandback(job, now) {
 			continue
 		}
-		job.LastError = ReasonLeaseExpired
+		job.LastError = memorykit.ReasonLeaseExpired
 		job.UpdatedAt = now
 		job.Reaps++
 		if job.Retries() {
@@ -318,7 +315,7 @@ func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (m
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
+	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Job{}, err
 	}
 	s.mu.RLock()

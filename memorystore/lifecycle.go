@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Create implements memorykit.LifecycleStore.
@@ -32,7 +33,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 // createLocked stores a checked NewRecord. The caller holds s.mu.
 func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (memorykit.Record, error) {
 	if s.purges[in.Scope] != nil {
-		return memorykit.Record{}, memorykit.PurgingError(op)
+		return memorykit.Record{}, storekit.PurgingError(op)
 	}
 	if in.ID != "" {
 		if e := s.records[in.ID]; e != nil {
@@ -70,7 +71,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 	}
 	id := in.ID
 	for id == "" || s.records[id] != nil {
-		id = memorykit.NewRecordID(now)
+		id = storekit.NewRecordID(now)
 	}
 	e := &entry{
 		rec: memorykit.Record{
@@ -83,7 +84,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 			Sources:        in.Sources,
 			Status:         in.Status,
 			Version:        1,
-			ContentHash:    memorykit.ContentHash(in.Content),
+			ContentHash:    storekit.ContentHash(in.Content),
 			EffectiveFrom:  from,
 			EffectiveUntil: until,
 			CreatedBy:      in.Actor,
@@ -185,7 +186,7 @@ func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason st
 
 // touch applies a lifecycle rule the caller has checked: the record takes
 // the rule's status and a new version, and the revision is recorded.
-func (e *entry) touch(r memorykit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) {
+func (e *entry) touch(r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) {
 	e.rec.Status = r.Target(e.rec.Status)
 	e.rec.Version++
 	e.rec.TouchedBy = actor
@@ -195,7 +196,7 @@ func (e *entry) touch(r memorykit.LifecycleRule, actor memorykit.Actor, reason s
 
 // supersede retires an active record replaced by another one.
 func (e *entry) supersede(actor memorykit.Actor, reason string, now time.Time) {
-	e.touch(memorykit.RuleSupersede, actor, reason, now)
+	e.touch(storekit.RuleSupersede, actor, reason, now)
 }
 
 // Get implements memorykit.LifecycleStore.
@@ -204,7 +205,7 @@ func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
+	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Record{}, err
 	}
 	s.mu.RLock()
@@ -223,7 +224,7 @@ func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	key, err := s.guard.CheckActiveKey(op, scope, kind, key)
+	key, err := storekit.CheckActiveKey(s.guard, op, scope, kind, key)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
@@ -242,7 +243,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	f, err := s.guard.CheckList(op, f)
+	f, err := storekit.CheckList(s.guard, op, f)
 	if err != nil {
 		return nil, err
 	}
@@ -281,32 +282,32 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 
 // Activate implements memorykit.LifecycleStore.
 func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.activate", t, memorykit.RuleActivate)
+	return s.transition(ctx, "memorystore.activate", t, storekit.RuleActivate)
 }
 
 // Reject implements memorykit.LifecycleStore.
 func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.reject", t, memorykit.RuleReject)
+	return s.transition(ctx, "memorystore.reject", t, storekit.RuleReject)
 }
 
 // Forget implements memorykit.LifecycleStore.
 func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.forget", t, memorykit.RuleForget)
+	return s.transition(ctx, "memorystore.forget", t, storekit.RuleForget)
 }
 
 // Erase implements memorykit.LifecycleStore.
 func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "memorystore.erase", t, memorykit.RuleErase)
+	return s.transition(ctx, "memorystore.erase", t, storekit.RuleErase)
 }
 
 // begin validates a transition and finds its record under the write lock,
 // checking it against rule r (expected version, starting status). On
 // success the caller holds s.mu and must unlock it.
-func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r memorykit.LifecycleRule) (*entry, error) {
+func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r storekit.LifecycleRule) (*entry, error) {
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := memorykit.CheckTransition(op, t); err != nil {
+	if err := storekit.CheckTransition(op, t); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -316,7 +317,7 @@ func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r 
 	}
 	e, err := s.target(op, t, r)
 	if err == nil && s.purges[t.Scope] != nil {
-		err = memorykit.PurgingError(op)
+		err = storekit.PurgingError(op)
 	}
 	if err != nil {
 		s.mu.Unlock()
@@ -327,7 +328,7 @@ func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r 
 
 // target finds a transition's record and checks it against rule r. The
 // caller holds s.mu (read or write).
-func (s *Store) target(op string, t memorykit.Transition, r memorykit.LifecycleRule) (*entry, error) {
+func (s *Store) target(op string, t memorykit.Transition, r storekit.LifecycleRule) (*entry, error) {
 	e := s.lookup(t.Scope, t.ID)
 	if e == nil {
 		return nil, notFound(op)
@@ -338,12 +339,12 @@ func (s *Store) target(op string, t memorykit.Transition, r memorykit.LifecycleR
 	return e, nil
 }
 
-func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
+func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
 	// The Host's validator sees the reason before the lock is taken.
-	if err := s.guard.CheckAction(ctx, op, r.Action(), t); err != nil {
+	if err := storekit.CheckAction(ctx, s.guard, op, r.Action(), t); err != nil {
 		return memorykit.Record{}, err
 	}
 	e, err := s.begin(ctx, op, t, r)
@@ -406,11 +407,11 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := memorykit.CheckTransition(op, c.Transition); err != nil {
+	if err := storekit.CheckTransition(op, c.Transition); err != nil {
 		return memorykit.Record{}, err
 	}
 	s.mu.RLock()
-	e, err := s.target(op, c.Transition, memorykit.RuleCorrect)
+	e, err := s.target(op, c.Transition, storekit.RuleCorrect)
 	var kind memorykit.Kind
 	var key string
 	if e != nil {
@@ -422,23 +423,23 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	}
 	c.Metadata = cloneMap(c.Metadata)
 	c.Sources = append([]memorykit.Source(nil), c.Sources...)
-	if err := s.guard.CheckCorrection(ctx, op, kind, key, c); err != nil {
+	if err := storekit.CheckCorrection(ctx, s.guard, op, kind, key, c); err != nil {
 		return memorykit.Record{}, err
 	}
-	e, err = s.begin(ctx, op, c.Transition, memorykit.RuleCorrect)
+	e, err = s.begin(ctx, op, c.Transition, storekit.RuleCorrect)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
 	defer s.mu.Unlock()
 	e.rec.Content = c.Content
-	e.rec.ContentHash = memorykit.ContentHash(c.Content)
+	e.rec.ContentHash = storekit.ContentHash(c.Content)
 	e.rec.Sources = c.Sources
 	if c.Metadata != nil {
 		e.rec.Metadata = c.Metadata
 	}
 	e.rec = canonical(e.rec)
 	e.terms = termSet(e.rec.Key, e.rec.Content)
-	e.touch(memorykit.RuleCorrect, c.Actor, c.Reason, s.now())
+	e.touch(storekit.RuleCorrect, c.Actor, c.Reason, s.now())
 	s.sync(e)
 	return e.rec.Clone(), nil
 }
@@ -460,7 +461,7 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
+	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()

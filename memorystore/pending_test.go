@@ -111,7 +111,7 @@ func TestPendingIndexMatchesFullScan(t *testing.T) {
 					ContentHash: rec.ContentHash, Vector: vec(), WorkerID: "w"})
 			}
 		case op == 10 && rng.IntN(8) == 0:
-			_, _ = s.DeleteEmbeddings(ctx, profiles[rng.IntN(2)], nil)
+			_, _ = s.DeleteAllEmbeddings(ctx, profiles[rng.IntN(2)])
 		default:
 			p := profiles[rng.IntN(2)]
 			max := 1 + rng.IntN(5)

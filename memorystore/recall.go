@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Recall implements memorykit.RecallStore. All three channels read one
@@ -21,7 +22,7 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if err := q.Validate(op); err != nil {
+	if err := storekit.CheckRecallQuery(op, q); err != nil {
 		return memorykit.RecallResult{}, err
 	}
 	s.mu.RLock()
@@ -121,7 +122,7 @@ func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []
 
 // fullTextHits scores every recallable record sharing a term with the
 // query: the number of distinct matched terms and their summed IDF (in
-// query-term order), then applies memorykit.FullTextRule. It walks the
+// query-term order), then applies storekit.FullTextRule. It walks the
 // posting lists of the query terms only.
 func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []string, limit int) (kept, below []memorykit.Hit) {
 	seen := make(map[string]bool, len(terms))
@@ -146,7 +147,7 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 				}
 			}
 		}
-		idf[i] = memorykit.IDF(n, df)
+		idf[i] = storekit.IDF(n, df)
 	}
 	// Walking the posting lists in query-term order, cnt[slot] counts a
 	// record's matched terms and sum[slot] adds up their IDFs in that same
@@ -186,25 +187,25 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 		if g.stop() {
 			return nil, nil
 		}
-		m, w := int(cnt[slot]), memorykit.RoundWeight(sum[slot])
+		m, w := int(cnt[slot]), storekit.RoundWeight(sum[slot])
 		h := under
 		if 2*m > best {
 			h = above
 		}
 		if h.beats(m, w) {
 			rec := &x.docs[slot].rec
-			h.push(memorykit.FullTextCandidate{ID: rec.ID, Matched: m, Weight: w, UpdatedAt: rec.UpdatedAt})
+			h.push(storekit.FullTextCandidate{ID: rec.ID, Matched: m, Weight: w, UpdatedAt: rec.UpdatedAt})
 		}
 	}
-	k, b := memorykit.FullTextRule(append(above.items, under.items...), limit)
+	k, b := storekit.FullTextRule(append(above.items, under.items...), limit)
 	return textHits(k), textHits(b)
 }
 
-// boundedFT keeps the limit best candidates pushed so far (ftBefore order)
+// boundedFT keeps the limit best candidates pushed so far (storekit.FullTextBefore order)
 // in a max-heap whose root is the worst of them.
 type boundedFT struct {
 	limit int
-	items []memorykit.FullTextCandidate
+	items []storekit.FullTextCandidate
 }
 
 func newBoundedFT(limit int) *boundedFT { return &boundedFT{limit: limit} }
@@ -220,12 +221,12 @@ func (h *boundedFT) beats(m int, w float64) bool {
 	return m > worst.Matched || m == worst.Matched && w >= worst.Weight
 }
 
-func (h *boundedFT) push(c memorykit.FullTextCandidate) {
+func (h *boundedFT) push(c storekit.FullTextCandidate) {
 	if len(h.items) < h.limit {
 		h.items = append(h.items, c)
 		for i := len(h.items) - 1; i > 0; {
 			p := (i - 1) / 2
-			if !ftBefore(h.items[p], h.items[i]) {
+			if !storekit.FullTextBefore(h.items[p], h.items[i]) {
 				break
 			}
 			h.items[p], h.items[i] = h.items[i], h.items[p]
@@ -233,16 +234,16 @@ func (h *boundedFT) push(c memorykit.FullTextCandidate) {
 		}
 		return
 	}
-	if h.limit == 0 || !ftBefore(c, h.items[0]) {
+	if h.limit == 0 || !storekit.FullTextBefore(c, h.items[0]) {
 		return
 	}
 	h.items[0] = c
 	for i := 0; ; {
 		w, l, r := i, 2*i+1, 2*i+2
-		if l < len(h.items) && ftBefore(h.items[w], h.items[l]) {
+		if l < len(h.items) && storekit.FullTextBefore(h.items[w], h.items[l]) {
 			w = l
 		}
-		if r < len(h.items) && ftBefore(h.items[w], h.items[r]) {
+		if r < len(h.items) && storekit.FullTextBefore(h.items[w], h.items[r]) {
 			w = r
 		}
 		if w == i {
@@ -287,22 +288,7 @@ func (s *scratch) counters(n int) ([]int32, []float64) {
 	return s.cnt, s.sum
 }
 
-// ftBefore is memorykit.SortFullText's order: more matched terms, then
-// more weight, then newer, then smaller ID.
-func ftBefore(a, b memorykit.FullTextCandidate) bool {
-	if a.Matched != b.Matched {
-		return a.Matched > b.Matched
-	}
-	if a.Weight != b.Weight {
-		return a.Weight > b.Weight
-	}
-	if !a.UpdatedAt.Equal(b.UpdatedAt) {
-		return a.UpdatedAt.After(b.UpdatedAt)
-	}
-	return a.ID < b.ID
-}
-
-func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
+func textHits(cands []storekit.FullTextCandidate) []memorykit.Hit {
 	if len(cands) == 0 {
 		return nil
 	}

@@ -229,7 +229,7 @@ func (s *Store) lookup(scope memorykit.Scope, id string) *entry {
 }
 
 // noDimensionBound is the vector dimension bound memorystore passes to
-// memorykit.CheckVector: it keeps vectors of any length.
+// storekit.CheckVector: it keeps vectors of any length.
 const noDimensionBound = 0
 
 func cloneVector(v []float32) []float32 { return append([]float32(nil), v...) }

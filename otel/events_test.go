@@ -23,8 +23,8 @@ func TestEveryEventKindIsCountedAndForwarded(t *testing.T) {
 	kinds := []memorykit.EventKind{
 		memorykit.EventRecallDegraded, memorykit.EventRecallCompleted, memorykit.EventWriteFailed,
 		memorykit.EventWriteStored, memorykit.EventCandidateStored, memorykit.EventExtractionEnqueued,
-		memorykit.EventEnqueueFailed, memorykit.EventJobCompleted, memorykit.EventJobRetry,
-		memorykit.EventJobFailed, memorykit.EventCandidateRejected, memorykit.EventEmbeddingStored,
+		memorykit.EventExtractionEnqueueFailed, memorykit.EventJobCompleted, memorykit.EventJobRetry,
+		memorykit.EventJobFailed, memorykit.EventCandidateInvalid, memorykit.EventEmbeddingStored,
 		memorykit.EventEmbeddingRetry, memorykit.EventEmbeddingFailed, memorykit.EventLeasesReaped,
 		memorykit.EventActorRestarted, memorykit.EventActorGaveUp, memorykit.EventActorStopped,
 		memorykit.EventWorkerError, memorykit.EventLifecycle, memorykit.EventActorDegraded,

@@ -298,7 +298,7 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 			t.Fatalf("degraded recall: injected=%v err=%v", p.Injected, err)
 		}
 		down.Store(false)
-		if r := s.FinishTurn(ctx, "run-1", "remember: on-call "+canary+" = "+canary+" is on call"); r.Status == extractworker.EnqueueFailed {
+		if r := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1", Transcript: "remember: on-call " + canary + " = " + canary + " is on call"}); r.Status == extractworker.EnqueueFailed {
 			t.Fatalf("enqueue failed: %+v", r)
 		}
 		st.until("a worker pass of each worker", func() bool {

@@ -214,7 +214,7 @@ func (t *Telemetry) record(e memorykit.Event) {
 		add(t.candidates, atLeastOne, AttrOutcome.String("stored"), AttrWritePath.String(actorKind(e.Actor)))
 	case memorykit.EventWriteFailed:
 		add(t.writes, 1, AttrWritePath.String(actorKind(e.Actor)), AttrOutcome.String("failed"), AttrReason.String(reason))
-	case memorykit.EventCandidateRejected:
+	case memorykit.EventCandidateInvalid:
 		add(t.candidates, atLeastOne, AttrOutcome.String("invalid"), AttrWritePath.String(actorKind(e.Actor)))
 	case memorykit.EventLifecycle:
 		if e.Action == "" { // supervisor drained/stopped notices
@@ -235,7 +235,7 @@ func (t *Telemetry) record(e memorykit.Event) {
 		}
 	case memorykit.EventExtractionEnqueued:
 		add(t.jobs, 1, AttrOutcome.String("enqueued"))
-	case memorykit.EventEnqueueFailed:
+	case memorykit.EventExtractionEnqueueFailed:
 		add(t.jobs, 1, AttrOutcome.String("enqueue_failed"), AttrReason.String(reason))
 	case memorykit.EventJobCompleted:
 		add(t.jobs, 1, AttrOutcome.String("completed"))

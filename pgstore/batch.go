@@ -10,6 +10,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 var (
@@ -67,7 +68,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 // CheckBatch, with pgvector's dimension bound), before any database work,
 // and prepares each item's statement values.
 func (s *Store) checkBatchItems(ctx context.Context, op string, items []memorykit.BatchItem) ([]batchRow, error) {
-	checked, err := s.guard.CheckBatch(ctx, op, items, maxDims)
+	checked, err := storekit.CheckBatch(ctx, s.guard, op, items, maxDims)
 	if err != nil {
 		return nil, err
 	}
@@ -75,10 +76,10 @@ func (s *Store) checkBatchItems(ctx context.Context, op string, items []memoryki
 	for i, in := range checked {
 		r := batchRow{in: in, superseder: -1}
 		if r.meta, err = encodeMetadata(in.Metadata); err != nil {
-			return nil, memorykit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err))
+			return nil, storekit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err))
 		}
 		if r.src, err = encodeSources(in.Sources); err != nil {
-			return nil, memorykit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err))
+			return nil, storekit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err))
 		}
 		if emb := items[i].Embedding; emb != nil {
 			r.emb = &memorykit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
@@ -147,16 +148,16 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		}
 		for i, r := range rows {
 			if isTaken[r.in.ID] {
-				return memorykit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
+				return storekit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
 			}
 		}
 	}
 	for i := range rows {
 		r := &rows[i]
-		// Item i is applied at its own instant (see memorykit.BatchItemTime).
-		at := memorykit.BatchItemTime(now, i, len(rows))
+		// Item i is applied at its own instant (see storekit.BatchItemTime).
+		at := storekit.BatchItemTime(now, i, len(rows))
 		if r.in.ID == "" {
-			r.in.ID = memorykit.NewRecordID(now)
+			r.in.ID = storekit.NewRecordID(now)
 		}
 		from := pgTime(r.in.EffectiveFrom)
 		if r.in.EffectiveFrom.IsZero() {
@@ -166,13 +167,13 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		if !r.in.EffectiveUntil.IsZero() {
 			until = pgTime(r.in.EffectiveUntil)
 			if !until.After(from) {
-				return memorykit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
+				return storekit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
 			}
 		}
 		r.rec = memorykit.Record{
 			ID: r.in.ID, Scope: r.in.Scope, Kind: r.in.Kind, Key: r.in.Key, Content: r.in.Content,
 			Metadata: cloneStrings(r.in.Metadata), Sources: cloneSources(r.in.Sources), Status: r.in.Status,
-			Version: 1, ContentHash: memorykit.ContentHash(r.in.Content), EffectiveFrom: from, EffectiveUntil: until,
+			Version: 1, ContentHash: storekit.ContentHash(r.in.Content), EffectiveFrom: from, EffectiveUntil: until,
 			CreatedBy: r.in.Actor, TouchedBy: r.in.Actor, CreatedAt: at, UpdatedAt: at,
 		}
 	}
@@ -255,7 +256,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 				holderID, version = h.id, h.version
 			}
 			if err := r.in.Expect.Check(op, holderID, version); err != nil {
-				return memorykit.BatchItemError(i, err)
+				return storekit.BatchItemError(i, err)
 			}
 		}
 		if h != nil {

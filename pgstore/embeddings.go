@@ -12,6 +12,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // leaseEmbeddingsSQL picks active records lacking a current embedding of
@@ -86,7 +87,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckEmbeddingLease(op, p); err != nil {
+	if err := storekit.CheckEmbeddingLease(s.guard, op, p); err != nil {
 		return nil, err
 	}
 	if err := s.registerProfile(ctx, op, p.Profile); err != nil {
@@ -134,7 +135,7 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := p.Validate(op, maxDims); err != nil {
+	if err := storekit.CheckEmbeddingPut(op, p, maxDims); err != nil {
 		return err
 	}
 	errs, err := s.putValidated(ctx, op, []memorykit.EmbeddingPut{p})
@@ -152,15 +153,15 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckBatchSize(op, len(puts)); err != nil {
+	if err := storekit.CheckBatchSize(s.guard, op, len(puts)); err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(puts))
 	valid := make([]memorykit.EmbeddingPut, 0, len(puts))
 	at := make([]int, 0, len(puts))
 	for i, p := range puts {
-		if err := p.Validate(op, maxDims); err != nil {
-			errs[i] = memorykit.BatchItemError(i, err)
+		if err := storekit.CheckEmbeddingPut(op, p, maxDims); err != nil {
+			errs[i] = storekit.BatchItemError(i, err)
 			continue
 		}
 		valid = append(valid, p)
@@ -175,7 +176,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 	}
 	for j, i := range at {
 		if got[j] != nil {
-			errs[i] = memorykit.BatchItemError(i, got[j])
+			errs[i] = storekit.BatchItemError(i, got[j])
 		}
 	}
 	return errs, nil
@@ -380,7 +381,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckEmbeddingRelease(op, r); err != nil {
 		return err
 	}
 	now := s.now()
@@ -526,8 +527,18 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 }
 
 // DeleteEmbeddings implements memorykit.EmbeddingStore.
-func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *memorykit.Scope) (int, error) {
-	const op = "pgstore.delete_embeddings"
+func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error) {
+	return s.deleteEmbeddings(ctx, "pgstore.delete_embeddings", profile, &scope)
+}
+
+// DeleteAllEmbeddings implements memorykit.EmbeddingStore.
+func (s *Store) DeleteAllEmbeddings(ctx context.Context, profile string) (int, error) {
+	return s.deleteEmbeddings(ctx, "pgstore.delete_all_embeddings", profile, nil)
+}
+
+// deleteEmbeddings deletes the profile's embeddings and lease state in
+// scope, or everywhere when scope is nil.
+func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope *memorykit.Scope) (int, error) {
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
@@ -586,7 +597,7 @@ func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 }
 
 // maxDims is pgvector's limit on a vector's dimensions: the bound pgstore
-// passes to memorykit.CheckVector, and beyond which a query vector can
+// passes to storekit.CheckVector, and beyond which a query vector can
 // match nothing.
 const maxDims = 16000
 

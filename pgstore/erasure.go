@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Erasure rewrites rows in place: an UPDATE leaves the old row version in
@@ -22,7 +23,7 @@ import (
 const purgeBatch = 8
 
 // reasonCodeSQL keeps a revision's reason only when it is a reason code
-// (memorykit.ScrubReason).
+// (storekit.ScrubReason).
 const reasonCodeSQL = `CASE WHEN reason ~ '^[a-z0-9_]{1,64}$' THEN reason ELSE '' END`
 
 // scopeLock is the transaction advisory lock a purge takes exclusively to
@@ -64,7 +65,7 @@ func (s *Store) holdScope(ctx context.Context, tx pgx.Tx, op string, scope memor
 		return err
 	}
 	if purging {
-		return memorykit.PurgingError(op)
+		return storekit.PurgingError(op)
 	}
 	return nil
 }
@@ -88,7 +89,7 @@ type erasureCounts struct {
 // sources are scrubbed from the record and every revision, free-text
 // reasons are dropped, embeddings and embedding queue and lease rows are
 // deleted, and the extraction jobs the record came from are scrubbed.
-func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r memorykit.LifecycleRule,
+func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r storekit.LifecycleRule,
 	actor memorykit.Actor, reason string, now time.Time) (memorykit.Record, error) {
 	jobs, err := s.erasureJobs(ctx, tx, rec)
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r me
 }
 
 // erasureJobs reads the record's revisions and returns the jobs its erase
-// scrubs (memorykit.ErasureJobIDs).
+// scrubs (storekit.ErasureJobIDs).
 func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record) ([]string, error) {
 	rows, err := tx.Query(ctx, s.q(`SELECT action, reason, sources FROM {schema}.revisions WHERE record_id = $1`), rec.ID)
 	if err != nil {
@@ -133,7 +134,7 @@ func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return memorykit.ErasureJobIDs(rec, revs), nil
+	return storekit.ErasureJobIDs(rec, revs), nil
 }
 
 // scrubRows scrubs the revisions of the records ids (content, hash,
@@ -161,7 +162,7 @@ func (s *Store) scrubRows(ctx context.Context, tx pgx.Tx, ids []string) (erasure
 }
 
 // scrubJobs scrubs extraction jobs of scope for an erase whose key digest
-// is digest (memorykit.PurgeAllKeys for a purge); ids nil means every job
+// is digest (storekit.PurgeAllKeys for a purge); ids nil means every job
 // of the Scope. A queued job becomes a failed tombstone with reason
 // memorykit.ReasonErased; a leased one loses its payload now and records
 // the digest, and is finished when its worker hands it back. It returns
@@ -231,7 +232,7 @@ func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string
 		}
 		out := make([]T, 0, len(in))
 		for _, c := range in {
-			if !drop[memorykit.PurgeAllKeys] && !drop[s.tombstoneKey(job.Scope, memorykit.NormalizeKey(key(c)))] {
+			if !drop[storekit.PurgeAllKeys] && !drop[s.tombstoneKey(job.Scope, memorykit.NormalizeKey(key(c)))] {
 				out = append(out, c)
 			}
 		}
@@ -268,7 +269,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	if err := live(ctx, op); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
-	if err := memorykit.CheckPurge(op, scope, actor, reason); err != nil {
+	if err := storekit.CheckPurge(op, scope, actor, reason); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
 	sc := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID}
@@ -305,7 +306,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		}
 	}
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		n, err := s.scrubJobs(ctx, tx, scope, nil, memorykit.PurgeAllKeys, s.now())
+		n, err := s.scrubJobs(ctx, tx, scope, nil, storekit.PurgeAllKeys, s.now())
 		if err != nil {
 			return err
 		}

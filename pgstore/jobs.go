@@ -9,11 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
-
-// ReasonLeaseExpired is the LastError of a job whose lease was reaped
-// (memorykit.ReasonLeaseExpired).
-const ReasonLeaseExpired = memorykit.ReasonLeaseExpired
 
 // EnqueueJob implements memorykit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
@@ -21,7 +18,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := s.guard.CheckJob(op, j); err != nil {
+	if err := storekit.CheckJob(s.guard, op, j); err != nil {
 		return memorykit.Job{}, err
 	}
 	now := s.now()
@@ -71,7 +68,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := s.guard.CheckJobLease(op, p); err != nil {
+	if err := storekit.CheckJobLease(s.guard, op, p); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -142,7 +139,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := s.guard.CheckJobCompletion(op, c); err != nil {
+	if err := storekit.CheckJobCompletion(s.guard, op, c); err != nil {
 		return 0, err
 	}
 	if len(c.Candidates) == 0 {
@@ -166,7 +163,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	now := s.now()
 	checked := make([]prepared, len(c.Candidates))
 	for i, in := range c.Candidates {
-		nc, err := s.guard.CheckCandidate(ctx, op, i, job.Scope, in)
+		nc, err := storekit.CheckCandidate(ctx, s.guard, op, i, job.Scope, in)
 		if err != nil {
 			return 0, err
 		}
@@ -190,7 +187,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			p.until = u
 		}
 		if nc.ID == "" {
-			p.in.ID = memorykit.NewRecordID(now)
+			p.in.ID = storekit.NewRecordID(now)
 		}
 		checked[i] = p
 	}
@@ -215,7 +212,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			_, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
 				in.ID, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
 				string(in.Kind), in.Key, in.Content, p.meta, p.src, string(in.Status),
-				memorykit.ContentHash(in.Content), p.from, p.until,
+				storekit.ContentHash(in.Content), p.from, p.until,
 				string(in.Actor.Kind), in.Actor.ID, now,
 				ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -272,7 +269,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := f.Validate(op); err != nil {
+	if err := storekit.CheckJobFailure(op, f); err != nil {
 		return memorykit.Job{}, err
 	}
 	now := s.now()
@@ -319,7 +316,7 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	if err := live(ctx, op); err != nil {
 		return err
 	}
-	if err := r.Validate(op); err != nil {
+	if err := storekit.CheckJobRelease(op, r); err != nil {
 		return err
 	}
 	jobID := r.JobID
@@ -367,7 +364,7 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 			state = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN 'queued' ELSE 'failed' END,
 			available_at = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN $1 ELSE available_at END,
 			payload = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN payload ELSE '' END
-		WHERE state = 'leased' AND lease_expires_at <= $1`), now, ReasonLeaseExpired)
+		WHERE state = 'leased' AND lease_expires_at <= $1`), now, memorykit.ReasonLeaseExpired)
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
@@ -380,7 +377,7 @@ func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (m
 	if err := live(ctx, op); err != nil {
 		return memorykit.Job{}, err
 	}
-	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
+	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Job{}, err
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, s.q(`SELECT `+jobCols+` FROM {schema}.jobs

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // insertRecordSQL inserts a record and its "create" revision in one
@@ -62,7 +63,7 @@ var (
 
 // touch runs a touch statement applying lifecycle rule r, which the caller
 // has checked, to rec: the record takes the rule's status.
-func (s *Store) touch(ctx context.Context, tx pgx.Tx, tmpl string, rec memorykit.Record, r memorykit.LifecycleRule,
+func (s *Store) touch(ctx context.Context, tx pgx.Tx, tmpl string, rec memorykit.Record, r storekit.LifecycleRule,
 	actor memorykit.Actor, reason string, now time.Time, extra ...any) (memorykit.Record, error) {
 	args := append([]any{rec.ID, string(r.Target(rec.Status)), string(actor.Kind), actor.ID, now, string(r.Action()), reason}, extra...)
 	return scanRecord(tx.QueryRow(ctx, s.q(tmpl), args...))
@@ -140,19 +141,19 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 				}
 			}
 			if found {
-				if _, err := s.touch(ctx, tx, touchPlain, cur, memorykit.RuleSupersede, in.Actor, in.Reason, now); err != nil {
+				if _, err := s.touch(ctx, tx, touchPlain, cur, storekit.RuleSupersede, in.Actor, in.Reason, now); err != nil {
 					return err
 				}
 			}
 		}
 		id := in.ID
 		if id == "" {
-			id = memorykit.NewRecordID(now)
+			id = storekit.NewRecordID(now)
 		}
 		rec, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
 			id, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
 			string(in.Kind), in.Key, in.Content, meta, src, string(in.Status),
-			memorykit.ContentHash(in.Content), from, until,
+			storekit.ContentHash(in.Content), from, until,
 			string(in.Actor.Kind), in.Actor.ID, now,
 			ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -235,7 +236,7 @@ func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
+	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Record{}, err
 	}
 	rec, err := scanRecord(s.pool.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
@@ -257,7 +258,7 @@ func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memo
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	key, err := s.guard.CheckActiveKey(op, scope, kind, key)
+	key, err := storekit.CheckActiveKey(s.guard, op, scope, kind, key)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
@@ -280,7 +281,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	f, err := s.guard.CheckList(op, f)
+	f, err := storekit.CheckList(s.guard, op, f)
 	if err != nil {
 		return nil, err
 	}
@@ -320,29 +321,29 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 // creates of one Scope and key (of any kind) serialise on a transaction advisory
 // lock, so concurrent activations leave exactly one active record.
 func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.activate", t, memorykit.RuleActivate)
+	return s.transition(ctx, "pgstore.activate", t, storekit.RuleActivate)
 }
 
 // Reject implements memorykit.LifecycleStore.
 func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.reject", t, memorykit.RuleReject)
+	return s.transition(ctx, "pgstore.reject", t, storekit.RuleReject)
 }
 
 // Forget implements memorykit.LifecycleStore.
 func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.forget", t, memorykit.RuleForget)
+	return s.transition(ctx, "pgstore.forget", t, storekit.RuleForget)
 }
 
 // Erase implements memorykit.LifecycleStore. The record, every revision
 // snapshot, its embeddings and its embedding lease rows are scrubbed in one
 // transaction.
 func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return s.transition(ctx, "pgstore.erase", t, memorykit.RuleErase)
+	return s.transition(ctx, "pgstore.erase", t, storekit.RuleErase)
 }
 
 // lockTarget locks a transition's record and checks it against rule r
 // (expected version, starting status).
-func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
+func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
 	if err := s.holdScope(ctx, tx, op, t.Scope); err != nil {
 		return memorykit.Record{}, err
 	}
@@ -358,11 +359,11 @@ func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memoryki
 	return rec, r.Check(op, t, rec)
 }
 
-func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r memorykit.LifecycleRule) (memorykit.Record, error) {
+func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := s.guard.CheckAction(ctx, op, r.Action(), t); err != nil {
+	if err := storekit.CheckAction(ctx, s.guard, op, r.Action(), t); err != nil {
 		return memorykit.Record{}, err
 	}
 	now := s.now()
@@ -395,7 +396,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 				return err
 			}
 			if found && cur.ID != rec.ID {
-				if _, err := s.touch(ctx, tx, touchPlain, cur, memorykit.RuleSupersede, t.Actor, t.Reason, now); err != nil {
+				if _, err := s.touch(ctx, tx, touchPlain, cur, storekit.RuleSupersede, t.Actor, t.Reason, now); err != nil {
 					return err
 				}
 			}
@@ -423,7 +424,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := memorykit.CheckTransition(op, c.Transition); err != nil {
+	if err := storekit.CheckTransition(op, c.Transition); err != nil {
 		return memorykit.Record{}, err
 	}
 	peek, err := s.Get(ctx, c.Scope, c.ID)
@@ -433,10 +434,10 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		}
 		return memorykit.Record{}, err
 	}
-	if err := memorykit.RuleCorrect.Check(op, c.Transition, peek); err != nil {
+	if err := storekit.RuleCorrect.Check(op, c.Transition, peek); err != nil {
 		return memorykit.Record{}, err
 	}
-	if err := s.guard.CheckCorrection(ctx, op, peek.Kind, peek.Key, c); err != nil {
+	if err := storekit.CheckCorrection(ctx, s.guard, op, peek.Kind, peek.Key, c); err != nil {
 		return memorykit.Record{}, err
 	}
 	src, err := encodeSources(c.Sources)
@@ -450,12 +451,12 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	now := s.now()
 	var out memorykit.Record
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		rec, err := s.lockTarget(ctx, tx, op, c.Transition, memorykit.RuleCorrect)
+		rec, err := s.lockTarget(ctx, tx, op, c.Transition, storekit.RuleCorrect)
 		if err != nil {
 			return err
 		}
-		out, err = s.touch(ctx, tx, touchCorrect, rec, memorykit.RuleCorrect, c.Actor, c.Reason, now,
-			c.Content, memorykit.ContentHash(c.Content), src, c.Metadata != nil, meta,
+		out, err = s.touch(ctx, tx, touchCorrect, rec, storekit.RuleCorrect, c.Actor, c.Reason, now,
+			c.Content, storekit.ContentHash(c.Content), src, c.Metadata != nil, meta,
 			ftsTerms(rec.Scope, memorykit.IndexTerms(rec.Key, c.Content)))
 		return err
 	})
@@ -471,7 +472,7 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
-	if err := memorykit.CheckScopedID(op, scope, id); err != nil {
+	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return nil, err
 	}
 	// Every record has at least its "create" revision, so no row means no

@@ -151,7 +151,7 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(lease(10)...)
-	if n, err := b.s.DeleteEmbeddings(b.ctx, profile, &b.scope); err != nil || n == 0 {
+	if n, err := b.s.DeleteEmbeddings(b.ctx, profile, b.scope); err != nil || n == 0 {
 		t.Fatalf("DeleteEmbeddings = %d, %v", n, err)
 	}
 	check("after a rebuild of one scope", true)

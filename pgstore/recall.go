@@ -12,6 +12,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Recall implements memorykit.RecallStore in one statement (one round
@@ -23,7 +24,7 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	if err := live(ctx, op); err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if err := q.Validate(op); err != nil {
+	if err := storekit.CheckRecallQuery(op, q); err != nil {
 		return memorykit.RecallResult{}, err
 	}
 	now := s.now()
@@ -105,7 +106,7 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 	records := make(map[string]memorykit.Record)
 	var (
 		exact   []memorykit.Record
-		ftCands []memorykit.FullTextCandidate
+		ftCands []storekit.FullTextCandidate
 		vecHits []memorykit.Hit
 	)
 	qn := norm(q.Vector)
@@ -129,8 +130,8 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 		case "e":
 			exact = append(exact, rec)
 		case "k", "b":
-			ftCands = append(ftCands, memorykit.FullTextCandidate{
-				ID: rec.ID, Matched: matched, Weight: memorykit.RoundWeight(weight), UpdatedAt: rec.UpdatedAt,
+			ftCands = append(ftCands, storekit.FullTextCandidate{
+				ID: rec.ID, Matched: matched, Weight: storekit.RoundWeight(weight), UpdatedAt: rec.UpdatedAt,
 			})
 		case "v":
 			if emb == nil {
@@ -166,7 +167,7 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 		res.Exact = append(res.Exact, memorykit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
 	}
 
-	kept, below := memorykit.FullTextRule(ftCands, q.FullTextLimit)
+	kept, below := storekit.FullTextRule(ftCands, q.FullTextLimit)
 	res.FullText = textHits(kept)
 	res.FullTextBelow = textHits(below)
 
@@ -209,7 +210,7 @@ func fetchLimit(limit int) int {
 	return limit + vectorSlack
 }
 
-func textHits(cands []memorykit.FullTextCandidate) []memorykit.Hit {
+func textHits(cands []storekit.FullTextCandidate) []memorykit.Hit {
 	if len(cands) == 0 {
 		return nil
 	}

@@ -392,12 +392,12 @@ v%d AS MATERIALIZED (%s
 }
 
 // weightSum sums the IDFs of qp rows in query-term order and rounds like
-// memorykit.RoundWeight (see roundedRaw).
+// storekit.RoundWeight (see roundedRaw).
 const weightSum = `round(sum(idf ORDER BY i) * 1e6) / 1e6`
 
 // roundedRaw rounds a row's raw weight to 6 decimals for ordering inside
 // the statement. PostgreSQL rounds float halves to even where
-// memorykit.RoundWeight rounds them away from zero; the two differ only
+// storekit.RoundWeight rounds them away from zero; the two differ only
 // when the scaled weight is exactly a half, and Go re-rounds the raw
 // weights it receives, so the final order is memorystore's.
 const roundedRaw = `round(s.raw * 1e6) / 1e6`

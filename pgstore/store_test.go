@@ -16,6 +16,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 var reviewer = memorykit.Actor{Kind: memorykit.ActorReviewer, ID: "reviewer-1"}
@@ -336,21 +337,21 @@ func TestPostgresFullTextWeights(t *testing.T) {
 			}
 		}
 	}
-	var cands []memorykit.FullTextCandidate
+	var cands []storekit.FullTextCandidate
 	for i, r := range recs {
 		m, w := 0, 0.0
 		for _, term := range terms {
 			if idx[i][term] {
 				m++
-				w += memorykit.IDF(n, df[term])
+				w += storekit.IDF(n, df[term])
 			}
 		}
 		if m > 0 {
-			cands = append(cands, memorykit.FullTextCandidate{ID: r.ID, Matched: m, Weight: memorykit.RoundWeight(w), UpdatedAt: r.UpdatedAt})
+			cands = append(cands, storekit.FullTextCandidate{ID: r.ID, Matched: m, Weight: storekit.RoundWeight(w), UpdatedAt: r.UpdatedAt})
 		}
 	}
-	kept, below := memorykit.FullTextRule(cands, 5)
-	check := func(what string, got []memorykit.Hit, want []memorykit.FullTextCandidate) {
+	kept, below := storekit.FullTextRule(cands, 5)
+	check := func(what string, got []memorykit.Hit, want []storekit.FullTextCandidate) {
 		t.Helper()
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d hits, want %d (%v)", what, len(got), len(want), got)
@@ -554,7 +555,7 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 		t.Fatalf("reap %d %v", n, err)
 	}
 	j := lease("w2")
-	if j.Attempt != 2 || j.LastError != ReasonLeaseExpired {
+	if j.Attempt != 2 || j.LastError != memorykit.ReasonLeaseExpired {
 		t.Fatalf("second lease: %+v", j)
 	}
 	// A bad candidate fails the whole completion and changes nothing.

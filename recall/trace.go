@@ -15,7 +15,7 @@ const (
 	// budget.
 	DroppedTokenBudget Outcome = "token_budget"
 	// DroppedBelowThreshold means the record matched fewer than half as
-	// many full-text terms as the best match (see memorykit.FullTextRule)
+	// many full-text terms as the best match (see storekit.FullTextRule)
 	// and no other channel returned it.
 	DroppedBelowThreshold Outcome = "below_full_text_threshold"
 	// DroppedBelowVectorFloor means only the vector channel returned the

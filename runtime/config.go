@@ -230,7 +230,7 @@ func (w Workers) validate() error {
 		{"workers.job_retry", w.JobRetry},
 		{"workers.store_backoff", w.StoreBackoff},
 	} {
-		if err := b.b.Validate("runtime.new", b.name); err != nil {
+		if err := memorykit.PrefixField("runtime.new", b.name, b.b.Validate()); err != nil {
 			return err
 		}
 	}

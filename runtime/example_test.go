@@ -104,7 +104,7 @@ func Example() {
 	p, _ := s.Project(ctx, []projector.Message{{Role: projector.RoleUser, Content: "Where do we deploy the API?"}})
 	res, _ := s.CallTool(ctx, memorytools.SearchMemory, []byte(`{"query":"deploy region"}`))
 	fmt.Println("injected:", p.Injected, "tool error:", res.IsError, "output ok:", s.ValidateOutput("It runs in eu-west-1.") == nil)
-	fmt.Println("extraction:", s.FinishTurn(ctx, "run-1", "user: where do we deploy?\nassistant: eu-west-1").Status)
+	fmt.Println("extraction:", s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1", Transcript: "user: where do we deploy?\nassistant: eu-west-1"}).Status)
 	fmt.Println("drain:", rt.Drain(ctx), "stop:", rt.Stop(ctx))
 	// Output:
 	// injected: true tool error: false output ok: true

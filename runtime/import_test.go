@@ -13,6 +13,7 @@ import (
 	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/recall/recalltest"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -28,7 +29,7 @@ func (s *refuseKey) CreateBatch(ctx context.Context, items []memorykit.BatchItem
 	s.calls++
 	for i, it := range items {
 		if it.Record.Key == s.key {
-			return nil, memorykit.BatchItemError(i, &memorykit.Error{Op: "test.create_batch", Kind: memorykit.ErrAlreadyExists, Reason: "already_exists"})
+			return nil, storekit.BatchItemError(i, &memorykit.Error{Op: "test.create_batch", Kind: memorykit.ErrAlreadyExists, Reason: "already_exists"})
 		}
 	}
 	return s.Store.(memorykit.BatchCreator).CreateBatch(ctx, items)

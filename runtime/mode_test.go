@@ -33,7 +33,7 @@ func TestRequestsOnlyRunsNoWorkers(t *testing.T) {
 	if _, err := s.Remember(ctx, writer.Input{Kind: memorykit.KindFact, Key: "region", Content: "eu-west-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if res := s.FinishTurn(ctx, "run-1/turn-1", "remember: oncall = Bob"); res.Status != extractworker.EnqueueQueued {
+	if res := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1/turn-1", Transcript: "remember: oncall = Bob"}); res.Status != extractworker.EnqueueQueued {
 		t.Fatalf("FinishTurn = %+v", res)
 	}
 	for range 100 {
@@ -93,7 +93,7 @@ func TestWorkersOnlyServesNoRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := s.FinishTurn(ctx, "run-1/turn-1", "remember: oncall = Bob"); res.Status != extractworker.EnqueueQueued {
+	if res := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1/turn-1", Transcript: "remember: oncall = Bob"}); res.Status != extractworker.EnqueueQueued {
 		t.Fatalf("FinishTurn = %+v", res)
 	}
 	eventually(t, b.clk, time.Second, "the workers-only Runtime extracting the job", func() bool {

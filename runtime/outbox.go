@@ -53,7 +53,7 @@ func (o Outbox) validate() error {
 	case o.MaxBytes <= 0:
 		return invalid("outbox.max_bytes", "must_be_positive")
 	}
-	return o.Retry.Validate("runtime.new", "outbox.retry")
+	return memorykit.PrefixField("runtime.new", "outbox.retry", o.Retry.Validate())
 }
 
 // OutboxReport is the outbox's content-free account.

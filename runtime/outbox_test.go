@@ -91,15 +91,15 @@ func TestOutboxStoresTurnsAfterAnOutage(t *testing.T) {
 	const canary = "canary-outbox-77c1"
 	fj.down.Store(true)
 	for i := 1; i <= 4; i++ {
-		res := s.FinishTurn(ctx, fmt.Sprintf("run-1/turn-%d", i), "remember: k"+fmt.Sprint(i)+" = "+canary)
+		res := s.FinishTurn(ctx, mkruntime.Turn{RunRef: fmt.Sprintf("run-1/turn-%d", i), Transcript: "remember: k" + fmt.Sprint(i) + " = " + canary})
 		if res.Status != extractworker.EnqueueDeferred || res.JobID == "" {
 			t.Fatalf("turn %d during the outage = %+v, want deferred", i, res)
 		}
 	}
-	if res := s.FinishTurn(ctx, "run-1/turn-2", "remember: k2 = "+canary); res.Status != extractworker.EnqueueDeferred {
+	if res := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1/turn-2", Transcript: "remember: k2 = " + canary}); res.Status != extractworker.EnqueueDeferred {
 		t.Fatalf("a held turn finished again = %+v, want deferred", res)
 	}
-	full := s.FinishTurn(ctx, "run-1/turn-5", "remember: k5 = "+canary)
+	full := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1/turn-5", Transcript: "remember: k5 = " + canary})
 	if full.Status != extractworker.EnqueueDropped || full.Reason != mkruntime.ReasonOutboxFull {
 		t.Fatalf("turn over the bound = %+v, want dropped (outbox_full)", full)
 	}
@@ -134,7 +134,7 @@ func TestOutboxStoresTurnsAfterAnOutage(t *testing.T) {
 		}
 	}
 	fj.mu.Unlock()
-	if res := s.FinishTurn(ctx, "run-1/turn-3", "remember: k3 = "+canary); res.Status != extractworker.EnqueueDuplicate {
+	if res := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1/turn-3", Transcript: "remember: k3 = " + canary}); res.Status != extractworker.EnqueueDuplicate {
 		t.Fatalf("a landed turn finished again = %+v, want duplicate", res)
 	}
 	if err := b.rt.Drain(ctx); err != nil {
@@ -172,12 +172,12 @@ func TestOutboxDrainHandsLeftoversToTheHost(t *testing.T) {
 	b, fj, _, s := outboxSetup(t, ob)
 	ctx := context.Background()
 	fj.down.Store(true)
-	first := s.FinishTurn(ctx, "run-2/turn-1", strings.Repeat("a", 15))
-	second := s.FinishTurn(ctx, "run-2/turn-2", strings.Repeat("b", 15))
+	first := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-2/turn-1", Transcript: strings.Repeat("a", 15)})
+	second := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-2/turn-2", Transcript: strings.Repeat("b", 15)})
 	if first.Status != extractworker.EnqueueDeferred || second.Status != extractworker.EnqueueDeferred {
 		t.Fatalf("deferred = %+v, %+v", first, second)
 	}
-	if big := s.FinishTurn(ctx, "run-2/turn-3", strings.Repeat("c", 11)); big.Status != extractworker.EnqueueDropped || big.Reason != mkruntime.ReasonOutboxFull {
+	if big := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-2/turn-3", Transcript: strings.Repeat("c", 11)}); big.Status != extractworker.EnqueueDropped || big.Reason != mkruntime.ReasonOutboxFull {
 		t.Fatalf("turn over the byte bound = %+v, want dropped", big)
 	}
 	if err := b.rt.Drain(ctx); err != nil {

@@ -28,8 +28,6 @@ import (
 	"errors"
 	"sync"
 
-	"go.uber.org/zap"
-
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/extractworker"
@@ -299,6 +297,3 @@ func (r *Runtime) Writer() *writer.Writer { return r.writer }
 
 // Engine returns the recall engine.
 func (r *Runtime) Engine() *recall.Engine { return r.engine }
-
-// Logger returns the runtime's logger, for Hosts that log beside it.
-func (r *Runtime) Logger() *zap.Logger { return r.cfg.Logger }

@@ -242,7 +242,7 @@ func TestHooksStepTheActorsDeterministically(t *testing.T) {
 		if _, err := s.Remember(ctx, writer.Input{Kind: memorykit.KindFact, Key: "deploy region", Content: "The API runs in eu-west-1"}); err != nil {
 			t.Fatal(err)
 		}
-		if enq := s.FinishTurn(ctx, "run-1/turn-1", "remember: oncall = Bob"); enq.Status != extractworker.EnqueueQueued {
+		if enq := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1/turn-1", Transcript: "remember: oncall = Bob"}); enq.Status != extractworker.EnqueueQueued {
 			t.Fatalf("enqueue = %+v", enq)
 		}
 		// Nothing happens until the clock moves.
@@ -343,7 +343,7 @@ func endToEnd(t *testing.T, b *bundle) {
 	}
 	// The finished turn goes to extraction; the worker turns it into a
 	// candidate exactly once.
-	enq := s.FinishTurn(ctx, "run-1/turn-1", "user asked things\nremember: oncall = Bob "+canary)
+	enq := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1/turn-1", Transcript: "user asked things\nremember: oncall = Bob " + canary})
 	if enq.Status != extractworker.EnqueueQueued {
 		t.Fatalf("enqueue = %+v", enq)
 	}
@@ -414,7 +414,7 @@ func TestDrainClosesEveryRequestPath(t *testing.T) {
 	if err := s.ValidateOutput("Done, I saved that to memory."); err == nil || err.Error() != "项目记忆未保存" {
 		t.Fatalf("ValidateOutput = %v", err)
 	}
-	if enq := s.FinishTurn(ctx, "run-9", "text"); enq.Status != extractworker.EnqueueFailed {
+	if enq := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-9", Transcript: "text"}); enq.Status != extractworker.EnqueueFailed {
 		t.Fatalf("enqueue after Drain = %+v", enq)
 	}
 	if err := b.rt.Stop(ctx); err != nil {
@@ -484,7 +484,7 @@ func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < jobs; i++ {
-		res := s.FinishTurn(ctx, fmt.Sprintf("run-%d", i), fmt.Sprintf("remember: topic %d = value %d", i, i))
+		res := s.FinishTurn(ctx, mkruntime.Turn{RunRef: fmt.Sprintf("run-%d", i), Transcript: fmt.Sprintf("remember: topic %d = value %d", i, i)})
 		if res.Status != extractworker.EnqueueQueued {
 			t.Fatalf("enqueue %d: %+v", i, res)
 		}

@@ -121,6 +121,17 @@ func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result,
 	return s.rt.writer.WriteExplicit(ctx, s.req.Caller, s.req.Scope, in)
 }
 
+// Turn is a finished turn handed to extraction (Session.FinishTurn).
+type Turn struct {
+	// RunRef is the Host's reference of the turn, such as "run-42/turn-3"
+	// (memorykit.CheckRunRef). The extraction job's identity derives from
+	// it, so finishing the same turn twice enqueues one job.
+	RunRef string
+	// Transcript is the text the Extractor reads (Limits.MaxJobPayloadBytes
+	// at most).
+	Transcript string
+}
+
 // FinishTurn hands the finished turn to extraction as a durable job. It
 // never fails the turn. The result's Status is EnqueueQueued or
 // EnqueueDuplicate when the job is stored; EnqueueDeferred when storing
@@ -128,10 +139,10 @@ func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result,
 // which stores it later; EnqueueDropped when the outbox had no room (or
 // was closed); EnqueueFailed for a failure retrying cannot fix (denied,
 // invalid run reference, payload over the limit). Failures also emit a
-// content-free EventEnqueueFailed for operators.
-func (s *Session) FinishTurn(ctx context.Context, runRef, transcript string) extractworker.EnqueueResult {
+// content-free EventExtractionEnqueueFailed for operators.
+func (s *Session) FinishTurn(ctx context.Context, t Turn) extractworker.EnqueueResult {
 	return s.rt.finishTurn(ctx, extractworker.Turn{
-		Principal: s.req.Caller, Scope: s.req.Scope, RunRef: runRef, Payload: transcript,
+		Principal: s.req.Caller, Scope: s.req.Scope, RunRef: t.RunRef, Payload: t.Transcript,
 	})
 }
 

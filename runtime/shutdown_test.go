@@ -55,7 +55,7 @@ func inFlight(t *testing.T, ext *stuckExtractor) (*bundle, context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := s.FinishTurn(ctx, "run-1", "a finished turn"); r.Status != extractworker.EnqueueQueued {
+	if r := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "run-1", Transcript: "a finished turn"}); r.Status != extractworker.EnqueueQueued {
 		t.Fatalf("FinishTurn = %+v", r)
 	}
 	eventually(t, b.clk, time.Second, "extraction starts", func() bool { return len(ext.entered) > 0 })

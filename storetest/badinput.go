@@ -415,12 +415,18 @@ func testBadEmbeddings(t *testing.T, e *env) {
 	addLease("bad profile", l)
 	cases = append(cases,
 		badCase{"PendingEmbeddings bad profile", errInput, func() error { _, err := e.s.PendingEmbeddings(e.ctx, "no spaces allowed"); return err }},
-		badCase{"DeleteEmbeddings bad profile", errInput, func() error { _, err := e.s.DeleteEmbeddings(e.ctx, "", nil); return err }},
+		badCase{"DeleteEmbeddings bad profile", errInput, func() error { _, err := e.s.DeleteEmbeddings(e.ctx, "", e.scope); return err }},
 		badCase{"DeleteEmbeddings user scope", errScope, func() error {
 			s := badScopes()["user scope"]
-			_, err := e.s.DeleteEmbeddings(e.ctx, embProfile, &s)
+			_, err := e.s.DeleteEmbeddings(e.ctx, embProfile, s)
 			return err
 		}},
+		// A zero Scope never means "every Scope": that is DeleteAllEmbeddings.
+		badCase{"DeleteEmbeddings zero scope", errScope, func() error {
+			_, err := e.s.DeleteEmbeddings(e.ctx, embProfile, memorykit.Scope{})
+			return err
+		}},
+		badCase{"DeleteAllEmbeddings bad profile", errInput, func() error { _, err := e.s.DeleteAllEmbeddings(e.ctx, ""); return err }},
 	)
 	e.refuseAll(t, cases)
 	_ = r

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // RunBatchConformance checks memorykit.BatchCreator: a batch is validated
@@ -82,7 +83,7 @@ func testBatchCreates(t *testing.T, e *env) {
 		diffRecord(t, fmt.Sprintf("returned record %d", i), r, e.get(e.scope, r.ID))
 		// Item i is stamped at BatchItemTime: distinct, increasing
 		// instants in item order, the last one now.
-		at := memorykit.BatchItemTime(now, i, len(got))
+		at := storekit.BatchItemTime(now, i, len(got))
 		if r.Version != 1 || !r.CreatedAt.Equal(at) || !r.UpdatedAt.Equal(at) {
 			t.Fatalf("record %d: version %d created %s updated %s", i, r.Version, r.CreatedAt, r.UpdatedAt)
 		}
@@ -92,7 +93,7 @@ func testBatchCreates(t *testing.T, e *env) {
 		}
 	}
 	if got[0].Key != "deploy region" || got[0].Status != memorykit.StatusActive || got[0].Metadata["team"] != "blue" ||
-		got[0].ContentHash != memorykit.ContentHash(a.Content) || !got[0].EffectiveFrom.Equal(now.Add(-2*time.Microsecond)) {
+		got[0].ContentHash != storekit.ContentHash(a.Content) || !got[0].EffectiveFrom.Equal(now.Add(-2*time.Microsecond)) {
 		t.Fatalf("first record: %+v", got[0])
 	}
 	if got[1].Status != memorykit.StatusCandidate || got[2].ID != "mem-batch-c" || !got[2].EffectiveUntil.Equal(c.EffectiveUntil.UTC().Truncate(time.Microsecond)) {
@@ -382,7 +383,7 @@ func testBatchEmbeddings(t *testing.T, e *env) {
 }
 
 // testBatchTies: items of one batch are stamped at distinct, increasing
-// instants (memorykit.BatchItemTime), so records that tie in every channel
+// instants (storekit.BatchItemTime), so records that tie in every channel
 // (same key, same words, same vector) come back newest first — the batch's
 // last item first — whatever their IDs, in the exact, full-text and vector
 // channels alike.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // embProfile is the embedding profile the embedding suite leases for.
@@ -20,7 +21,8 @@ const embProfile = "test/emb-v1"
 // RunEmbeddingConformance checks the embedding work queue: which records
 // are pending, leasing with worker IDs and TTLs on the store's clock,
 // reaping, the content-hash guard on PutEmbedding, retry and park on
-// release, attempt counting and rebuilds with DeleteEmbeddings. A store
+// release, attempt counting and rebuilds with DeleteEmbeddings and
+// DeleteAllEmbeddings. A store
 // that implements memorykit.EmbeddingBatchPutter must give each put of a
 // PutEmbeddings call the outcome PutEmbedding would, and leave the store
 // exactly as the same PutEmbedding calls in order would.
@@ -39,6 +41,7 @@ func RunEmbeddingConformance(t *testing.T, h Harness) {
 		{"AttemptCounting", testEmbAttempts},
 		{"NonActiveNeverPending", testEmbNonActive},
 		{"DeleteEmbeddingsRebuild", testEmbDelete},
+		{"DeleteAllEmbeddingsRebuild", testEmbDeleteAll},
 		{"PutEmbeddingsAsSinglePuts", testEmbPutBatch},
 		{"PutEmbeddingsWholeCallRefused", testEmbPutBatchRefused},
 		{"StaleLeaseTokenRefused", testEmbStaleToken},
@@ -247,7 +250,7 @@ func testEmbStale(t *testing.T, e *env) {
 	})
 	e.wantPending(t, 1)
 	next := e.lease("embedder-2", time.Minute, 10)
-	if len(next) != 1 || next[0].Attempt != 1 || next[0].ContentHash != memorykit.ContentHash("newer content") {
+	if len(next) != 1 || next[0].Attempt != 1 || next[0].ContentHash != storekit.ContentHash("newer content") {
 		t.Fatalf("lease after second correct: %+v", next)
 	}
 	if err := e.s.PutEmbedding(e.ctx, put(next[0], "embedder-2", []float32{0, 1})); err != nil {
@@ -331,7 +334,7 @@ func testEmbPark(t *testing.T, e *env) {
 	e.reapEmb()
 	wantIDs(t, "lease two days later", taskIDs(e.lease("embedder-3", time.Minute, 10)), []string{"mem-emb-b"})
 	e.wantPending(t, 2)
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, &e.scope); err != nil || n != 0 {
+	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, e.scope); err != nil || n != 0 {
 		t.Fatalf("DeleteEmbeddings = %d, %v; want 0 embeddings deleted", n, err)
 	}
 	got := e.lease("embedder-4", time.Minute, 10)
@@ -387,17 +390,28 @@ func testEmbNonActive(t *testing.T, e *env) {
 	e.wantPending(t, 1)
 }
 
-func testEmbDelete(t *testing.T, e *env) {
-	const p2 = "test/emb-v2"
-	s2 := Scope(t, "tenant-a", "project-2")
-	a := e.embRecord("mem-emb-a")
-	b := e.create(newRec(s2, memorykit.KindFact, "embed b", "content b", memorykit.StatusActive))
+// embDeleteP2 is the second profile of the DeleteEmbeddings cases.
+const embDeleteP2 = "test/emb-v2"
+
+// embedForDelete stores a in the env's Scope and b in s2, embeds both on
+// embProfile and a also on embDeleteP2, and checks nothing is pending.
+func (e *env) embedForDelete(t *testing.T, s2 memorykit.Scope) (a, b memorykit.Record) {
+	t.Helper()
+	a = e.embRecord("mem-emb-a")
+	b = e.create(newRec(s2, memorykit.KindFact, "embed b", "content b", memorykit.StatusActive))
 	e.embed(a, embProfile, []float32{1, 0})
 	e.embed(b, embProfile, []float32{1, 0})
-	e.embed(a, p2, []float32{0, 1})
+	e.embed(a, embDeleteP2, []float32{0, 1})
 	e.wantPending(t, 0)
+	return a, b
+}
 
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, &e.scope); err != nil || n != 1 {
+func testEmbDelete(t *testing.T, e *env) {
+	const p2 = embDeleteP2
+	s2 := Scope(t, "tenant-a", "project-2")
+	a, b := e.embedForDelete(t, s2)
+
+	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, e.scope); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings(scope) = %d, %v; want 1", n, err)
 	}
 	e.wantPending(t, 1)
@@ -411,16 +425,35 @@ func testEmbDelete(t *testing.T, e *env) {
 	q.Vector, q.Profile = []float32{0, 1}, p2
 	wantIDs(t, "other profile keeps its vector", ids(e.recall(q).Vector), []string{a.ID})
 	wantIDs(t, "rebuild lease", taskIDs(e.lease("embedder-1", time.Minute, 10)), []string{a.ID})
+	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, e.scope); err != nil || n != 0 {
+		t.Fatalf("DeleteEmbeddings(scope) again = %d, %v; want 0", n, err)
+	}
+	// The lease on a was dropped with the rest of the Scope's state.
+	wantIDs(t, "lease after scope reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID})
+}
 
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, nil); err != nil || n != 1 {
-		t.Fatalf("DeleteEmbeddings(all) = %d, %v; want 1", n, err)
+func testEmbDeleteAll(t *testing.T, e *env) {
+	const p2 = embDeleteP2
+	a, b := e.embedForDelete(t, Scope(t, "tenant-b", "project-2"))
+	wantIDs(t, "nothing to lease", taskIDs(e.lease("embedder-1", time.Minute, 10)), nil)
+
+	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 2 {
+		t.Fatalf("DeleteAllEmbeddings = %d, %v; want 2 (one per Scope)", n, err)
 	}
 	e.wantPending(t, 2)
-	// The lease on a was dropped with the rest of the profile's state.
-	wantIDs(t, "lease after full reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID, b.ID})
-	if n, err := e.s.DeleteEmbeddings(e.ctx, embProfile, nil); err != nil || n != 0 {
-		t.Fatalf("DeleteEmbeddings again = %d, %v; want 0", n, err)
+	if n := e.pending(p2); n != 1 { // only the profile named was deleted
+		t.Fatalf("pending for the other profile = %d, want 1", n)
 	}
+	q := query(e.scope)
+	q.Vector, q.Profile = []float32{0, 1}, p2
+	wantIDs(t, "other profile keeps its vector", ids(e.recall(q).Vector), []string{a.ID})
+	leased := taskIDs(e.lease("embedder-1", time.Minute, 10))
+	wantIDs(t, "rebuild lease", leased, []string{a.ID, b.ID})
+	if n, err := e.s.DeleteAllEmbeddings(e.ctx, embProfile); err != nil || n != 0 {
+		t.Fatalf("DeleteAllEmbeddings again = %d, %v; want 0", n, err)
+	}
+	// The leases were dropped with the rest of the profile's state.
+	wantIDs(t, "lease after full reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID, b.ID})
 }
 
 func batchPutter(t *testing.T, e *env) memorykit.EmbeddingBatchPutter {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // weightTolerance allows for the last bit of a float64 after rounding to
@@ -140,8 +141,8 @@ func testFTIDF(t *testing.T, e *env) {
 	e.create(newRec(Scope(t, "tenant-a", "project-other"), memorykit.KindNote, "kxother", "blue caroline elsewhere", memorykit.StatusActive))
 
 	res := e.checkFTResult(t, "blue caroline", []hit{{caroline, 1}, {sea, 1}, {sky, 1}, {weather, 1}}, nil)
-	rare := memorykit.RoundWeight(memorykit.IDF(4, 1))
-	common := memorykit.RoundWeight(memorykit.IDF(4, 3))
+	rare := storekit.RoundWeight(storekit.IDF(4, 1))
+	common := storekit.RoundWeight(storekit.IDF(4, 3))
 	wantWeight(t, res.FullText[0], rare)
 	for _, h := range res.FullText[1:] {
 		wantWeight(t, h, common)
@@ -205,12 +206,12 @@ func testFTMixed(t *testing.T, e *env) {
 	x := e.ftRecord("e", "Deploy 数据库")
 	// deploy 数据库 東京 -> deploy, 数据, 据库, 東京.
 	res := e.checkFTResult(t, "deploy 数据库 東京", []hit{{a, 4}, {x, 3}}, []hit{{d, 2}, {c, 1}, {b, 1}})
-	w3, w2 := memorykit.IDF(5, 3), memorykit.IDF(5, 2)
-	wantWeight(t, res.FullText[0], memorykit.RoundWeight(3*w3+w2))
-	wantWeight(t, res.FullText[1], memorykit.RoundWeight(3*w3))
-	wantWeight(t, res.FullTextBelow[0], memorykit.RoundWeight(2*w3))
-	wantWeight(t, res.FullTextBelow[1], memorykit.RoundWeight(w2))
-	wantWeight(t, res.FullTextBelow[2], memorykit.RoundWeight(w3))
+	w3, w2 := storekit.IDF(5, 3), storekit.IDF(5, 2)
+	wantWeight(t, res.FullText[0], storekit.RoundWeight(3*w3+w2))
+	wantWeight(t, res.FullText[1], storekit.RoundWeight(3*w3))
+	wantWeight(t, res.FullTextBelow[0], storekit.RoundWeight(2*w3))
+	wantWeight(t, res.FullTextBelow[1], storekit.RoundWeight(w2))
+	wantWeight(t, res.FullTextBelow[2], storekit.RoundWeight(w3))
 }
 
 func testFTFolding(t *testing.T, e *env) {

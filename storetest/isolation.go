@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // RunIsolationConformance checks Scope isolation between two tenants and
@@ -174,7 +175,7 @@ func testIsoRecall(t *testing.T, e *env) {
 		t.Fatalf("recall in %s: %+v", a, res)
 	}
 	// IDF counts only this Scope's records: n=2, df=1 per term.
-	wantWeight(t, res.FullText[0], memorykit.RoundWeight(2*memorykit.IDF(2, 1)))
+	wantWeight(t, res.FullText[0], storekit.RoundWeight(2*storekit.IDF(2, 1)))
 }
 
 func testIsoSameKey(t *testing.T, e *env) {
@@ -232,7 +233,7 @@ func testIsoDelete(t *testing.T, e *env) {
 		e.embed(r, isoProfile, []float32{1, 0})
 		recs = append(recs, r)
 	}
-	if n, err := e.s.DeleteEmbeddings(e.ctx, isoProfile, &a); err != nil || n != 1 {
+	if n, err := e.s.DeleteEmbeddings(e.ctx, isoProfile, a); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings(a) = %d, %v; want 1", n, err)
 	}
 	for i, s := range []memorykit.Scope{a, b, c} {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // jobTTL is the lease the job suite asks for.
@@ -251,7 +252,7 @@ func testJobComplete(t *testing.T, e *env) {
 	for _, c := range []memorykit.NewRecord{c1, c2} {
 		r := e.get(e.scope, c.ID)
 		if r.Status != memorykit.StatusCandidate || r.Version != 1 || r.Content != c.Content || r.Key != memorykit.NormalizeKey(c.Key) ||
-			r.CreatedBy != workerAc || r.ContentHash != memorykit.ContentHash(c.Content) {
+			r.CreatedBy != workerAc || r.ContentHash != storekit.ContentHash(c.Content) {
 			t.Fatalf("stored candidate: %+v", r)
 		}
 		wantTime(t, "candidate CreatedAt", r.CreatedAt, now)

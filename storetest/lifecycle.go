@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // RunLifecycleConformance checks records and their audit trail: create,
@@ -64,7 +65,7 @@ func testCreateActive(t *testing.T, e *env) {
 	want := memorykit.Record{
 		ID: r.ID, Scope: e.scope, Kind: memorykit.KindFact, Key: "deploy region",
 		Content: in.Content, Metadata: in.Metadata, Sources: in.Sources,
-		Status: memorykit.StatusActive, Version: 1, ContentHash: memorykit.ContentHash(in.Content),
+		Status: memorykit.StatusActive, Version: 1, ContentHash: storekit.ContentHash(in.Content),
 		EffectiveFrom: now, CreatedBy: author, TouchedBy: author, CreatedAt: now, UpdatedAt: now,
 	}
 	diffRecord(t, "Create result", r, want)
@@ -95,7 +96,7 @@ func testCreateCandidate(t *testing.T, e *env) {
 	in := e.candidate(memorykit.KindPreference, "review style", "Prefer small pull requests.")
 	in.Actor = modelAct
 	r := e.create(in)
-	if r.Status != memorykit.StatusCandidate || r.Version != 1 || r.ContentHash != memorykit.ContentHash(in.Content) {
+	if r.Status != memorykit.StatusCandidate || r.Version != 1 || r.ContentHash != storekit.ContentHash(in.Content) {
 		t.Fatalf("candidate: status %s version %d hash %q", r.Status, r.Version, r.ContentHash)
 	}
 	if r.CreatedBy != modelAct || r.TouchedBy != modelAct {
@@ -510,7 +511,7 @@ func testCorrect(t *testing.T, e *env) {
 	now := e.now()
 	want := r
 	want.Content, want.Sources, want.Metadata = c.Content, c.Sources, c.Metadata
-	want.ContentHash = memorykit.ContentHash(c.Content)
+	want.ContentHash = storekit.ContentHash(c.Content)
 	want.Version, want.TouchedBy, want.UpdatedAt = 2, reviewer, now
 	diffRecord(t, "Correct result", got, want)
 	diffRecord(t, "Get after Correct", e.get(e.scope, r.ID), want)
@@ -743,7 +744,7 @@ func testRevisionTrail(t *testing.T, e *env) {
 		{actForget, operator, "obsolete"},
 		{actErase, operator, "cleanup"},
 	}
-	// Erase keeps reason codes and drops free text (memorykit.ScrubReason).
+	// Erase keeps reason codes and drops free text (storekit.ScrubReason).
 	kept := map[string]string{"typo": "typo", "approved": "approved", "more detail": "", "obsolete": "obsolete", "cleanup": "cleanup"}
 	for i, s := range steps {
 		e.advance(time.Duration(i+1) * 17 * time.Second)
@@ -991,7 +992,7 @@ func testEraseCanary(t *testing.T, e *env) {
 		}
 	}
 	// The target's embeddings are gone: only the bystander's is left.
-	if n, err := e.s.DeleteEmbeddings(e.ctx, profile, &e.scope); err != nil || n != 1 {
+	if n, err := e.s.DeleteEmbeddings(e.ctx, profile, e.scope); err != nil || n != 1 {
 		t.Fatalf("DeleteEmbeddings after erase = %d, %v; want 1 (the bystander's)", n, err)
 	}
 	if n := e.pending(profile2); n != 1 {

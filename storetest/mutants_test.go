@@ -17,6 +17,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -372,7 +373,7 @@ func (m batchOneByOne) CreateBatch(ctx context.Context, items []memorykit.BatchI
 	for i, it := range items {
 		r, err := m.Create(ctx, it.Record)
 		if err != nil {
-			return nil, memorykit.BatchItemError(i, err)
+			return nil, storekit.BatchItemError(i, err)
 		}
 		out = append(out, r)
 	}

@@ -67,13 +67,13 @@
 //   - Recall breaks ties inside every channel (equal matched terms and
 //     weight, equal cosine similarity, or any two exact hits) newer
 //     UpdatedAt first, then smaller ID. A batch stamps its items at
-//     memorykit.BatchItemTime, so items of one batch are never tied on
+//     storekit.BatchItemTime, so items of one batch are never tied on
 //     time and rank in their batch order (later first), run after run.
 //   - Recall rejects a non-positive channel limit, and a non-nil query
 //     vector that is empty, non-finite or has an invalid profile, with
 //     ErrInvalidInput.
 //   - Erase and purge keep a revision's reason only when it is a reason
-//     code (memorykit.ScrubReason), in every revision of the record. Purge
+//     code (storekit.ScrubReason), in every revision of the record. Purge
 //     leaves records that were already erased as they are, and gives every
 //     other record exactly one "purge" revision carrying the purge's actor
 //     and reason code. A purge report's QueueEntries count is

@@ -50,8 +50,8 @@ func (s LeaseSettings) Check(op string) error {
 	case s.HandBackTimeout <= 0:
 		return memorykit.ConfigError(op, "hand_back_timeout", "not_positive")
 	}
-	if err := s.Retry.Validate(op, "retry"); err != nil {
+	if err := memorykit.PrefixField(op, "retry", s.Retry.Validate()); err != nil {
 		return err
 	}
-	return s.StoreBackoff.Validate(op, "store_backoff")
+	return memorykit.PrefixField(op, "store_backoff", s.StoreBackoff.Validate())
 }

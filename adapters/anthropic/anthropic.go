@@ -239,7 +239,7 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 		return res, nil
 	}
 	res.Text = final
-	res.Extraction = t.Session.FinishTurn(ctx, t.RunRef, transcript(proj.Messages, final))
+	res.Extraction = t.Session.FinishTurn(ctx, mkruntime.Turn{RunRef: t.RunRef, Transcript: transcript(proj.Messages, final)})
 	return res, nil
 }
 

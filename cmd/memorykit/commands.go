@@ -136,7 +136,7 @@ func runRebuild(ctx context.Context, c *cli, o *options) error {
 	if err := memorykit.Authorize(ctx, operatorAuthorizer{operator: s.operator, scope: s.scope}, s.operator, memorykit.PermReview, s.scope); err != nil {
 		return err
 	}
-	deleted, err := s.store.DeleteEmbeddings(ctx, emb.Profile(), &s.scope)
+	deleted, err := s.store.DeleteEmbeddings(ctx, emb.Profile(), s.scope)
 	if err != nil {
 		return err
 	}

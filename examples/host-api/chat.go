@@ -153,7 +153,7 @@ func (h *Host) chat(w http.ResponseWriter, r *http.Request, c call) {
 	}
 	resp.Reply = final
 	transcript := "user: " + req.Message + "\nassistant: " + final
-	res := s.FinishTurn(ctx, "turn-"+turnID, transcript)
+	res := s.FinishTurn(ctx, mkruntime.Turn{RunRef: "turn-" + turnID, Transcript: transcript})
 	resp.Extraction = string(res.Status)
 	if res.Reason != "" {
 		resp.Extraction += ":" + res.Reason

@@ -36,6 +36,7 @@ import (
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -158,11 +159,12 @@ func (f failStore) LeaseEmbeddings(context.Context, memorykit.EmbeddingLease) ([
 	return nil, f.err()
 }
 func (f failStore) PendingEmbeddings(context.Context, string) (int, error) { return 0, f.err() }
-func (f failStore) DeleteEmbeddings(context.Context, string, *memorykit.Scope) (int, error) {
+func (f failStore) DeleteEmbeddings(context.Context, string, memorykit.Scope) (int, error) {
 	return 0, f.err()
 }
-func (f failStore) ReapEmbeddingLeases(context.Context) (int, error) { return 0, f.err() }
-func (f failStore) ReapJobLeases(context.Context) (int, error)       { return 0, f.err() }
+func (f failStore) DeleteAllEmbeddings(context.Context, string) (int, error) { return 0, f.err() }
+func (f failStore) ReapEmbeddingLeases(context.Context) (int, error)         { return 0, f.err() }
+func (f failStore) ReapJobLeases(context.Context) (int, error)               { return 0, f.err() }
 
 // vectorErrStore answers recall with a foreign, non-recoverable vector
 // channel error.
@@ -324,14 +326,15 @@ func storeCalls(s memorykit.Store) []call {
 		}},
 		{"PutEmbedding", func(ctx context.Context) error {
 			return s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: id, Profile: profile,
-				ContentHash: memorykit.ContentHash(contentText), Vector: []float32{1}, WorkerID: id})
+				ContentHash: storekit.ContentHash(contentText), Vector: []float32{1}, WorkerID: id})
 		}},
 		{"ReleaseEmbedding", func(ctx context.Context) error {
 			return s.ReleaseEmbedding(ctx, memorykit.EmbeddingRelease{Scope: sc, RecordID: id, Profile: profile,
-				ContentHash: memorykit.ContentHash(contentText), WorkerID: id, Reason: content})
+				ContentHash: storekit.ContentHash(contentText), WorkerID: id, Reason: content})
 		}},
 		{"PendingEmbeddings", func(ctx context.Context) error { _, err := s.PendingEmbeddings(ctx, content); return err }},
-		{"DeleteEmbeddings", func(ctx context.Context) error { _, err := s.DeleteEmbeddings(ctx, content, &sc); return err }},
+		{"DeleteEmbeddings", func(ctx context.Context) error { _, err := s.DeleteEmbeddings(ctx, content, sc); return err }},
+		{"DeleteAllEmbeddings", func(ctx context.Context) error { _, err := s.DeleteAllEmbeddings(ctx, content); return err }},
 		{"EnqueueJob", func(ctx context.Context) error {
 			_, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id + "-new", Scope: sc, Payload: contentText + "\x00", MaxAttempts: 1})
 			return err
@@ -514,7 +517,9 @@ func componentCalls(t *testing.T, e *env) []call {
 				return err
 			}},
 			call{"runtime.Session.Remember", func(ctx context.Context) error { _, err := sess.Remember(ctx, writerInput()); return err }},
-			call{"runtime.Session.FinishTurn", func(ctx context.Context) error { return sess.FinishTurn(ctx, id, contentText).Err }},
+			call{"runtime.Session.FinishTurn", func(ctx context.Context) error {
+				return sess.FinishTurn(ctx, mkruntime.Turn{RunRef: id, Transcript: contentText}).Err
+			}},
 			call{"runtime.Session.ValidateOutput", func(context.Context) error { return sess.ValidateOutput("remembered " + contentText) }},
 		)
 	}

@@ -1,4 +1,4 @@
-package memorykit_test
+package storekit_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // rejection is one call that must fail with the given kind, field and
@@ -49,32 +50,32 @@ func testScope(t *testing.T) memorykit.Scope {
 
 var (
 	badScope = memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectUser, SubjectID: "u1"}
-	goodHash = memorykit.ContentHash("x")
+	goodHash = storekit.ContentHash("x")
 )
 
 func TestCheckScopedID(t *testing.T) {
 	t.Parallel()
 	scope := testScope(t)
-	if err := memorykit.CheckScopedID("test", scope, "r1"); err != nil {
+	if err := storekit.CheckScopedID("test", scope, "r1"); err != nil {
 		t.Fatalf("valid: %v", err)
 	}
 	runRejections(t, []rejection{
-		{"scope", func() error { return memorykit.CheckScopedID("test", badScope, "r1") }, memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
-		{"empty id", func() error { return memorykit.CheckScopedID("test", scope, "") }, memorykit.ErrInvalidInput, "id", "empty"},
-		{"bad id", func() error { return memorykit.CheckScopedID("test", scope, "a b") }, memorykit.ErrInvalidInput, "id", "bad_character"},
+		{"scope", func() error { return storekit.CheckScopedID("test", badScope, "r1") }, memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
+		{"empty id", func() error { return storekit.CheckScopedID("test", scope, "") }, memorykit.ErrInvalidInput, "id", "empty"},
+		{"bad id", func() error { return storekit.CheckScopedID("test", scope, "a b") }, memorykit.ErrInvalidInput, "id", "bad_character"},
 	})
 }
 
 func TestCheckActiveKey(t *testing.T) {
 	t.Parallel()
 	g, scope := testGuard(t), testScope(t)
-	key, err := g.CheckActiveKey("test", scope, memorykit.KindFact, "  Deploy  Region ")
+	key, err := storekit.CheckActiveKey(g, "test", scope, memorykit.KindFact, "  Deploy  Region ")
 	if err != nil || key != "deploy region" {
 		t.Fatalf("CheckActiveKey() = %q, %v; want the canonical key", key, err)
 	}
 	check := func(scope memorykit.Scope, kind memorykit.Kind, key string) func() error {
 		return func() error {
-			_, err := g.CheckActiveKey("test", scope, kind, key)
+			_, err := storekit.CheckActiveKey(g, "test", scope, kind, key)
 			return err
 		}
 	}
@@ -95,21 +96,21 @@ func TestCheckList(t *testing.T) {
 			Key: " A  Key ", Limit: 10, AfterID: "r1",
 		}
 	}
-	got, err := g.CheckList("test", valid())
+	got, err := storekit.CheckList(g, "test", valid())
 	if err != nil {
 		t.Fatalf("valid: %v", err)
 	}
 	if want := valid(); got.Key != "a key" || got.Limit != want.Limit || got.AfterID != want.AfterID || got.Kind != want.Kind {
 		t.Fatalf("CheckList() = %+v, want the filter with its key canonicalised", got)
 	}
-	if _, err := g.CheckList("test", memorykit.ListFilter{Scope: scope, Limit: 1}); err != nil {
+	if _, err := storekit.CheckList(g, "test", memorykit.ListFilter{Scope: scope, Limit: 1}); err != nil {
 		t.Fatalf("filter without the optional fields: %v", err)
 	}
 	check := func(mutate func(*memorykit.ListFilter)) func() error {
 		return func() error {
 			f := valid()
 			mutate(&f)
-			_, err := g.CheckList("test", f)
+			_, err := storekit.CheckList(g, "test", f)
 			return err
 		}
 	}
@@ -139,7 +140,7 @@ func TestCheckBatch(t *testing.T) {
 		}
 	}
 	in := []memorykit.BatchItem{item("r1"), item("")}
-	got, err := g.CheckBatch(ctx, "test", in, 0)
+	got, err := storekit.CheckBatch(ctx, g, "test", in, 0)
 	if err != nil {
 		t.Fatalf("valid batch: %v", err)
 	}
@@ -151,12 +152,12 @@ func TestCheckBatch(t *testing.T) {
 	if in[0].Record.Metadata["a"] != "1" || in[0].Record.Sources[0].Ref != "d1" {
 		t.Fatal("CheckBatch's records share metadata or sources with the input")
 	}
-	if got, err := g.CheckBatch(ctx, "test", nil, 0); err != nil || len(got) != 0 {
+	if got, err := storekit.CheckBatch(ctx, g, "test", nil, 0); err != nil || len(got) != 0 {
 		t.Fatalf("empty batch = %v, %v", got, err)
 	}
 	check := func(maxDims int, mutate func([]memorykit.BatchItem) []memorykit.BatchItem) func() error {
 		return func() error {
-			_, err := g.CheckBatch(ctx, "test", mutate([]memorykit.BatchItem{item("r1"), item("r2")}), maxDims)
+			_, err := storekit.CheckBatch(ctx, g, "test", mutate([]memorykit.BatchItem{item("r1"), item("r2")}), maxDims)
 			return err
 		}
 	}
@@ -192,7 +193,7 @@ func TestCheckBatch(t *testing.T) {
 	})
 }
 
-func TestRecallQueryValidate(t *testing.T) {
+func TestCheckRecallQuery(t *testing.T) {
 	t.Parallel()
 	scope := testScope(t)
 	valid := func() memorykit.RecallQuery {
@@ -201,24 +202,24 @@ func TestRecallQueryValidate(t *testing.T) {
 			Vector: []float32{0.5, 1}, Profile: "p",
 		}
 	}
-	if err := valid().Validate("test"); err != nil {
+	if err := storekit.CheckRecallQuery("test", valid()); err != nil {
 		t.Fatalf("valid: %v", err)
 	}
 	noVector := valid()
 	noVector.Vector, noVector.Profile = nil, ""
-	if err := noVector.Validate("test"); err != nil {
+	if err := storekit.CheckRecallQuery("test", noVector); err != nil {
 		t.Fatalf("no vector needs no profile: %v", err)
 	}
 	zero := valid()
 	zero.Vector = []float32{0, 0}
-	if err := zero.Validate("test"); err != nil {
+	if err := storekit.CheckRecallQuery("test", zero); err != nil {
 		t.Fatalf("a zero query vector is allowed (it matches nothing): %v", err)
 	}
 	check := func(mutate func(*memorykit.RecallQuery)) func() error {
 		return func() error {
 			q := valid()
 			mutate(&q)
-			return q.Validate("test")
+			return storekit.CheckRecallQuery("test", q)
 		}
 	}
 	nan := float32(math.NaN())
@@ -235,28 +236,28 @@ func TestRecallQueryValidate(t *testing.T) {
 
 func TestCheckContentHash(t *testing.T) {
 	t.Parallel()
-	if err := memorykit.CheckContentHash("test", goodHash); err != nil {
+	if err := storekit.CheckContentHash("test", goodHash); err != nil {
 		t.Fatalf("ContentHash's output: %v", err)
 	}
 	for _, bad := range []string{
 		"", "sha256:", strings.TrimPrefix(goodHash, "sha256:"), "md5:" + goodHash[7:],
 		goodHash[:len(goodHash)-1], goodHash + "0", strings.ToUpper(goodHash), goodHash[:70] + "g",
 	} {
-		wantError(t, memorykit.CheckContentHash("test", bad), memorykit.ErrInvalidInput, "content_hash", "malformed")
+		wantError(t, storekit.CheckContentHash("test", bad), memorykit.ErrInvalidInput, "content_hash", "malformed")
 	}
 }
 
 func TestCheckVector(t *testing.T) {
 	t.Parallel()
-	if err := memorykit.CheckVector("test", "v", []float32{0, 1}, 0); err != nil {
+	if err := storekit.CheckVector("test", "v", []float32{0, 1}, 0); err != nil {
 		t.Fatalf("valid, no bound: %v", err)
 	}
-	if err := memorykit.CheckVector("test", "v", []float32{0, 1}, 2); err != nil {
+	if err := storekit.CheckVector("test", "v", []float32{0, 1}, 2); err != nil {
 		t.Fatalf("valid, at the bound: %v", err)
 	}
 	inf := float32(math.Inf(1))
 	check := func(v []float32, maxDims int) func() error {
-		return func() error { return memorykit.CheckVector("test", "v", v, maxDims) }
+		return func() error { return storekit.CheckVector("test", "v", v, maxDims) }
 	}
 	runRejections(t, []rejection{
 		{"nil", check(nil, 0), memorykit.ErrInvalidInput, "v", "empty"},
@@ -273,40 +274,40 @@ func TestCheckVector(t *testing.T) {
 func TestLeaseChecks(t *testing.T) {
 	t.Parallel()
 	g := testGuard(t)
-	if err := memorykit.CheckLeaseTTL("test", time.Microsecond); err != nil {
+	if err := storekit.CheckLeaseTTL("test", time.Microsecond); err != nil {
 		t.Fatalf("one microsecond: %v", err)
 	}
-	if err := g.CheckLeaseMax("test", validLimits().MaxListSize); err != nil {
+	if err := storekit.CheckLeaseMax(g, "test", validLimits().MaxListSize); err != nil {
 		t.Fatalf("max at MaxListSize: %v", err)
 	}
 	emb := memorykit.EmbeddingLease{Profile: "p", WorkerID: "w1", TTL: time.Second, Max: 1}
-	if err := g.CheckEmbeddingLease("test", emb); err != nil {
+	if err := storekit.CheckEmbeddingLease(g, "test", emb); err != nil {
 		t.Fatalf("valid embedding lease: %v", err)
 	}
 	job := memorykit.JobLease{WorkerID: "w1", TTL: time.Second, Max: 1}
-	if err := g.CheckJobLease("test", job); err != nil {
+	if err := storekit.CheckJobLease(g, "test", job); err != nil {
 		t.Fatalf("valid job lease: %v", err)
 	}
 	embWith := func(mutate func(*memorykit.EmbeddingLease)) func() error {
 		return func() error {
 			p := emb
 			mutate(&p)
-			return g.CheckEmbeddingLease("test", p)
+			return storekit.CheckEmbeddingLease(g, "test", p)
 		}
 	}
 	jobWith := func(mutate func(*memorykit.JobLease)) func() error {
 		return func() error {
 			p := job
 			mutate(&p)
-			return g.CheckJobLease("test", p)
+			return storekit.CheckJobLease(g, "test", p)
 		}
 	}
 	runRejections(t, []rejection{
-		{"ttl zero", func() error { return memorykit.CheckLeaseTTL("test", 0) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
-		{"ttl negative", func() error { return memorykit.CheckLeaseTTL("test", -time.Second) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
-		{"ttl below precision", func() error { return memorykit.CheckLeaseTTL("test", time.Nanosecond) }, memorykit.ErrInvalidInput, "ttl", "below_precision"},
-		{"max zero", func() error { return g.CheckLeaseMax("test", 0) }, memorykit.ErrInvalidInput, "max", "must_be_positive"},
-		{"max above", func() error { return g.CheckLeaseMax("test", 11) }, memorykit.ErrInvalidInput, "max", "above_max_list_size"},
+		{"ttl zero", func() error { return storekit.CheckLeaseTTL("test", 0) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
+		{"ttl negative", func() error { return storekit.CheckLeaseTTL("test", -time.Second) }, memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
+		{"ttl below precision", func() error { return storekit.CheckLeaseTTL("test", time.Nanosecond) }, memorykit.ErrInvalidInput, "ttl", "below_precision"},
+		{"max zero", func() error { return storekit.CheckLeaseMax(g, "test", 0) }, memorykit.ErrInvalidInput, "max", "must_be_positive"},
+		{"max above", func() error { return storekit.CheckLeaseMax(g, "test", 11) }, memorykit.ErrInvalidInput, "max", "above_max_list_size"},
 		{"embedding profile", embWith(func(p *memorykit.EmbeddingLease) { p.Profile = "" }), memorykit.ErrInvalidInput, "profile", "bad_length"},
 		{"embedding worker", embWith(func(p *memorykit.EmbeddingLease) { p.WorkerID = "" }), memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"embedding ttl", embWith(func(p *memorykit.EmbeddingLease) { p.TTL = 0 }), memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
@@ -317,29 +318,29 @@ func TestLeaseChecks(t *testing.T) {
 	})
 }
 
-func TestEmbeddingPutAndReleaseValidate(t *testing.T) {
+func TestCheckEmbeddingPutAndRelease(t *testing.T) {
 	t.Parallel()
 	scope := testScope(t)
 	put := memorykit.EmbeddingPut{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, Vector: []float32{1}, WorkerID: "w1"}
-	if err := put.Validate("test", 0); err != nil {
+	if err := storekit.CheckEmbeddingPut("test", put, 0); err != nil {
 		t.Fatalf("valid put: %v", err)
 	}
 	rel := memorykit.EmbeddingRelease{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
-	if err := rel.Validate("test"); err != nil {
+	if err := storekit.CheckEmbeddingRelease("test", rel); err != nil {
 		t.Fatalf("valid release: %v", err)
 	}
 	putWith := func(maxDims int, mutate func(*memorykit.EmbeddingPut)) func() error {
 		return func() error {
 			p := put
 			mutate(&p)
-			return p.Validate("test", maxDims)
+			return storekit.CheckEmbeddingPut("test", p, maxDims)
 		}
 	}
 	relWith := func(mutate func(*memorykit.EmbeddingRelease)) func() error {
 		return func() error {
 			r := rel
 			mutate(&r)
-			return r.Validate("test")
+			return storekit.CheckEmbeddingRelease("test", r)
 		}
 	}
 	runRejections(t, []rejection{
@@ -364,25 +365,25 @@ func TestJobChecks(t *testing.T) {
 	g, scope := testGuard(t), testScope(t)
 	ctx := context.Background()
 	job := memorykit.NewJob{ID: "j1", Scope: scope, Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}
-	if err := g.CheckJob("test", job); err != nil {
+	if err := storekit.CheckJob(g, "test", job); err != nil {
 		t.Fatalf("valid job: %v", err)
 	}
 	done := memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1}
-	if err := g.CheckJobCompletion("test", done); err != nil {
+	if err := storekit.CheckJobCompletion(g, "test", done); err != nil {
 		t.Fatalf("valid completion: %v", err)
 	}
 	fail := memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
-	if err := fail.Validate("test"); err != nil {
+	if err := storekit.CheckJobFailure("test", fail); err != nil {
 		t.Fatalf("valid failure: %v", err)
 	}
-	if err := memorykit.CheckJobHolder("test", "j1", "w1"); err != nil {
+	if err := storekit.CheckJobHolder("test", "j1", "w1"); err != nil {
 		t.Fatalf("valid holder: %v", err)
 	}
 	jobWith := func(mutate func(*memorykit.NewJob)) func() error {
 		return func() error {
 			j := job
 			mutate(&j)
-			return g.CheckJob("test", j)
+			return storekit.CheckJob(g, "test", j)
 		}
 	}
 	tooMany := make([]memorykit.NewRecord, validLimits().MaxListSize+1)
@@ -392,34 +393,34 @@ func TestJobChecks(t *testing.T) {
 		{"job attempts", jobWith(func(j *memorykit.NewJob) { j.MaxAttempts = 0 }), memorykit.ErrInvalidInput, "max_attempts", "must_be_positive"},
 		{"job payload empty", jobWith(func(j *memorykit.NewJob) { j.Payload = "" }), memorykit.ErrInvalidInput, "payload", "empty"},
 		{"job payload long", jobWith(func(j *memorykit.NewJob) { j.Payload = strings.Repeat("p", 129) }), memorykit.ErrInvalidInput, "payload", "too_long"},
-		{"holder job id", func() error { return memorykit.CheckJobHolder("test", "", "w1") }, memorykit.ErrInvalidInput, "job_id", "empty"},
-		{"holder worker id", func() error { return memorykit.CheckJobHolder("test", "j1", "a b") }, memorykit.ErrInvalidInput, "worker_id", "bad_character"},
+		{"holder job id", func() error { return storekit.CheckJobHolder("test", "", "w1") }, memorykit.ErrInvalidInput, "job_id", "empty"},
+		{"holder worker id", func() error { return storekit.CheckJobHolder("test", "j1", "a b") }, memorykit.ErrInvalidInput, "worker_id", "bad_character"},
 		{"completion job id", func() error {
-			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "a b", WorkerID: "w1"})
+			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "a b", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "job_id", "bad_character"},
 		{"completion worker id", func() error {
-			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1"})
+			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "j1"})
 		}, memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"completion size", func() error {
-			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Candidates: tooMany})
+			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Candidates: tooMany})
 		}, memorykit.ErrInvalidInput, "candidates", "above_max_list_size"},
 		{"completion lease token", func() error {
-			return g.CheckJobCompletion("test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1"})
+			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"failure lease token", func() error {
-			return memorykit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "x"}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"release lease token", func() error {
-			return memorykit.JobRelease{JobID: "j1", WorkerID: "w1"}.Validate("test")
+			return storekit.CheckJobRelease("test", memorykit.JobRelease{JobID: "j1", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"failure job id", func() error {
-			return memorykit.JobFailure{WorkerID: "w1", Reason: "x"}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{WorkerID: "w1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "job_id", "empty"},
 		{"failure worker id", func() error {
-			return memorykit.JobFailure{JobID: "j1", Reason: "x"}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"failure reason", func() error {
-			return memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1}.Validate("test")
+			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1})
 		}, memorykit.ErrInvalidInput, "reason_code", "bad_length"},
 	})
 
@@ -428,7 +429,7 @@ func TestJobChecks(t *testing.T) {
 		Actor:    memorykit.Actor{Kind: memorykit.ActorWorker, ID: "w1"},
 		Metadata: map[string]string{"a": "1"}, Sources: []memorykit.Source{{Kind: "turn", Ref: "t1"}},
 	}
-	got, err := g.CheckCandidate(ctx, "test", 0, scope, cand)
+	got, err := storekit.CheckCandidate(ctx, g, "test", 0, scope, cand)
 	if err != nil || got.Key != "a key" {
 		t.Fatalf("CheckCandidate() = %+v, %v", got, err)
 	}
@@ -441,7 +442,7 @@ func TestJobChecks(t *testing.T) {
 		return func() error {
 			c := cand
 			mutate(&c)
-			_, err := g.CheckCandidate(ctx, "test", 2, scope, c)
+			_, err := storekit.CheckCandidate(ctx, g, "test", 2, scope, c)
 			return err
 		}
 	}
@@ -457,7 +458,7 @@ func TestJobChecks(t *testing.T) {
 func TestStoreChecksKeepContentOutOfErrors(t *testing.T) {
 	t.Parallel()
 	g, scope := testGuard(t), testScope(t)
-	_, err := g.CheckCandidate(context.Background(), "test", 0, scope, memorykit.NewRecord{
+	_, err := storekit.CheckCandidate(context.Background(), g, "test", 0, scope, memorykit.NewRecord{
 		Scope: scope, Kind: memorykit.KindNote, Key: "k", Content: "SECRET hunter2", Status: memorykit.StatusCandidate,
 		Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "w1"},
 	})

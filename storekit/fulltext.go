@@ -1,0 +1,83 @@
+package storekit
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// FullTextCandidate is a record that shares at least one term
+// (memorykit.SearchTerms against memorykit.IndexTerms) with a query.
+type FullTextCandidate struct {
+	ID string
+	// Matched is how many distinct query terms the record contains.
+	Matched int
+	// Weight is the sum of IDF over the matched terms, rounded with
+	// RoundWeight. It breaks ties between equal Matched counts, so rare
+	// terms ("caroline") outrank common ones ("the").
+	Weight    float64
+	UpdatedAt time.Time
+}
+
+// IDF is the inverse document frequency weight of a term that df of the n
+// recallable records in a scope contain: ln(1 + n/df).
+func IDF(n, df int) float64 {
+	if df <= 0 || n <= 0 {
+		return 0
+	}
+	return math.Log(1 + float64(n)/float64(df))
+}
+
+// RoundWeight rounds a full-text weight to 6 decimals, so the two stores,
+// which sum in different orders, compare equal weights as equal.
+func RoundWeight(w float64) float64 { return math.Round(w*1e6) / 1e6 }
+
+// FullTextRule is the specification's full-text rule, shared by every store:
+// a record matches if it shares any term; only records matching more than
+// half as many terms as the best match are kept; results rank by matched
+// terms, then by Weight, then by UpdatedAt (newest first), then by ID.
+//
+// It sorts cands in place and returns at most limit kept candidates and at
+// most limit candidates dropped for being below the threshold.
+func FullTextRule(cands []FullTextCandidate, limit int) (kept, below []FullTextCandidate) {
+	SortFullText(cands)
+	if len(cands) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	best := cands[0].Matched
+	for _, c := range cands {
+		if c.Matched <= 0 {
+			continue
+		}
+		if 2*c.Matched > best {
+			if len(kept) < limit {
+				kept = append(kept, c)
+			}
+		} else if len(below) < limit {
+			below = append(below, c)
+		}
+	}
+	return kept, below
+}
+
+// SortFullText orders candidates the way FullTextRule ranks them
+// (FullTextBefore).
+func SortFullText(cands []FullTextCandidate) {
+	sort.SliceStable(cands, func(i, j int) bool { return FullTextBefore(cands[i], cands[j]) })
+}
+
+// FullTextBefore reports whether a ranks before b: more matched terms, then
+// more weight, then newer, then the smaller ID. It is a strict total order
+// on distinct IDs, for stores that keep a bounded heap instead of sorting.
+func FullTextBefore(a, b FullTextCandidate) bool {
+	if a.Matched != b.Matched {
+		return a.Matched > b.Matched
+	}
+	if a.Weight != b.Weight {
+		return a.Weight > b.Weight
+	}
+	if !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return a.UpdatedAt.After(b.UpdatedAt)
+	}
+	return a.ID < b.ID
+}
