@@ -48,8 +48,8 @@ func BenchmarkEmbedWorker(b *testing.B) {
 				Store: s, Embedder: embedder.NewLocal(), Clock: clock.New(), Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
 				WorkerID: "bench-embed", LeaseTTL: 5 * time.Minute, BatchSize: 100, PollInterval: 10 * time.Millisecond,
 				EmbedDeadline: time.Minute, HandBackTimeout: 5 * time.Second,
-				Retry:        embedworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
-				StoreBackoff: embedworker.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Multiplier: 2},
+				Retry:        memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
+				StoreBackoff: memorykit.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Multiplier: 2},
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -49,9 +49,9 @@ func newEnvOn(t *testing.T, b pgstoretest.Backend) *env {
 
 // policy values shared by the tests.
 var (
-	retry        = embedworker.Backoff{Initial: 10 * time.Second, Max: time.Minute, Multiplier: 3}
-	storeBackoff = embedworker.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
-	reaperBack   = extractworker.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
+	retry        = memorykit.Backoff{Initial: 10 * time.Second, Max: time.Minute, Multiplier: 3}
+	storeBackoff = memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
+	reaperBack   = memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
 )
 
 const (

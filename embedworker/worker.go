@@ -35,6 +35,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -66,10 +67,10 @@ type Config struct {
 	EmbedDeadline time.Duration
 	// Retry sets when a record whose embedding failed recoverably may be
 	// leased again: RetryAt = now + Retry.Delay(attempt).
-	Retry Backoff
+	Retry memorykit.Backoff
 	// StoreBackoff sets the waits after recoverable store errors: the n-th
 	// consecutive failure waits StoreBackoff.Delay(n).
-	StoreBackoff Backoff
+	StoreBackoff memorykit.Backoff
 	// HandBackTimeout bounds the store calls that must not be cut short by
 	// a cancelled context: a lease call (an interrupted one could grant
 	// leases the worker never learns of) and handing leases back once the
@@ -122,7 +123,7 @@ func (cfg Config) validate(op string) error {
 			return memorykit.ConfigError(op, "scope", memorykit.ReasonCode(err))
 		}
 	}
-	return supervisor.LeaseSettings{
+	return worker.LeaseSettings{
 		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
 		Deadline: cfg.EmbedDeadline, DeadlineField: "embed_deadline", BatchSize: cfg.BatchSize,
 		PollInterval: cfg.PollInterval, HandBackTimeout: cfg.HandBackTimeout,
@@ -208,7 +209,7 @@ func (r *Round) add(o Round) {
 // recovered: the supervisor restarts the worker and the reaper returns its
 // leases once they expire.
 func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
-	poll := supervisor.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
+	poll := worker.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
 		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
 	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
@@ -519,21 +520,8 @@ func (b *batch) abandon(t memorykit.EmbeddingTask, step string, err error) {
 // follow StoreBackoff on the clock.
 func (b *batch) retryStore(op func(context.Context) error) error {
 	w := b.w
-	for n := 1; ; n++ {
-		err := op(b.workCtx)
-		if err == nil || !memorykit.IsRecoverable(err) || b.workCtx.Err() != nil {
-			return err
-		}
-		d := w.cfg.StoreBackoff.Delay(n)
-		if !w.cfg.Clock.Now().Add(d).Before(b.expiry) {
-			return err
-		}
-		w.log.Warn("store unavailable; retrying", zap.String("reason", memorykit.ReasonCode(err)),
-			zap.Int("try", n), zap.Duration("backoff", d))
-		if !supervisor.Sleep(b.workCtx, w.cfg.Clock, d, w.cfg.OnWait, supervisor.WaitStoreRetry) {
-			return err
-		}
-	}
+	return worker.StoreRetry{Clock: w.cfg.Clock, Backoff: w.cfg.StoreBackoff, OnWait: w.cfg.OnWait, Logger: w.log}.
+		Do(b.workCtx, b.expiry, op)
 }
 
 // emit sends one event per Scope among tasks, naming their records.

@@ -14,7 +14,7 @@ import (
 )
 
 func TestBackoffDelay(t *testing.T) {
-	b := extractworker.Backoff{Initial: 2 * time.Second, Max: 30 * time.Second, Multiplier: 2.5}
+	b := memorykit.Backoff{Initial: 2 * time.Second, Max: 30 * time.Second, Multiplier: 2.5}
 	want := []time.Duration{2 * time.Second, 5 * time.Second, 12500 * time.Millisecond, 30 * time.Second, 30 * time.Second}
 	for i, w := range want {
 		if got := b.Delay(i + 1); got != w {
@@ -27,21 +27,21 @@ func TestBackoffDelay(t *testing.T) {
 	if got := b.Delay(1 << 30); got != 30*time.Second {
 		t.Errorf("Delay(huge) = %v, want Max", got)
 	}
-	flat := extractworker.Backoff{Initial: time.Second, Max: time.Second, Multiplier: 1}
+	flat := memorykit.Backoff{Initial: time.Second, Max: time.Second, Multiplier: 1}
 	if got := flat.Delay(7); got != time.Second {
 		t.Errorf("constant Delay(7) = %v", got)
 	}
 }
 
 func TestBackoffValidate(t *testing.T) {
-	good := extractworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
+	good := memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
 	if err := good.Validate("op", "retry"); err != nil {
 		t.Fatalf("valid policy: %v", err)
 	}
-	cases := map[string]func(b *extractworker.Backoff){
-		"retry.initial":    func(b *extractworker.Backoff) { b.Initial = 0 },
-		"retry.max":        func(b *extractworker.Backoff) { b.Max = time.Millisecond },
-		"retry.multiplier": func(b *extractworker.Backoff) { b.Multiplier = 0.5 },
+	cases := map[string]func(b *memorykit.Backoff){
+		"retry.initial":    func(b *memorykit.Backoff) { b.Initial = 0 },
+		"retry.max":        func(b *memorykit.Backoff) { b.Max = time.Millisecond },
+		"retry.multiplier": func(b *memorykit.Backoff) { b.Multiplier = 0.5 },
 	}
 	for field, mutate := range cases {
 		b := good
@@ -56,7 +56,7 @@ func TestBackoffValidate(t *testing.T) {
 		b.Multiplier = m
 		testkit.WantKind(t, b.Validate("op", "retry"), memorykit.ErrInvalidConfig)
 	}
-	if err := (extractworker.Backoff{}).Validate("op", "retry"); err == nil {
+	if err := (memorykit.Backoff{}).Validate("op", "retry"); err == nil {
 		t.Fatal("zero policy accepted")
 	}
 }
@@ -92,8 +92,8 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 		{"batch_size", func(c *extractworker.Config) { c.BatchSize = testkit.Limits().MaxListSize + 1 }},
 		{"poll_interval", func(c *extractworker.Config) { c.PollInterval = 0 }},
 		{"hand_back_timeout", func(c *extractworker.Config) { c.HandBackTimeout = 0 }},
-		{"retry.initial", func(c *extractworker.Config) { c.Retry = extractworker.Backoff{} }},
-		{"store_backoff.initial", func(c *extractworker.Config) { c.StoreBackoff = extractworker.Backoff{} }},
+		{"retry.initial", func(c *extractworker.Config) { c.Retry = memorykit.Backoff{} }},
+		{"store_backoff.initial", func(c *extractworker.Config) { c.StoreBackoff = memorykit.Backoff{} }},
 	}
 	for _, c := range cases {
 		cfg := good

@@ -47,8 +47,8 @@ func newEnvOn(t *testing.T, b pgstoretest.Backend) *env {
 
 // policy values shared by the tests.
 var (
-	retry        = extractworker.Backoff{Initial: 10 * time.Second, Max: time.Minute, Multiplier: 3}
-	storeBackoff = extractworker.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
+	retry        = memorykit.Backoff{Initial: 10 * time.Second, Max: time.Minute, Multiplier: 3}
+	storeBackoff = memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
 )
 
 const (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -50,11 +51,11 @@ type Config struct {
 	JobDeadline time.Duration
 	// Retry sets when a failed attempt may run again:
 	// JobFailure.RetryAt = now + Retry.Delay(attempt).
-	Retry Backoff
+	Retry memorykit.Backoff
 	// StoreBackoff sets the waits after recoverable store errors (the
 	// database went away): the n-th consecutive failure waits
 	// StoreBackoff.Delay(n).
-	StoreBackoff Backoff
+	StoreBackoff memorykit.Backoff
 	// HandBackTimeout bounds the store calls that must not be cut short by
 	// a cancelled context: a lease call (an interrupted one could grant
 	// leases the worker never learns of) and handing leases back once the
@@ -89,7 +90,7 @@ func (cfg Config) validate(op string) error {
 	case cfg.Events == nil:
 		return missing("events")
 	}
-	if err := (supervisor.LeaseSettings{
+	if err := (worker.LeaseSettings{
 		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
 		Deadline: cfg.JobDeadline, DeadlineField: "job_deadline", BatchSize: cfg.BatchSize,
 		PollInterval: cfg.PollInterval, HandBackTimeout: cfg.HandBackTimeout,
@@ -169,7 +170,7 @@ type Round struct {
 // supervisor (which restarts the worker), and the job's lease is left to
 // expire so the Reaper returns it, counting the attempt.
 func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
-	poll := supervisor.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
+	poll := worker.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
 		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
 	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
@@ -524,21 +525,8 @@ func (w *Worker) storeFailed(workCtx context.Context, job memorykit.Job, step st
 // recoverable one, the work context ends, or the lease runs out. Waits
 // follow StoreBackoff on the clock.
 func (w *Worker) retryStore(workCtx context.Context, job memorykit.Job, op func(context.Context) error) error {
-	for n := 1; ; n++ {
-		err := op(workCtx)
-		if err == nil || !memorykit.IsRecoverable(err) || workCtx.Err() != nil {
-			return err
-		}
-		d := w.cfg.StoreBackoff.Delay(n)
-		if !w.cfg.Clock.Now().Add(d).Before(job.LeaseExpiresAt) {
-			return err
-		}
-		w.log.Warn("store unavailable; retrying", zap.String("job_id", job.ID),
-			zap.String("reason", memorykit.ReasonCode(err)), zap.Int("try", n), zap.Duration("backoff", d))
-		if !supervisor.Sleep(workCtx, w.cfg.Clock, d, w.cfg.OnWait, supervisor.WaitStoreRetry) {
-			return err
-		}
-	}
+	return worker.StoreRetry{Clock: w.cfg.Clock, Backoff: w.cfg.StoreBackoff, OnWait: w.cfg.OnWait, Logger: w.log}.
+		Do(workCtx, job.LeaseExpiresAt, op, zap.String("job_id", job.ID))
 }
 
 // event builds a content-free event about job.

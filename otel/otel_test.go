@@ -258,7 +258,7 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 				EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
 				JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 				HandBackTimeout: 20 * time.Minute,
-				Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
+				Restart:         memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 5,
 			},
 			Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
 			Outbox: mkruntime.OutboxV1(),

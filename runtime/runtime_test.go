@@ -76,7 +76,7 @@ func workers() mkruntime.Workers {
 		EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
 		JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 		HandBackTimeout: 20 * time.Minute,
-		Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
+		Restart:         memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 5,
 	}
 }
 

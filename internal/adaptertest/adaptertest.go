@@ -25,7 +25,6 @@ import (
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	mkruntime "github.com/goagents/memorykit/runtime"
-	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -114,7 +113,7 @@ func New(t testing.TB) *Fixture {
 			EmbedRetry: backoff, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 30 * time.Second,
 			JobRetry: backoff, JobMaxAttempts: 5, JobMaxReaps: 10, ReapInterval: 10 * time.Second, StoreBackoff: backoff,
 			HandBackTimeout: 5 * time.Second,
-			Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
+			Restart:         memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 10,
 		},
 		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
 		Outbox: mkruntime.Outbox{MaxTurns: 100, MaxBytes: 1 << 20, Retry: backoff},
