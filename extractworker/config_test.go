@@ -11,6 +11,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/storetest"
 )
 
 func TestBackoffDelay(t *testing.T) {
@@ -89,7 +90,7 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 		{"lease_ttl", func(c *extractworker.Config) { c.LeaseTTL = c.JobDeadline }},
 		{"job_deadline", func(c *extractworker.Config) { c.JobDeadline = 0 }},
 		{"batch_size", func(c *extractworker.Config) { c.BatchSize = 0 }},
-		{"batch_size", func(c *extractworker.Config) { c.BatchSize = testkit.Limits().MaxListSize + 1 }},
+		{"batch_size", func(c *extractworker.Config) { c.BatchSize = storetest.Limits().MaxListSize + 1 }},
 		{"poll_interval", func(c *extractworker.Config) { c.PollInterval = 0 }},
 		{"hand_back_timeout", func(c *extractworker.Config) { c.HandBackTimeout = 0 }},
 		{"retry.initial", func(c *extractworker.Config) { c.Retry = memorykit.Backoff{} }},

@@ -22,7 +22,6 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/memorytools"
 	mkotel "github.com/goagents/memorykit/otel"
 	"github.com/goagents/memorykit/projector"
@@ -230,7 +229,7 @@ func (s *stepper) until(what string, cond func() bool) {
 // embed and extract, on both stores, then reads every instrument through a
 // ManualReader and every span through a SpanRecorder.
 func TestScriptedSessionMetricsAndSpans(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		store := be.Open(t, clk)
 		sink := &testkit.Sink{}

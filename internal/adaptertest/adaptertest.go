@@ -21,7 +21,6 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	mkruntime "github.com/goagents/memorykit/runtime"
@@ -86,7 +85,14 @@ func New(t testing.TB) *Fixture {
 	}
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: testkit.NewTombstones(t)})
+	// A keyer of its own rather than testkit's: the kit imports every
+	// store, and the adapter modules that use this fixture should not
+	// need the PostgreSQL driver to build their tests.
+	tombstones, err := memorykit.NewTombstoneKeyer([]byte("adaptertest tombstone secret, tests only"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: tombstones})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,8 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/pgstore"
@@ -36,6 +36,7 @@ import (
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -220,7 +221,7 @@ func newEnv(t *testing.T, f fault) *env {
 	if f == faultValidator {
 		validator = failValidator{}
 	}
-	guard, err := memorykit.NewWriteGuard(testkit.Limits(), validator)
+	guard, err := memorykit.NewWriteGuard(storetest.Limits(), validator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +588,7 @@ func TestNoCallerContentInErrors(t *testing.T) {
 	t.Run("pgstore", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		ctx := context.Background()
-		guard, err := memorykit.NewWriteGuard(testkit.Limits(), failValidator{})
+		guard, err := memorykit.NewWriteGuard(storetest.Limits(), failValidator{})
 		if err != nil {
 			t.Fatal(err)
 		}
