@@ -248,26 +248,16 @@ const (
 // the reaper. If the work context ended meanwhile, the batch is handed
 // back.
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
-	if err := fetchCtx.Err(); err != nil {
-		return Round{}, memorykit.WrapError("embedworker.lease", memorykit.ErrUnavailable, "context_done", err)
-	}
 	leasedAt := w.cfg.Clock.Now()
-	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
-	tasks, err := w.cfg.Store.LeaseEmbeddings(leaseCtx, memorykit.EmbeddingLease{
-		Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
-		Scope: w.cfg.Scope,
-	})
-	expired := clockctx.Expired(leaseCtx)
-	cancel()
+	tasks, err := worker.Lease(fetchCtx, workCtx, w.cfg.Clock, w.cfg.HandBackTimeout, "embedworker.lease",
+		func(ctx context.Context) ([]memorykit.EmbeddingTask, error) {
+			return w.cfg.Store.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{
+				Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
+				Scope: w.cfg.Scope,
+			})
+		})
 	if err != nil {
-		if expired {
-			// The store took longer than HandBackTimeout: treat it like
-			// an unavailable store (back off and try again) rather than
-			// a failure that restarts the actor. A lease granted as the
-			// call was cut short returns to the queue when it expires.
-			return Round{}, memorykit.Contain("embedworker.lease", memorykit.Recoverable(err))
-		}
-		return Round{}, memorykit.Contain("embedworker.lease", err)
+		return Round{}, err
 	}
 	r := Round{Leased: len(tasks)}
 	if len(tasks) == 0 {

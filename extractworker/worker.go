@@ -216,24 +216,14 @@ type outcome struct {
 // without the worker learning of it, which would strand the jobs until the
 // reaper. If the work context ended meanwhile, the batch is handed back.
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
-	if err := fetchCtx.Err(); err != nil {
-		return Round{}, memorykit.WrapError("extractworker.lease", memorykit.ErrUnavailable, "context_done", err)
-	}
-	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
-	jobs, err := w.cfg.Store.LeaseJobs(leaseCtx, memorykit.JobLease{
-		WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
-	})
-	expired := clockctx.Expired(leaseCtx)
-	cancel()
+	jobs, err := worker.Lease(fetchCtx, workCtx, w.cfg.Clock, w.cfg.HandBackTimeout, "extractworker.lease",
+		func(ctx context.Context) ([]memorykit.Job, error) {
+			return w.cfg.Store.LeaseJobs(ctx, memorykit.JobLease{
+				WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
+			})
+		})
 	if err != nil {
-		if expired {
-			// The store took longer than HandBackTimeout: treat it like
-			// an unavailable store (back off and try again) rather than
-			// a failure that restarts the actor. A lease granted as the
-			// call was cut short returns to the queue when it expires.
-			return Round{}, memorykit.Contain("extractworker.lease", memorykit.Recoverable(err))
-		}
-		return Round{}, memorykit.Contain("extractworker.lease", err)
+		return Round{}, err
 	}
 	r := Round{Leased: len(jobs)}
 	if len(jobs) == 0 {

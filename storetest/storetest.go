@@ -133,16 +133,9 @@ var Epoch = time.Date(2026, time.March, 2, 9, 30, 0, 123456789, time.UTC)
 // of memorykit's tests, roomy enough for its worker and runtime tests.
 func Limits() memorykit.Limits {
 	return memorykit.Limits{
-		Version:            1,
-		MaxKeyBytes:        128,
-		MaxContentBytes:    4096,
-		MaxMetadataEntries: 8,
-		MaxMetadataBytes:   1024,
-		MaxSources:         8,
-		MaxSourceBytes:     512,
-		MaxListSize:        100,
-		MaxJobPayloadBytes: 16384,
-		MaxReasonBytes:     1024,
+		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
+		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
+		MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
 	}
 }
 
