@@ -35,6 +35,8 @@ func (b Backoff) Validate() error {
 		return bad("max", "below_initial")
 	case math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0):
 		return bad("multiplier", "not_finite")
+	case b.Multiplier <= 0:
+		return bad("multiplier", "not_positive")
 	case b.Multiplier < 1:
 		return bad("multiplier", "below_one")
 	}

@@ -14,13 +14,13 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
-	b := embedworker.Backoff{Initial: time.Second, Max: 20 * time.Second, Multiplier: 3}
+	b := memorykit.Backoff{Initial: time.Second, Max: 20 * time.Second, Multiplier: 3}
 	for i, want := range []time.Duration{time.Second, 3 * time.Second, 9 * time.Second, 20 * time.Second, 20 * time.Second} {
 		if got := b.Delay(i + 1); got != want {
 			t.Errorf("Delay(%d) = %v, want %v", i+1, got, want)
 		}
 	}
-	for field, bad := range map[string]embedworker.Backoff{
+	for field, bad := range map[string]memorykit.Backoff{
 		"retry.initial":    {Max: time.Second, Multiplier: 2},
 		"retry.max":        {Initial: time.Second, Max: time.Millisecond, Multiplier: 2},
 		"retry.multiplier": {Initial: time.Second, Max: time.Second, Multiplier: math.NaN()},
@@ -76,7 +76,7 @@ func TestConfigFailsClosed(t *testing.T) {
 		{"poll_interval", func(c *embedworker.Config) { c.PollInterval = -time.Second }},
 		{"hand_back_timeout", func(c *embedworker.Config) { c.HandBackTimeout = 0 }},
 		{"retry.multiplier", func(c *embedworker.Config) { c.Retry.Multiplier = 0.9 }},
-		{"store_backoff.initial", func(c *embedworker.Config) { c.StoreBackoff = embedworker.Backoff{} }},
+		{"store_backoff.initial", func(c *embedworker.Config) { c.StoreBackoff = memorykit.Backoff{} }},
 	}
 	for _, c := range cases {
 		cfg := good

@@ -52,8 +52,8 @@ func ExampleWorker_RunUntilEmpty() {
 		Store: store, Embedder: embedder.NewLocal(), Clock: clk, Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
 		WorkerID: "rebuild-cli", LeaseTTL: 5 * time.Minute, BatchSize: 10, PollInterval: time.Second,
 		EmbedDeadline: time.Minute, HandBackTimeout: 5 * time.Second,
-		Retry:        embedworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
-		StoreBackoff: embedworker.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2},
+		Retry:        memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
+		StoreBackoff: memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2},
 	})
 	if err != nil {
 		panic(err)

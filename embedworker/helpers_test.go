@@ -15,7 +15,6 @@ import (
 	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -27,21 +26,21 @@ func TestMain(m *testing.M) {
 type env struct {
 	*testkit.Harness
 	store memorykit.Store
-	pg    *pgstoretest.DB // nil for memorystore
+	pg    *testkit.DB // nil for memorystore
 }
 
 // eachStore runs fn as a parallel subtest on memorystore and on pgstore.
 func eachStore(t *testing.T, fn func(t *testing.T, e *env)) {
-	pgstoretest.Each(t, func(t *testing.T, b pgstoretest.Backend) { fn(t, newEnvOn(t, b)) })
+	testkit.Each(t, func(t *testing.T, b testkit.Backend) { fn(t, newEnvOn(t, b)) })
 }
 
 // pgOnly returns an env on a fresh pgstore schema.
-func pgOnly(t *testing.T) *env { return newEnvOn(t, pgstoretest.Postgres(t)) }
+func pgOnly(t *testing.T) *env { return newEnvOn(t, testkit.Postgres(t)) }
 
 // newEnv returns an env without a store.
 func newEnv(t *testing.T) *env { return &env{Harness: testkit.NewHarness(t)} }
 
-func newEnvOn(t *testing.T, b pgstoretest.Backend) *env {
+func newEnvOn(t *testing.T, b testkit.Backend) *env {
 	e := newEnv(t)
 	e.store, e.pg = b.Open(t, e.Clock), b.DB
 	return e
@@ -49,9 +48,9 @@ func newEnvOn(t *testing.T, b pgstoretest.Backend) *env {
 
 // policy values shared by the tests.
 var (
-	retry        = embedworker.Backoff{Initial: 10 * time.Second, Max: time.Minute, Multiplier: 3}
-	storeBackoff = embedworker.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
-	reaperBack   = extractworker.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
+	retry        = memorykit.Backoff{Initial: 10 * time.Second, Max: time.Minute, Multiplier: 3}
+	storeBackoff = memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
+	reaperBack   = memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
 )
 
 const (

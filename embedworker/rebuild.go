@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -83,7 +84,7 @@ func (w *Worker) RunUntilEmpty(ctx context.Context, opts RebuildOptions) (Progre
 		if idle >= opts.MaxIdleRounds {
 			return p, &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: "stalled", Err: ErrStalled}
 		}
-		if idle > 0 && !supervisor.Sleep(ctx, w.cfg.Clock, w.cfg.PollInterval, w.cfg.OnWait, supervisor.WaitIdle) {
+		if idle > 0 && !worker.Sleep(ctx, w.cfg.Clock, w.cfg.PollInterval, w.cfg.OnWait, supervisor.WaitIdle) {
 			return p, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
 		}
 		r, err := w.round(ctx, ctx)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -66,10 +67,10 @@ type Config struct {
 	EmbedDeadline time.Duration
 	// Retry sets when a record whose embedding failed recoverably may be
 	// leased again: RetryAt = now + Retry.Delay(attempt).
-	Retry Backoff
+	Retry memorykit.Backoff
 	// StoreBackoff sets the waits after recoverable store errors: the n-th
 	// consecutive failure waits StoreBackoff.Delay(n).
-	StoreBackoff Backoff
+	StoreBackoff memorykit.Backoff
 	// HandBackTimeout bounds the store calls that must not be cut short by
 	// a cancelled context: a lease call (an interrupted one could grant
 	// leases the worker never learns of) and handing leases back once the
@@ -122,7 +123,7 @@ func (cfg Config) validate(op string) error {
 			return memorykit.ConfigError(op, "scope", memorykit.ReasonCode(err))
 		}
 	}
-	return supervisor.LeaseSettings{
+	return worker.LeaseSettings{
 		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
 		Deadline: cfg.EmbedDeadline, DeadlineField: "embed_deadline", BatchSize: cfg.BatchSize,
 		PollInterval: cfg.PollInterval, HandBackTimeout: cfg.HandBackTimeout,
@@ -208,7 +209,7 @@ func (r *Round) add(o Round) {
 // recovered: the supervisor restarts the worker and the reaper returns its
 // leases once they expire.
 func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
-	poll := supervisor.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
+	poll := worker.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
 		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
 	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
@@ -247,26 +248,16 @@ const (
 // the reaper. If the work context ended meanwhile, the batch is handed
 // back.
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
-	if err := fetchCtx.Err(); err != nil {
-		return Round{}, memorykit.WrapError("embedworker.lease", memorykit.ErrUnavailable, "context_done", err)
-	}
 	leasedAt := w.cfg.Clock.Now()
-	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
-	tasks, err := w.cfg.Store.LeaseEmbeddings(leaseCtx, memorykit.EmbeddingLease{
-		Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
-		Scope: w.cfg.Scope,
-	})
-	expired := clockctx.Expired(leaseCtx)
-	cancel()
+	tasks, err := worker.Lease(fetchCtx, workCtx, w.cfg.Clock, w.cfg.HandBackTimeout, "embedworker.lease",
+		func(ctx context.Context) ([]memorykit.EmbeddingTask, error) {
+			return w.cfg.Store.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{
+				Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
+				Scope: w.cfg.Scope,
+			})
+		})
 	if err != nil {
-		if expired {
-			// The store took longer than HandBackTimeout: treat it like
-			// an unavailable store (back off and try again) rather than
-			// a failure that restarts the actor. A lease granted as the
-			// call was cut short returns to the queue when it expires.
-			return Round{}, memorykit.Contain("embedworker.lease", memorykit.Recoverable(err))
-		}
-		return Round{}, memorykit.Contain("embedworker.lease", err)
+		return Round{}, err
 	}
 	r := Round{Leased: len(tasks)}
 	if len(tasks) == 0 {
@@ -519,21 +510,8 @@ func (b *batch) abandon(t memorykit.EmbeddingTask, step string, err error) {
 // follow StoreBackoff on the clock.
 func (b *batch) retryStore(op func(context.Context) error) error {
 	w := b.w
-	for n := 1; ; n++ {
-		err := op(b.workCtx)
-		if err == nil || !memorykit.IsRecoverable(err) || b.workCtx.Err() != nil {
-			return err
-		}
-		d := w.cfg.StoreBackoff.Delay(n)
-		if !w.cfg.Clock.Now().Add(d).Before(b.expiry) {
-			return err
-		}
-		w.log.Warn("store unavailable; retrying", zap.String("reason", memorykit.ReasonCode(err)),
-			zap.Int("try", n), zap.Duration("backoff", d))
-		if !supervisor.Sleep(b.workCtx, w.cfg.Clock, d, w.cfg.OnWait, supervisor.WaitStoreRetry) {
-			return err
-		}
-	}
+	return worker.StoreRetry{Clock: w.cfg.Clock, Backoff: w.cfg.StoreBackoff, OnWait: w.cfg.OnWait, Logger: w.log}.
+		Do(b.workCtx, b.expiry, op)
 }
 
 // emit sends one event per Scope among tasks, naming their records.

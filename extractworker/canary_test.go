@@ -9,6 +9,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/storetest"
 )
 
 // quotingValidator is the worst case of a Host validator: its error quotes
@@ -56,7 +57,7 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 			return ps, nil
 		}
 		cfg := e.config("worker-a", x)
-		g, err := memorykit.NewWriteGuard(testkit.Limits(), quotingValidator{})
+		g, err := memorykit.NewWriteGuard(storetest.Limits(), quotingValidator{})
 		if err != nil {
 			t.Fatal(err)
 		}

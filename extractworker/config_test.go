@@ -11,10 +11,11 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/storetest"
 )
 
 func TestBackoffDelay(t *testing.T) {
-	b := extractworker.Backoff{Initial: 2 * time.Second, Max: 30 * time.Second, Multiplier: 2.5}
+	b := memorykit.Backoff{Initial: 2 * time.Second, Max: 30 * time.Second, Multiplier: 2.5}
 	want := []time.Duration{2 * time.Second, 5 * time.Second, 12500 * time.Millisecond, 30 * time.Second, 30 * time.Second}
 	for i, w := range want {
 		if got := b.Delay(i + 1); got != w {
@@ -27,21 +28,21 @@ func TestBackoffDelay(t *testing.T) {
 	if got := b.Delay(1 << 30); got != 30*time.Second {
 		t.Errorf("Delay(huge) = %v, want Max", got)
 	}
-	flat := extractworker.Backoff{Initial: time.Second, Max: time.Second, Multiplier: 1}
+	flat := memorykit.Backoff{Initial: time.Second, Max: time.Second, Multiplier: 1}
 	if got := flat.Delay(7); got != time.Second {
 		t.Errorf("constant Delay(7) = %v", got)
 	}
 }
 
 func TestBackoffValidate(t *testing.T) {
-	good := extractworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
+	good := memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
 	if err := memorykit.PrefixField("op", "retry", good.Validate()); err != nil {
 		t.Fatalf("valid policy: %v", err)
 	}
-	cases := map[string]func(b *extractworker.Backoff){
-		"retry.initial":    func(b *extractworker.Backoff) { b.Initial = 0 },
-		"retry.max":        func(b *extractworker.Backoff) { b.Max = time.Millisecond },
-		"retry.multiplier": func(b *extractworker.Backoff) { b.Multiplier = 0.5 },
+	cases := map[string]func(b *memorykit.Backoff){
+		"retry.initial":    func(b *memorykit.Backoff) { b.Initial = 0 },
+		"retry.max":        func(b *memorykit.Backoff) { b.Max = time.Millisecond },
+		"retry.multiplier": func(b *memorykit.Backoff) { b.Multiplier = 0.5 },
 	}
 	for field, mutate := range cases {
 		b := good
@@ -56,7 +57,7 @@ func TestBackoffValidate(t *testing.T) {
 		b.Multiplier = m
 		testkit.WantKind(t, memorykit.PrefixField("op", "retry", b.Validate()), memorykit.ErrInvalidConfig)
 	}
-	if err := memorykit.PrefixField("op", "retry", (extractworker.Backoff{}).Validate()); err == nil {
+	if err := memorykit.PrefixField("op", "retry", (memorykit.Backoff{}).Validate()); err == nil {
 		t.Fatal("zero policy accepted")
 	}
 }
@@ -89,11 +90,11 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 		{"lease_ttl", func(c *extractworker.Config) { c.LeaseTTL = c.JobDeadline }},
 		{"job_deadline", func(c *extractworker.Config) { c.JobDeadline = 0 }},
 		{"batch_size", func(c *extractworker.Config) { c.BatchSize = 0 }},
-		{"batch_size", func(c *extractworker.Config) { c.BatchSize = testkit.Limits().MaxListSize + 1 }},
+		{"batch_size", func(c *extractworker.Config) { c.BatchSize = storetest.Limits().MaxListSize + 1 }},
 		{"poll_interval", func(c *extractworker.Config) { c.PollInterval = 0 }},
 		{"hand_back_timeout", func(c *extractworker.Config) { c.HandBackTimeout = 0 }},
-		{"retry.initial", func(c *extractworker.Config) { c.Retry = extractworker.Backoff{} }},
-		{"store_backoff.initial", func(c *extractworker.Config) { c.StoreBackoff = extractworker.Backoff{} }},
+		{"retry.initial", func(c *extractworker.Config) { c.Retry = memorykit.Backoff{} }},
+		{"store_backoff.initial", func(c *extractworker.Config) { c.StoreBackoff = memorykit.Backoff{} }},
 	}
 	for _, c := range cases {
 		cfg := good

@@ -8,6 +8,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/storetest"
 )
 
 func (e *env) enqueuer(store memorykit.JobStore, az memorykit.Authorizer) *extractworker.Enqueuer {
@@ -98,7 +99,7 @@ func TestEnqueueFailureDoesNotFailTheTurn(t *testing.T) {
 			{"run_ref_with_text", func() extractworker.Turn { t := ok; t.RunRef = "run 1 " + canary; return t }, nil, memorykit.ErrInvalidInput, "bad_character"},
 			{"payload_too_long", func() extractworker.Turn {
 				t := ok
-				t.Payload = strings.Repeat("y", testkit.Limits().MaxJobPayloadBytes+1)
+				t.Payload = strings.Repeat("y", storetest.Limits().MaxJobPayloadBytes+1)
 				return t
 			}, nil, memorykit.ErrInvalidInput, "too_long"},
 			{"empty_payload", func() extractworker.Turn { t := ok; t.Payload = ""; return t }, nil, memorykit.ErrInvalidInput, "empty"},

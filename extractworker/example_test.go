@@ -79,22 +79,22 @@ func Example() {
 		Store: store, Extractor: oneFact{}, Guard: guard, Clock: clk, Logger: log, Events: events,
 		WorkerID: "host-1", LeaseTTL: 2 * time.Minute, BatchSize: 8, PollInterval: time.Second,
 		JobDeadline: 30 * time.Second, HandBackTimeout: 5 * time.Second,
-		Retry:        extractworker.Backoff{Initial: 10 * time.Second, Max: 10 * time.Minute, Multiplier: 3},
-		StoreBackoff: extractworker.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2},
+		Retry:        memorykit.Backoff{Initial: 10 * time.Second, Max: 10 * time.Minute, Multiplier: 3},
+		StoreBackoff: memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2},
 	})
 	if err != nil {
 		panic(err)
 	}
 	reaper, err := extractworker.NewReaper(extractworker.ReaperConfig{
 		Store: store, Clock: clk, Logger: log, Events: events, Interval: 30 * time.Second,
-		StoreBackoff: extractworker.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2},
+		StoreBackoff: memorykit.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2},
 	})
 	if err != nil {
 		panic(err)
 	}
 	sup, err := supervisor.New(supervisor.Config{
 		Clock: clk, Logger: log, Events: memorykit.DiscardEvents{},
-		Backoff: supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
+		Backoff: memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 10,
 	}, worker, reaper)
 	if err != nil {
 		panic(err)

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -39,7 +40,7 @@ type ReaperConfig struct {
 	// Interval is the wait between rounds.
 	Interval time.Duration
 	// StoreBackoff sets the waits after recoverable store errors.
-	StoreBackoff Backoff
+	StoreBackoff memorykit.Backoff
 	// OnWait, if set, is called on the reaper's goroutine right after a
 	// wait's timer has been armed (see Config.OnWait).
 	OnWait func(supervisor.Wait)
@@ -138,7 +139,7 @@ func (r *Reaper) report(reason string, n int) {
 // are logged as reason codes and retried after StoreBackoff; others are
 // returned to the supervisor.
 func (r *Reaper) Run(fetchCtx, workCtx context.Context) error {
-	poll := supervisor.Poll{Clock: r.cfg.Clock, Interval: r.cfg.Interval, Backoff: r.cfg.StoreBackoff,
+	poll := worker.Poll{Clock: r.cfg.Clock, Interval: r.cfg.Interval, Backoff: r.cfg.StoreBackoff,
 		OnWait: r.cfg.OnWait, Logger: r.log, What: "reap"}
 	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		_, err := r.RunOnce(fetchCtx)

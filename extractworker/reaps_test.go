@@ -169,7 +169,7 @@ func TestHandledOutageLogsAWarning(t *testing.T) {
 	cfg := e.config("worker-a", newExtractor(e.Clock))
 	cfg.Store = fs
 	// The first store retry would end past the lease: give up at once.
-	cfg.StoreBackoff = extractworker.Backoff{Initial: leaseTTL, Max: leaseTTL, Multiplier: 1}
+	cfg.StoreBackoff = memorykit.Backoff{Initial: leaseTTL, Max: leaseTTL, Multiplier: 1}
 	w := e.worker(cfg)
 	if r := runOnce(t, w); r.Abandoned != 1 {
 		t.Fatalf("round = %+v, want one abandoned", r)

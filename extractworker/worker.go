@@ -13,6 +13,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -50,11 +51,11 @@ type Config struct {
 	JobDeadline time.Duration
 	// Retry sets when a failed attempt may run again:
 	// JobFailure.RetryAt = now + Retry.Delay(attempt).
-	Retry Backoff
+	Retry memorykit.Backoff
 	// StoreBackoff sets the waits after recoverable store errors (the
 	// database went away): the n-th consecutive failure waits
 	// StoreBackoff.Delay(n).
-	StoreBackoff Backoff
+	StoreBackoff memorykit.Backoff
 	// HandBackTimeout bounds the store calls that must not be cut short by
 	// a cancelled context: a lease call (an interrupted one could grant
 	// leases the worker never learns of) and handing leases back once the
@@ -89,7 +90,7 @@ func (cfg Config) validate(op string) error {
 	case cfg.Events == nil:
 		return missing("events")
 	}
-	if err := (supervisor.LeaseSettings{
+	if err := (worker.LeaseSettings{
 		NamePrefix: namePrefix, WorkerID: cfg.WorkerID, LeaseTTL: cfg.LeaseTTL,
 		Deadline: cfg.JobDeadline, DeadlineField: "job_deadline", BatchSize: cfg.BatchSize,
 		PollInterval: cfg.PollInterval, HandBackTimeout: cfg.HandBackTimeout,
@@ -169,7 +170,7 @@ type Round struct {
 // supervisor (which restarts the worker), and the job's lease is left to
 // expire so the Reaper returns it, counting the attempt.
 func (w *Worker) Run(fetchCtx, workCtx context.Context) error {
-	poll := supervisor.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
+	poll := worker.Poll{Clock: w.cfg.Clock, Interval: w.cfg.PollInterval, Backoff: w.cfg.StoreBackoff,
 		OnWait: w.cfg.OnWait, Logger: w.log, What: "lease"}
 	return poll.Run(fetchCtx, workCtx, func() (bool, error) {
 		r, err := w.round(fetchCtx, workCtx)
@@ -215,24 +216,14 @@ type outcome struct {
 // without the worker learning of it, which would strand the jobs until the
 // reaper. If the work context ended meanwhile, the batch is handed back.
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
-	if err := fetchCtx.Err(); err != nil {
-		return Round{}, memorykit.WrapError("extractworker.lease", memorykit.ErrUnavailable, "context_done", err)
-	}
-	leaseCtx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
-	jobs, err := w.cfg.Store.LeaseJobs(leaseCtx, memorykit.JobLease{
-		WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
-	})
-	expired := clockctx.Expired(leaseCtx)
-	cancel()
+	jobs, err := worker.Lease(fetchCtx, workCtx, w.cfg.Clock, w.cfg.HandBackTimeout, "extractworker.lease",
+		func(ctx context.Context) ([]memorykit.Job, error) {
+			return w.cfg.Store.LeaseJobs(ctx, memorykit.JobLease{
+				WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
+			})
+		})
 	if err != nil {
-		if expired {
-			// The store took longer than HandBackTimeout: treat it like
-			// an unavailable store (back off and try again) rather than
-			// a failure that restarts the actor. A lease granted as the
-			// call was cut short returns to the queue when it expires.
-			return Round{}, memorykit.Contain("extractworker.lease", memorykit.Recoverable(err))
-		}
-		return Round{}, memorykit.Contain("extractworker.lease", err)
+		return Round{}, err
 	}
 	r := Round{Leased: len(jobs)}
 	if len(jobs) == 0 {
@@ -524,21 +515,8 @@ func (w *Worker) storeFailed(workCtx context.Context, job memorykit.Job, step st
 // recoverable one, the work context ends, or the lease runs out. Waits
 // follow StoreBackoff on the clock.
 func (w *Worker) retryStore(workCtx context.Context, job memorykit.Job, op func(context.Context) error) error {
-	for n := 1; ; n++ {
-		err := op(workCtx)
-		if err == nil || !memorykit.IsRecoverable(err) || workCtx.Err() != nil {
-			return err
-		}
-		d := w.cfg.StoreBackoff.Delay(n)
-		if !w.cfg.Clock.Now().Add(d).Before(job.LeaseExpiresAt) {
-			return err
-		}
-		w.log.Warn("store unavailable; retrying", zap.String("job_id", job.ID),
-			zap.String("reason", memorykit.ReasonCode(err)), zap.Int("try", n), zap.Duration("backoff", d))
-		if !supervisor.Sleep(workCtx, w.cfg.Clock, d, w.cfg.OnWait, supervisor.WaitStoreRetry) {
-			return err
-		}
-	}
+	return worker.StoreRetry{Clock: w.cfg.Clock, Backoff: w.cfg.StoreBackoff, OnWait: w.cfg.OnWait, Logger: w.log}.
+		Do(workCtx, job.LeaseExpiresAt, op, zap.String("job_id", job.ID))
 }
 
 // event builds a content-free event about job.

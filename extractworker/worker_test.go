@@ -12,6 +12,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -231,7 +232,7 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 		"unknown_kind":       func(p *memorykit.Proposal) { p.Kind = "gossip" },
 		"empty_key":          func(p *memorykit.Proposal) { p.Key = "  " },
 		"empty_content":      func(p *memorykit.Proposal) { p.Content = "" },
-		"content_too_long":   func(p *memorykit.Proposal) { p.Content = strings.Repeat("x", testkit.Limits().MaxContentBytes+1) },
+		"content_too_long":   func(p *memorykit.Proposal) { p.Content = strings.Repeat("x", storetest.Limits().MaxContentBytes+1) },
 		"validator_rejects":  func(p *memorykit.Proposal) { p.Content = "contains " + testkit.RejectMarker },
 		"nul_byte":           func(p *memorykit.Proposal) { p.Content = "a\x00b" },
 		"bad_metadata_key":   func(p *memorykit.Proposal) { p.Metadata = map[string]string{"Bad Key": "v"} },
@@ -292,7 +293,7 @@ func TestStoreRejectsWhatTheGuardMissed(t *testing.T) {
 			return ps, nil
 		}
 		cfg := e.config("worker-a", x)
-		lenient, err := memorykit.NewWriteGuard(testkit.Limits(), testkit.Validator{})
+		lenient, err := memorykit.NewWriteGuard(storetest.Limits(), testkit.Validator{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,13 +17,12 @@ import (
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/recall"
-	"github.com/goagents/memorykit/recall/recalltest"
 	"github.com/goagents/memorykit/writer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func memoryBackend() recalltest.Backend { return recalltest.Backends()[0] }
+func memoryBackend() testkit.Backend { return testkit.Backends()[0] }
 
 type bundle struct {
 	clk    *clock.Mock
@@ -47,7 +46,7 @@ func withStore(wrap func(memorykit.RecallStore) memorykit.RecallStore) option {
 	return func(cfg *recall.Config) { cfg.Store = wrap(cfg.Store) }
 }
 
-func setup(t *testing.T, be recalltest.Backend, opts ...option) *bundle {
+func setup(t *testing.T, be testkit.Backend, opts ...option) *bundle {
 	t.Helper()
 	clk := testkit.NewClock()
 	core, logs := observer.New(zap.DebugLevel)
@@ -101,8 +100,8 @@ func (b *bundle) provider(t *testing.T, intent bool) *memorytools.Provider {
 
 func (b *bundle) add(t *testing.T, kind memorykit.Kind, key, content string) memorykit.Record {
 	t.Helper()
-	r := recalltest.Create(t, b.store, b.scope, kind, key, content)
-	recalltest.EmbedAll(t, b.store, b.emb, r)
+	r := testkit.Create(t, b.store, b.scope, kind, key, content)
+	testkit.EmbedAll(t, b.store, b.emb, r)
 	return r
 }
 

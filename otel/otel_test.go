@@ -22,7 +22,6 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/memorytools"
 	mkotel "github.com/goagents/memorykit/otel"
 	"github.com/goagents/memorykit/projector"
@@ -230,7 +229,7 @@ func (s *stepper) until(what string, cond func() bool) {
 // embed and extract, on both stores, then reads every instrument through a
 // ManualReader and every span through a SpanRecorder.
 func TestScriptedSessionMetricsAndSpans(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		store := be.Open(t, clk)
 		sink := &testkit.Sink{}
@@ -258,7 +257,7 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 				EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
 				JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 				HandBackTimeout: 20 * time.Minute,
-				Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
+				Restart:         memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 5,
 			},
 			Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
 			Outbox: mkruntime.OutboxV1(),

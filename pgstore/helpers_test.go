@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -57,14 +57,6 @@ func (acceptAll) ValidateContent(_ context.Context, c memorykit.ContentCheck) er
 	return nil
 }
 
-func testLimits() memorykit.Limits {
-	return memorykit.Limits{
-		Version: 1, MaxKeyBytes: 200, MaxContentBytes: 8000, MaxMetadataEntries: 8,
-		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 256, MaxListSize: 100,
-		MaxJobPayloadBytes: 16000, MaxReasonBytes: 1024,
-	}
-}
-
 func testTombstones(t testing.TB) *memorykit.TombstoneKeyer {
 	t.Helper()
 	k, err := memorykit.NewTombstoneKeyer([]byte(storetest.TestTombstoneSecret))
@@ -76,7 +68,7 @@ func testTombstones(t testing.TB) *memorykit.TombstoneKeyer {
 
 func testGuard(t testing.TB) *memorykit.WriteGuard {
 	t.Helper()
-	g, err := memorykit.NewWriteGuard(testLimits(), acceptAll{})
+	g, err := memorykit.NewWriteGuard(storetest.Limits(), acceptAll{})
 	if err != nil {
 		t.Fatal(err)
 	}

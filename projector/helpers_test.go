@@ -17,7 +17,6 @@ import (
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/recall"
-	"github.com/goagents/memorykit/recall/recalltest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,7 +50,7 @@ func withEmbedder(e memorykit.Embedder) option {
 	return func(cfg *recall.Config) { cfg.Embedder = e }
 }
 
-func setup(t *testing.T, be recalltest.Backend, opts ...option) *bundle {
+func setup(t *testing.T, be testkit.Backend, opts ...option) *bundle {
 	t.Helper()
 	clk := testkit.NewClock()
 	core, logs := observer.New(zap.DebugLevel)
@@ -91,8 +90,8 @@ func (b *bundle) projector(t *testing.T, opts ...option) *projector.Projector {
 
 func (b *bundle) add(t *testing.T, kind memorykit.Kind, key, content string) memorykit.Record {
 	t.Helper()
-	r := recalltest.Create(t, b.store, b.scope, kind, key, content)
-	recalltest.EmbedAll(t, b.store, b.emb, r)
+	r := testkit.Create(t, b.store, b.scope, kind, key, content)
+	testkit.EmbedAll(t, b.store, b.emb, r)
 	return r
 }
 

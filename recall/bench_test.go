@@ -11,13 +11,12 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/recall"
-	"github.com/goagents/memorykit/recall/recalltest"
 )
 
 // BenchmarkRecall measures one full recall (authorize, embed, three
 // channels, fusion, budgets) over 500 embedded records in one project.
 func BenchmarkRecall(b *testing.B) {
-	for _, be := range recalltest.Backends() {
+	for _, be := range testkit.Backends() {
 		b.Run(be.Name, func(b *testing.B) {
 			clk := testkit.NewClock()
 			store := be.New(b, clk)
@@ -27,9 +26,9 @@ func BenchmarkRecall(b *testing.B) {
 			topics := []string{"deploy", "billing", "oncall", "release", "database", "frontend", "security", "budget"}
 			for i := 0; i < 500; i++ {
 				t := topics[i%len(topics)]
-				r := recalltest.Create(b, store, scope, memorykit.KindNote, fmt.Sprintf("%s note %d", t, i),
+				r := testkit.Create(b, store, scope, memorykit.KindNote, fmt.Sprintf("%s note %d", t, i),
 					fmt.Sprintf("The %s team decided item %d: keep the %s runbook current and review it weekly.", t, i, t))
-				recalltest.EmbedAll(b, store, emb, r)
+				testkit.EmbedAll(b, store, emb, r)
 			}
 			eng, err := recall.New(recall.Config{
 				Store: store, Embedder: emb, Authorizer: az, Policy: testkit.Policy(),

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/recall/recalltest"
+	"github.com/goagents/memorykit/internal/testkit"
 )
 
 // TestRecallOrderIsRepeatable ingests the same batch into two fresh stores
@@ -24,21 +24,21 @@ func TestRecallOrderIsRepeatable(t *testing.T) {
 		"rain all week, the weather app was wrong",
 	}
 	queries := []string{"deploy", "weather deploy", "what about the weather", "noodles rain"}
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		run := func() [][]int {
 			b := setup(t, be, withPolicy(func(p *memorykit.RecallPolicy) { p.MaxItems, p.MaxTokens = 12, 4000 }))
 			var its []memorykit.BatchItem
 			for i := range 48 {
 				its = append(its, memorykit.BatchItem{Record: memorykit.NewRecord{
 					Scope: b.scope, Kind: memorykit.KindNote, Key: fmt.Sprintf("turn %03d", i),
-					Content: contents[i%len(contents)], Status: memorykit.StatusActive, Actor: recalltest.Author,
+					Content: contents[i%len(contents)], Status: memorykit.StatusActive, Actor: testkit.Author,
 				}})
 			}
 			recs, err := b.store.(memorykit.BatchCreator).CreateBatch(b.ctx, its)
 			if err != nil {
 				t.Fatalf("CreateBatch: %v", err)
 			}
-			recalltest.EmbedAll(t, b.store, b.emb, recs...)
+			testkit.EmbedAll(t, b.store, b.emb, recs...)
 			pos := make(map[string]int, len(recs))
 			for i, r := range recs {
 				pos[r.ID] = i

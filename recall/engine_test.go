@@ -16,10 +16,9 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/recall"
-	"github.com/goagents/memorykit/recall/recalltest"
 )
 
-func memoryBackend() recalltest.Backend { return recalltest.Backends()[0] }
+func memoryBackend() testkit.Backend { return testkit.Backends()[0] }
 
 func TestNewRefusesIncompleteConfig(t *testing.T) {
 	clk := testkit.NewClock()
@@ -32,7 +31,7 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 	if _, err := recall.New(good()); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
-	other := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	other := testkit.NewFaultEmbedder(embedder.NewLocal())
 	cases := []struct {
 		name string
 		edit func(*recall.Config)
@@ -64,8 +63,7 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 }
 
 func TestRecallFusesThreeChannels(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setup(t, be)
 		region := b.add(t, memorykit.KindFact, "deploy region", "The API deploys to eu-west-1 in the deploy region plan")
 		other := b.add(t, memorykit.KindNote, "lunch", "Team lunch is on Fridays")
@@ -104,10 +102,9 @@ func TestRecallFusesThreeChannels(t *testing.T) {
 }
 
 func TestRecallNeverReturnsHiddenRecords(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setup(t, be)
-		hidden := recalltest.PlantHidden(t, b.store, b.emb, b.clk, b.scope, "zephyr")
+		hidden := testkit.PlantHidden(t, b.store, b.emb, b.clk, b.scope, "zephyr")
 		res := b.recall(t, b.req("zephyr hidden noted"))
 		for name, r := range hidden {
 			if contains(entryIDs(res), r.ID) {
@@ -135,9 +132,9 @@ func TestRecallNeverReturnsHiddenRecords(t *testing.T) {
 }
 
 func TestRecallFailsClosedOnAuthorizationAndScope(t *testing.T) {
-	var fs *recalltest.FaultStore
+	var fs *testkit.FaultStore
 	b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-		fs = &recalltest.FaultStore{Inner: s}
+		fs = &testkit.FaultStore{Inner: s}
 		return fs
 	}))
 	b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
@@ -177,9 +174,8 @@ func TestRecallFailsClosedOnAuthorizationAndScope(t *testing.T) {
 }
 
 func TestRecallVectorEmbedderFailureDropsOnlyVector(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
-		fe := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
+		fe := testkit.NewFaultEmbedder(embedder.NewLocal())
 		fe.Err = recoverable("rate_limited")
 		b := setup(t, be, withEmbedder(fe))
 		r := b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 is the deploy region")
@@ -203,10 +199,9 @@ func TestRecallVectorEmbedderFailureDropsOnlyVector(t *testing.T) {
 }
 
 func TestRecallStoreVectorErrDropsOnlyVector(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			return &recalltest.FaultStore{Inner: s, VectorErr: recoverable("vector_timeout")}
+			return &testkit.FaultStore{Inner: s, VectorErr: recoverable("vector_timeout")}
 		}))
 		match := b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 is the deploy region")
 		vecOnly := b.add(t, memorykit.KindNote, "lunch", "Team lunch is on Fridays")
@@ -227,12 +222,12 @@ func TestRecallStoreVectorErrDropsOnlyVector(t *testing.T) {
 
 func TestRecallFailsClosedOnNonRecoverableFailures(t *testing.T) {
 	integrity := memorykit.NewError("test.double", memorykit.ErrIntegrity, "broken")
-	badShape := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	badShape := testkit.NewFaultEmbedder(embedder.NewLocal())
 	badShape.Vectors = [][]float32{{1, 2, 3}}
-	nanVec := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	nanVec := testkit.NewFaultEmbedder(embedder.NewLocal())
 	nanVec.Vectors = [][]float32{make([]float32, embedder.LocalDimension)}
 	nanVec.Vectors[0][0] = float32(math.NaN())
-	embFail := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	embFail := testkit.NewFaultEmbedder(embedder.NewLocal())
 	embFail.Err = memorykit.NewError("test.double", memorykit.ErrInvalidInput, "bad")
 	cases := []struct {
 		name string
@@ -240,13 +235,13 @@ func TestRecallFailsClosedOnNonRecoverableFailures(t *testing.T) {
 		want error
 	}{
 		{"store integrity error", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			return &recalltest.FaultStore{Inner: s, Err: integrity}
+			return &testkit.FaultStore{Inner: s, Err: integrity}
 		}), memorykit.ErrIntegrity},
 		{"store untyped error", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			return &recalltest.FaultStore{Inner: s, Err: errors.New("boom")}
+			return &testkit.FaultStore{Inner: s, Err: errors.New("boom")}
 		}), memorykit.ErrUnavailable},
 		{"store non-recoverable vector error", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			return &recalltest.FaultStore{Inner: s, VectorErr: integrity}
+			return &testkit.FaultStore{Inner: s, VectorErr: integrity}
 		}), memorykit.ErrIntegrity},
 		{"embedder non-recoverable error", withEmbedder(embFail), memorykit.ErrInvalidInput},
 		{"embedder wrong dimension", withEmbedder(badShape), memorykit.ErrIntegrity},
@@ -271,10 +266,9 @@ func TestRecallFailsClosedOnNonRecoverableFailures(t *testing.T) {
 }
 
 func TestRecallWholeStoreRecoverableFailureDegrades(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			return &recalltest.FaultStore{Inner: s, Err: memorykit.Recoverable(errors.New("connection reset"))}
+			return &testkit.FaultStore{Inner: s, Err: memorykit.Recoverable(errors.New("connection reset"))}
 		}))
 		b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
 		res, err := b.eng.Recall(b.ctx, b.req("deploy region"))
@@ -363,11 +357,11 @@ func TestRecallFailsClosedOnStoreIntegrity(t *testing.T) {
 				other memorykit.Record
 			)
 			b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-				return &recalltest.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) { c.edit(bp, other, res) }}
+				return &testkit.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) { c.edit(bp, other, res) }}
 			}))
 			bp = b
 			b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 deploy region")
-			other = recalltest.Create(t, b.store, testkit.Scope(t, "tenant-a", "project-9"), memorykit.KindFact, "deploy region", "secret other project")
+			other = testkit.Create(t, b.store, testkit.Scope(t, "tenant-a", "project-9"), memorykit.KindFact, "deploy region", "secret other project")
 			res, err := b.eng.Recall(b.ctx, b.req("deploy region"))
 			if !errors.Is(err, memorykit.ErrIntegrity) {
 				t.Fatalf("err = %v, want ErrIntegrity", err)
@@ -396,11 +390,10 @@ func recallAsync(ctx context.Context, b *bundle, r recall.Request) <-chan outcom
 }
 
 func TestRecallDeadlineWhileStoreBlocksDegrades(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
-		var bs *recalltest.BlockingStore
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
+		var bs *testkit.BlockingStore
 		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			bs = recalltest.NewBlockingStore(s, false)
+			bs = testkit.NewBlockingStore(s, false)
 			return bs
 		}))
 		b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
@@ -428,11 +421,10 @@ func TestRecallDeadlineWhileStoreBlocksDegrades(t *testing.T) {
 }
 
 func TestRecallDeadlinePassedBeforeLateAnswerDropsEverything(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
-		var bs *recalltest.BlockingStore
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
+		var bs *testkit.BlockingStore
 		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			bs = recalltest.NewBlockingStore(s, true)
+			bs = testkit.NewBlockingStore(s, true)
 			return bs
 		}))
 		r := b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 deploy region")
@@ -451,11 +443,11 @@ func TestRecallDeadlinePassedBeforeLateAnswerDropsEverything(t *testing.T) {
 }
 
 func TestRecallDeadlineWhileEmbeddingDegradesWithoutStore(t *testing.T) {
-	fe := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	fe := testkit.NewFaultEmbedder(embedder.NewLocal())
 	fe.Block = true
-	var fs *recalltest.FaultStore
+	var fs *testkit.FaultStore
 	b := setup(t, memoryBackend(), withEmbedder(fe), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-		fs = &recalltest.FaultStore{Inner: s}
+		fs = &testkit.FaultStore{Inner: s}
 		return fs
 	}))
 	done := recallAsync(b.ctx, b, b.req("deploy region"))
@@ -475,9 +467,9 @@ func TestRecallDeadlineWhileEmbeddingDegradesWithoutStore(t *testing.T) {
 }
 
 func TestRecallCallerCancellationIsAnError(t *testing.T) {
-	var bs *recalltest.BlockingStore
+	var bs *testkit.BlockingStore
 	b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-		bs = recalltest.NewBlockingStore(s, false)
+		bs = testkit.NewBlockingStore(s, false)
 		return bs
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -498,9 +490,8 @@ func TestRecallCallerCancellationIsAnError(t *testing.T) {
 }
 
 func TestRecallKeepsLastQueryRunes(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
-		fe := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
+		fe := testkit.NewFaultEmbedder(embedder.NewLocal())
 		b := setup(t, be, withEmbedder(fe), withPolicy(func(p *memorykit.RecallPolicy) { p.MaxQueryRunes = 40 }))
 		head := b.add(t, memorykit.KindFact, "alpha", "alpha is the first word")
 		tail := b.add(t, memorykit.KindFact, "omega", "omega is the last word")
@@ -523,8 +514,7 @@ func TestRecallKeepsLastQueryRunes(t *testing.T) {
 }
 
 func TestRecallItemBudgetAndTruncation(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setup(t, be, withPolicy(func(p *memorykit.RecallPolicy) { p.MaxItems = 3; p.MaxEntryRunes = 30 }))
 		for i := 0; i < 6; i++ {
 			b.add(t, memorykit.KindNote, fmt.Sprintf("cobalt %d", i), fmt.Sprintf("cobalt fact number %d with a rather long tail of words", i))
@@ -615,20 +605,19 @@ func TestRecallTokenBudgetProperty(t *testing.T) {
 }
 
 func TestRecallTraceAccountsForEveryRecord(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		var seen memorykit.RecallResult
 		b := setup(t, be,
 			withPolicy(func(p *memorykit.RecallPolicy) { p.MaxItems = 2; p.MaxTokens = 60 }),
 			withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-				return &recalltest.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) { seen = *res }}
+				return &testkit.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) { seen = *res }}
 			}))
 		b.add(t, memorykit.KindFact, "granite quarry north", "granite quarry north opens at dawn")
 		b.add(t, memorykit.KindFact, "granite", "granite quarry north and south both close at dusk "+strings.Repeat("x", 300))
 		b.add(t, memorykit.KindNote, "quarry", "granite quarry north road")
 		// Below the full-text threshold, and not embedded, so no other
 		// channel returns it.
-		recalltest.Create(t, b.store, b.scope, memorykit.KindNote, "weak", "north only")
+		testkit.Create(t, b.store, b.scope, memorykit.KindNote, "weak", "north only")
 		b.add(t, memorykit.KindNote, "unrelated", "bicycle parking rules") // vector only
 		res := b.recall(t, b.req("granite quarry north"))
 		want := map[string]bool{}
@@ -676,9 +665,8 @@ func TestRecallTraceAccountsForEveryRecord(t *testing.T) {
 
 func TestRecallNoContentInEventsLogsOrErrors(t *testing.T) {
 	const canary = "CANARY-7f3a"
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
-		fe := recalltest.NewFaultEmbedder(embedder.NewLocal())
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
+		fe := testkit.NewFaultEmbedder(embedder.NewLocal())
 		b := setup(t, be, withEmbedder(fe))
 		b.add(t, memorykit.KindFact, "canary key "+canary, "content with "+canary+" inside")
 		res := b.recall(t, b.req("canary key "+canary+" question"))
@@ -702,9 +690,9 @@ func TestRecallNoContentInEventsLogsOrErrors(t *testing.T) {
 }
 
 func TestRecallEmptyQueryAsksNothing(t *testing.T) {
-	var fs *recalltest.FaultStore
+	var fs *testkit.FaultStore
 	b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-		fs = &recalltest.FaultStore{Inner: s}
+		fs = &testkit.FaultStore{Inner: s}
 		return fs
 	}))
 	b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
@@ -725,8 +713,7 @@ func TestRecallEmptyQueryAsksNothing(t *testing.T) {
 }
 
 func TestRecallVectorFloorDropsUnrelatedVectorOnlyHits(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
-		t.Parallel()
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		for _, floor := range []float64{0, 0.1} {
 			b := setup(t, be, withPolicy(func(p *memorykit.RecallPolicy) { p.MinVectorSimilarity = floor }))
 			related := b.add(t, memorykit.KindFact, "granite quarry", "the granite quarry opens at dawn")

@@ -15,7 +15,6 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/recall"
-	"github.com/goagents/memorykit/recall/recalltest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -50,7 +49,7 @@ func withPolicy(edit func(*memorykit.RecallPolicy)) option {
 	return func(_ *bundle, cfg *recall.Config) { edit(&cfg.Policy) }
 }
 
-func setup(t *testing.T, be recalltest.Backend, opts ...option) *bundle {
+func setup(t *testing.T, be testkit.Backend, opts ...option) *bundle {
 	t.Helper()
 	clk := testkit.NewClock()
 	core, logs := observer.New(zap.DebugLevel)
@@ -86,8 +85,8 @@ func setup(t *testing.T, be recalltest.Backend, opts ...option) *bundle {
 // embedding.
 func (b *bundle) add(t *testing.T, kind memorykit.Kind, key, content string) memorykit.Record {
 	t.Helper()
-	r := recalltest.Create(t, b.store, b.scope, kind, key, content)
-	recalltest.EmbedAll(t, b.store, b.emb, r)
+	r := testkit.Create(t, b.store, b.scope, kind, key, content)
+	testkit.EmbedAll(t, b.store, b.emb, r)
 	return r
 }
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/recall"
-	"github.com/goagents/memorykit/recall/recalltest"
 )
 
 // queryLog records the queries a RecallStore receives.
@@ -31,7 +31,7 @@ func (l *queryLog) Recall(ctx context.Context, q memorykit.RecallQuery) (memoryk
 // is never asked for vectors, and the vector channel is reported skipped,
 // not degraded.
 func TestRecallLexicalOnlyPolicy(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		log := &queryLog{}
 		b := setup(t, be,
 			withEmbedder(nil),
@@ -39,8 +39,8 @@ func TestRecallLexicalOnlyPolicy(t *testing.T) {
 			withStore(func(s memorykit.RecallStore) memorykit.RecallStore { log.RecallStore = s; return log }),
 		)
 		// Records carry no embedding at all: lexical recall needs none.
-		region := recalltest.Create(t, b.store, b.scope, memorykit.KindFact, "deploy region", "The API runs in eu-west-1.")
-		recalltest.Create(t, b.store, b.scope, memorykit.KindNote, "lunch", "Tacos on Fridays.")
+		region := testkit.Create(t, b.store, b.scope, memorykit.KindFact, "deploy region", "The API runs in eu-west-1.")
+		testkit.Create(t, b.store, b.scope, memorykit.KindNote, "lunch", "Tacos on Fridays.")
 
 		res := b.recall(t, b.req("which region do we deploy the API to?"))
 		if ids := entryIDs(res); len(ids) != 1 || ids[0] != region.ID {

@@ -10,7 +10,6 @@ import (
 	"github.com/goagents/memorykit/internal/runtimehooks"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/recall"
-	"github.com/goagents/memorykit/supervisor"
 )
 
 // Stores are the caller-owned stores a Runtime uses. One memorykit.Store
@@ -125,8 +124,13 @@ type Workers struct {
 	StoreBackoff memorykit.Backoff
 	// HandBackTimeout bounds handing leases back when work is cancelled.
 	HandBackTimeout time.Duration
-	// Restart sets the supervisor's restart backoff and give-up limit.
-	Restart supervisor.BackoffPolicy
+	// Restart sets the supervisor's waits before restarting a failed
+	// actor (see supervisor.Config.Backoff).
+	Restart memorykit.Backoff
+	// MaxRestarts is how many consecutive restarts an actor gets after
+	// non-recoverable failures before the supervisor gives up on it (see
+	// supervisor.Config.MaxRestarts).
+	MaxRestarts int
 }
 
 func missing(field string) error {
@@ -234,5 +238,11 @@ func (w Workers) validate() error {
 			return err
 		}
 	}
-	return w.Restart.Validate()
+	if err := memorykit.PrefixField("runtime.new", "workers.restart", w.Restart.Validate()); err != nil {
+		return err
+	}
+	if w.MaxRestarts <= 0 {
+		return invalid("workers.max_restarts", "must_be_positive")
+	}
+	return nil
 }

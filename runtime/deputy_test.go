@@ -8,7 +8,6 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
@@ -20,7 +19,7 @@ import (
 // because only the model's grants were checked. The caller must be
 // authorized on every path, beside the model.
 func TestConfusedDeputyCallerMustBeAuthorized(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		cfg, b := configOn(t, clk, be.Open(t, clk))
 		b = start(t, cfg, b)

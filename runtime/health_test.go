@@ -12,9 +12,8 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/runtime/runtimetest"
 	"github.com/goagents/memorykit/supervisor"
@@ -159,7 +158,7 @@ func countEvents(sink *testkit.Sink, kind memorykit.EventKind, actor string) int
 // the outage lasts and running after; one degraded and one recovered event
 // per actor; and the record written during the outage gets embedded.
 func TestWorkersNeverGiveUpOnRecoverableStoreErrors(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		store := be.Open(t, clk)
 		cfg, b := configOn(t, clk, store)
@@ -243,7 +242,7 @@ func TestWorkersNeverGiveUpOnRecoverableStoreErrors(t *testing.T) {
 // schema is back they run again and embed a new record.
 func TestPostgresHiddenSchemaDoesNotKillTheWorkers(t *testing.T) {
 	t.Parallel()
-	db := pgstoretest.New(t)
+	db := testkit.NewDB(t)
 	clk := testkit.NewClock()
 	store := db.Open(t, clk)
 	cfg, b := configOn(t, clk, store)

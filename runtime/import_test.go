@@ -10,8 +10,6 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
-	"github.com/goagents/memorykit/recall/recalltest"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
@@ -54,7 +52,7 @@ func running(t *testing.T, cfg mkruntime.Config, b *bundle) (*bundle, *mkruntime
 // rejected alone with a reason code, events report both, and every stored
 // record is readable through the governed Session.Get.
 func TestImportGoverned(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		store := &refuseKey{Store: be.Open(t, clk), key: "taken 150"}
 		cfg, b := configOn(t, clk, store)
@@ -132,10 +130,10 @@ func TestImportAndGetAreGoverned(t *testing.T) {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
 	id := res[0].ID
-	cand := recalltest.CreateWith(t, b.store, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindFact, Key: "c",
+	cand := testkit.CreateWith(t, b.store, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindFact, Key: "c",
 		Content: "a candidate", Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorModel, ID: "agent-1"}})
 	other := testkit.Scope(t, "acme", "hermes")
-	elsewhere := recalltest.CreateWith(t, b.store, memorykit.NewRecord{Scope: other, Kind: memorykit.KindFact, Key: "x",
+	elsewhere := testkit.CreateWith(t, b.store, memorykit.NewRecord{Scope: other, Kind: memorykit.KindFact, Key: "x",
 		Content: "another project", Status: memorykit.StatusActive, Actor: b.alice.Actor})
 	for name, rid := range map[string]string{"candidate": cand.ID, "other scope": elsewhere.ID, "unknown": "mem-nope"} {
 		if _, err := s.Get(ctx, rid); !errors.Is(err, memorykit.ErrNotFound) {
@@ -177,7 +175,7 @@ func TestImportAndGetAreGoverned(t *testing.T) {
 // worker's rounds; records of another Scope do not hold it up; it answers
 // ctx's error when ctx ends first. Both stores.
 func TestAwaitEmbedded(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		cfg, b := configOn(t, clk, be.Open(t, clk))
 		b, s := running(t, cfg, b)

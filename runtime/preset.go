@@ -8,7 +8,6 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorytools"
-	"github.com/goagents/memorykit/supervisor"
 )
 
 // WorkersV1 returns the background actors' settings, version 1. Every
@@ -44,7 +43,8 @@ func WorkersV1() Workers {
 		ReapInterval:    10 * time.Second,
 		StoreBackoff:    backoff,
 		HandBackTimeout: 5 * time.Second,
-		Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
+		Restart:         backoff,
+		MaxRestarts:     10,
 	}
 }
 

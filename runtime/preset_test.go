@@ -15,7 +15,6 @@ import (
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
-	"github.com/goagents/memorykit/recall/recalltest"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/writer"
 )
@@ -95,7 +94,7 @@ func TestPresetsAreValidAndExplicit(t *testing.T) {
 // still finds what a user wrote; an Embedder-less Config with a vector
 // policy is refused.
 func TestLexicalRuntime(t *testing.T) {
-	recalltest.Each(t, func(t *testing.T, be recalltest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		cfg, b := configOn(t, clk, be.New(t, clk))
 		lex := mkruntime.Preset(essentials(t, b, cfg.Guard, nil))

@@ -111,6 +111,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	sup, err := supervisor.New(supervisor.Config{
 		Clock: cfg.Clock, Logger: log.Named("supervisor"), Events: cfg.Events, Backoff: cfg.Workers.Restart,
+		MaxRestarts: cfg.Workers.MaxRestarts,
 	}, actors...)
 	if err != nil {
 		return nil, err
@@ -135,8 +136,8 @@ func newActors(cfg Config, rounds *roundSignal) ([]supervisor.Actor, error) {
 			Store: cfg.Stores.Embeddings, Embedder: cfg.Embedder, Clock: cfg.Clock,
 			Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":embed",
 			LeaseTTL: w.LeaseTTL, BatchSize: w.EmbedBatch, PollInterval: w.EmbedPoll,
-			EmbedDeadline: w.EmbedDeadline, Retry: embedworker.Backoff(w.EmbedRetry),
-			StoreBackoff: embedworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+			EmbedDeadline: w.EmbedDeadline, Retry: w.EmbedRetry,
+			StoreBackoff: w.StoreBackoff, HandBackTimeout: w.HandBackTimeout,
 			OnWait: onWait(ActorEmbed), OnRound: rounds.onRound,
 		})
 		if err != nil {
@@ -148,8 +149,8 @@ func newActors(cfg Config, rounds *roundSignal) ([]supervisor.Actor, error) {
 		Store: cfg.Stores.Jobs, Extractor: cfg.Extractor, Guard: cfg.Guard, Clock: cfg.Clock,
 		Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":extract",
 		LeaseTTL: w.LeaseTTL, BatchSize: w.ExtractBatch, PollInterval: w.ExtractPoll,
-		JobDeadline: w.JobDeadline, Retry: extractworker.Backoff(w.JobRetry),
-		StoreBackoff: extractworker.Backoff(w.StoreBackoff), HandBackTimeout: w.HandBackTimeout,
+		JobDeadline: w.JobDeadline, Retry: w.JobRetry,
+		StoreBackoff: w.StoreBackoff, HandBackTimeout: w.HandBackTimeout,
 		OnWait: onWait(ActorExtract),
 	})
 	if err != nil {
@@ -158,7 +159,7 @@ func newActors(cfg Config, rounds *roundSignal) ([]supervisor.Actor, error) {
 	reaper, err := extractworker.NewReaper(extractworker.ReaperConfig{
 		Store: reapStores{jobs: cfg.Stores.Jobs, emb: cfg.Stores.Embeddings}, Clock: cfg.Clock,
 		Logger: cfg.Logger, Events: cfg.Events, Interval: w.ReapInterval,
-		StoreBackoff: extractworker.Backoff(w.StoreBackoff), OnWait: onWait(ActorReap),
+		StoreBackoff: w.StoreBackoff, OnWait: onWait(ActorReap),
 	})
 	if err != nil {
 		return nil, err

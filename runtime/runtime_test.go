@@ -22,7 +22,6 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/reviewer"
@@ -76,7 +75,7 @@ func workers() mkruntime.Workers {
 		EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
 		JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 		HandBackTimeout: 20 * time.Minute,
-		Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
+		Restart:         memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 5,
 	}
 }
 
@@ -197,7 +196,7 @@ func TestNewRefusesPartialConfig(t *testing.T) {
 // has said it waits idle, and the next idle wait of each proves its work is
 // done, so nothing is polled for. The Random hook pins the view's nonce.
 func TestHooksStepTheActorsDeterministically(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		cfg, b := configOn(t, clk, be.Open(t, clk))
 		type wait struct {
@@ -292,7 +291,7 @@ func eventually(t *testing.T, clk *clock.Mock, step time.Duration, what string, 
 }
 
 func TestEndToEndTurn(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		cfg, b := configOn(t, clk, be.Open(t, clk))
 		endToEnd(t, start(t, cfg, b))
@@ -461,7 +460,7 @@ func TestSessionRejectsUntrustedShapes(t *testing.T) {
 // exactly once.
 func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 	t.Parallel()
-	db := pgstoretest.New(t)
+	db := testkit.NewDB(t)
 	clk := testkit.NewClock()
 	ext := &countingExtractor{calls: map[string]int{}}
 	var runtimes []*bundle

@@ -129,18 +129,13 @@ func checkHarness(t *testing.T, h Harness) {
 // sub-microsecond part on purpose, so the suites see stores truncate.
 var Epoch = time.Date(2026, time.March, 2, 9, 30, 0, 123456789, time.UTC)
 
-// Limits returns valid, small memorykit.Limits for tests.
+// Limits returns valid memorykit.Limits for tests: the one Limits fixture
+// of memorykit's tests, roomy enough for its worker and runtime tests.
 func Limits() memorykit.Limits {
 	return memorykit.Limits{
-		Version:            1,
-		MaxKeyBytes:        96,
-		MaxContentBytes:    2048,
-		MaxMetadataEntries: 4,
-		MaxMetadataBytes:   256,
-		MaxSources:         3,
-		MaxSourceBytes:     160,
-		MaxListSize:        20,
-		MaxJobPayloadBytes: 4096, MaxReasonBytes: 512,
+		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
+		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
+		MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
 	}
 }
 

@@ -31,7 +31,7 @@ func TestNewValidatesConfig(t *testing.T) {
 			Clock:   clock.NewMock(),
 			Logger:  zap.NewNop(),
 			Events:  memorykit.DiscardEvents{},
-			Backoff: supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 3},
+			Backoff: memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 3,
 		}
 	}
 	var typedNil *ptrActor
@@ -45,7 +45,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"nil clock", func(c *supervisor.Config) { c.Clock = nil }, nil, "clock", "missing"},
 		{"nil logger", func(c *supervisor.Config) { c.Logger = nil }, nil, "logger", "missing"},
 		{"nil events", func(c *supervisor.Config) { c.Events = nil }, nil, "events", "missing"},
-		{"zero backoff", func(c *supervisor.Config) { c.Backoff = supervisor.BackoffPolicy{} }, nil, "backoff.initial", "not_positive"},
+		{"zero backoff", func(c *supervisor.Config) { c.Backoff = memorykit.Backoff{} }, nil, "backoff.initial", "not_positive"},
 		{"zero initial", func(c *supervisor.Config) { c.Backoff.Initial = 0 }, nil, "backoff.initial", "not_positive"},
 		{"negative initial", func(c *supervisor.Config) { c.Backoff.Initial = -time.Second }, nil, "backoff.initial", "not_positive"},
 		{"zero max", func(c *supervisor.Config) { c.Backoff.Max = 0 }, nil, "backoff.max", "not_positive"},
@@ -54,8 +54,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"shrinking multiplier", func(c *supervisor.Config) { c.Backoff.Multiplier = 0.5 }, nil, "backoff.multiplier", "below_one"},
 		{"NaN multiplier", func(c *supervisor.Config) { c.Backoff.Multiplier = math.NaN() }, nil, "backoff.multiplier", "not_finite"},
 		{"infinite multiplier", func(c *supervisor.Config) { c.Backoff.Multiplier = math.Inf(1) }, nil, "backoff.multiplier", "not_finite"},
-		{"zero max restarts", func(c *supervisor.Config) { c.Backoff.MaxRestarts = 0 }, nil, "backoff.max_restarts", "not_positive"},
-		{"negative max restarts", func(c *supervisor.Config) { c.Backoff.MaxRestarts = -1 }, nil, "backoff.max_restarts", "not_positive"},
+		{"zero max restarts", func(c *supervisor.Config) { c.MaxRestarts = 0 }, nil, "max_restarts", "not_positive"},
+		{"negative max restarts", func(c *supervisor.Config) { c.MaxRestarts = -1 }, nil, "max_restarts", "not_positive"},
 		{"no actors", nil, []supervisor.Actor{}, "actors", "no_actors"},
 		{"nil actor", nil, []supervisor.Actor{named("a"), nil}, "actors", "nil_actor"},
 		{"typed nil actor", nil, []supervisor.Actor{typedNil}, "actors", "bad_actor"},
@@ -91,34 +91,6 @@ func TestNewValidatesConfig(t *testing.T) {
 	sup, err := supervisor.New(good(), named("a"), &ptrActor{name: "b"})
 	if err != nil || sup.State() != supervisor.StateNew {
 		t.Fatalf("valid config: %v", err)
-	}
-}
-
-func TestBackoffDelay(t *testing.T) {
-	t.Parallel()
-	p := supervisor.BackoffPolicy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Multiplier: 3, MaxRestarts: 10}
-	want := []time.Duration{
-		100 * time.Millisecond, 300 * time.Millisecond, 900 * time.Millisecond, 2700 * time.Millisecond,
-		5 * time.Second, 5 * time.Second,
-	}
-	for i, w := range want {
-		if got := p.Delay(i + 1); got != w {
-			t.Errorf("Delay(%d) = %v, want %v", i+1, got, w)
-		}
-	}
-	if got := p.Delay(0); got != p.Initial {
-		t.Errorf("Delay(0) = %v, want Initial", got)
-	}
-	if got := p.Delay(1 << 30); got != p.Max {
-		t.Errorf("Delay(huge) = %v, want Max", got)
-	}
-	flat := supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 1, MaxRestarts: 1}
-	if got := flat.Delay(50); got != time.Second {
-		t.Errorf("flat Delay(50) = %v", got)
-	}
-	big := supervisor.BackoffPolicy{Initial: time.Hour, Max: time.Duration(math.MaxInt64), Multiplier: 1e9, MaxRestarts: 1}
-	if got := big.Delay(5); got != big.Max || got <= 0 {
-		t.Errorf("big Delay(5) = %v, want Max without overflow", got)
 	}
 }
 

@@ -46,12 +46,12 @@ func Example() {
 		Clock:  clock.New(),
 		Logger: zap.NewNop(),
 		Events: printEvents{},
-		Backoff: supervisor.BackoffPolicy{
-			Initial:     time.Second,
-			Max:         time.Minute,
-			Multiplier:  2,
-			MaxRestarts: 5,
+		Backoff: memorykit.Backoff{
+			Initial:    time.Second,
+			Max:        time.Minute,
+			Multiplier: 2,
 		},
+		MaxRestarts: 5,
 	}, reaper{jobs: make(chan string)})
 	if err != nil {
 		fmt.Println("config:", err)

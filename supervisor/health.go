@@ -137,7 +137,8 @@ func reporterFrom(ctx context.Context) (reporter, bool) {
 // failures-th time in a row and now waits before trying again; reason must
 // be a content-free code. Health shows the actor backing_off, and entering
 // that state emits one EventActorDegraded. Outside a Supervisor it does
-// nothing. Poll calls it; an actor with its own retry loop may too.
+// nothing. The workers' polling loop calls it; an actor with its own retry
+// loop may too.
 func ReportBackingOff(ctx context.Context, reason string, failures int) {
 	if rep, ok := reporterFrom(ctx); ok {
 		rep.s.setBackingOff(rep.r, reason, failures)

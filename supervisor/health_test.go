@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	workerkit "github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -31,7 +32,7 @@ func healthOf(t *testing.T, sup *supervisor.Supervisor, name string) supervisor.
 func TestActorNeverGivesUpOnRecoverableErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.cfg.Backoff.MaxRestarts = 3
+	b.cfg.MaxRestarts = 3
 	flaky := newScripted("flaky", b.clk)
 	sup, err := supervisor.New(b.cfg, flaky)
 	if err != nil {
@@ -97,7 +98,7 @@ func TestActorNeverGivesUpOnRecoverableErrors(t *testing.T) {
 func TestNonRecoverableFailuresStillGiveUp(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.cfg.Backoff.MaxRestarts = 2
+	b.cfg.MaxRestarts = 2
 	flaky := newScripted("flaky", b.clk)
 	sup := b.start(t, flaky)
 	c := flaky.next(t)
@@ -129,7 +130,7 @@ func TestPollReportsBackingOffAndRecovery(t *testing.T) {
 	b := setup(t)
 	waits := make(chan supervisor.Wait, 1)
 	rounds := make(chan error, 1)
-	a := &pollActor{name: "poller", poll: supervisor.Poll{
+	a := &pollActor{name: "poller", poll: workerkit.Poll{
 		Clock: b.clk, Interval: time.Second,
 		Backoff: memorykit.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2},
 		OnWait:  func(w supervisor.Wait) { waits <- w }, Logger: zap.NewNop(), What: "lease",
@@ -171,7 +172,7 @@ func TestPollReportsBackingOffAndRecovery(t *testing.T) {
 // pollActor runs a Poll whose rounds' outcomes come from rounds.
 type pollActor struct {
 	name   string
-	poll   supervisor.Poll
+	poll   workerkit.Poll
 	rounds chan error
 }
 

@@ -96,8 +96,8 @@ type bundle struct {
 	cfg    supervisor.Config
 }
 
-func backoff() supervisor.BackoffPolicy {
-	return supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5}
+func backoff() memorykit.Backoff {
+	return memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
 }
 
 func setup(t *testing.T) *bundle {
@@ -111,10 +111,11 @@ func setup(t *testing.T) *bundle {
 		exited: make(chan exited, 64),
 	}
 	b.cfg = supervisor.Config{
-		Clock:   b.clk,
-		Logger:  zap.New(core),
-		Events:  b.events,
-		Backoff: backoff(),
+		Clock:       b.clk,
+		Logger:      zap.New(core),
+		Events:      b.events,
+		Backoff:     backoff(),
+		MaxRestarts: 5,
 		OnBackoffArmed: func(name string, attempt int, d time.Duration) {
 			b.armed <- armed{name, attempt, d}
 		},

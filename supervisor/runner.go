@@ -37,7 +37,7 @@ type outcome struct {
 
 // supervise runs one actor until the supervisor drains or stops, the actor
 // asks not to be restarted, or it fails for a non-recoverable reason more
-// often in a row than the backoff policy allows. Recoverable failures are
+// often in a row than MaxRestarts allows. Recoverable failures are
 // retried for as long as they last.
 func (s *Supervisor) supervise(r *runner, fetchCtx, workCtx context.Context, started *sync.WaitGroup) {
 	exit := exitGoexit // kept only if Run calls runtime.Goexit
@@ -85,7 +85,7 @@ func (s *Supervisor) supervise(r *runner, fetchCtx, workCtx context.Context, sta
 		} else {
 			hard++
 		}
-		if hard > s.backoff.MaxRestarts {
+		if hard > s.maxRestarts {
 			exit = exitGaveUp
 			s.setStopped(r, exit)
 			log.Error("actor failed too often; giving up",

@@ -80,7 +80,7 @@ func TestStartStopStress(t *testing.T) {
 			Clock:   clk,
 			Logger:  zap.NewNop(),
 			Events:  memorykit.DiscardEvents{},
-			Backoff: supervisor.BackoffPolicy{Initial: time.Millisecond, Max: time.Second, Multiplier: 2, MaxRestarts: 1000},
+			Backoff: memorykit.Backoff{Initial: time.Millisecond, Max: time.Second, Multiplier: 2}, MaxRestarts: 1000,
 		}
 		actors := []supervisor.Actor{
 			queueWorker{"w1", q}, queueWorker{"w2", q}, queueWorker{"w3", q},

@@ -9,7 +9,7 @@
 // it keeps retrying at the backoff's maximum and Health reports it
 // backing_off until it runs again. Only an actor that keeps failing for a
 // non-recoverable reason (or panicking) is given up on, after
-// BackoffPolicy.MaxRestarts restarts in a row, while the others keep
+// Config.MaxRestarts restarts in a row, while the others keep
 // running.
 //
 // Shutdown has two steps. Drain stops intake: every actor's fetch context is
@@ -56,8 +56,8 @@ type Actor interface {
 	Run(fetchCtx, workCtx context.Context) error
 }
 
-// Config holds what a Supervisor needs. Clock, Logger, Events and Backoff
-// are required; New rejects a Config that lacks any of them. The hooks are
+// Config holds what a Supervisor needs. Clock, Logger, Events, Backoff and
+// MaxRestarts are required; New rejects a Config that lacks any of them. The hooks are
 // optional and exist for tests and diagnostics.
 type Config struct {
 	// Clock measures every backoff and run time.
@@ -66,8 +66,16 @@ type Config struct {
 	Logger *zap.Logger
 	// Events receives content-free actor and lifecycle events.
 	Events memorykit.EventSink
-	// Backoff sets the restart waits and the give-up threshold.
-	Backoff BackoffPolicy
+	// Backoff sets the restart waits: consecutive restart number n waits
+	// Backoff.Delay(n) on Clock. Backoff.Max is also the healthy run time
+	// after which an actor's consecutive-failure count starts again from
+	// zero.
+	Backoff memorykit.Backoff
+	// MaxRestarts is how many consecutive restarts an actor gets after
+	// non-recoverable failures or panics. The failure that would need
+	// restart number MaxRestarts+1 makes the supervisor give up on that
+	// actor instead. It must be positive.
+	MaxRestarts int
 
 	// OnBackoffArmed, if set, is called on the actor's goroutine right
 	// after the restart timer for restart number attempt has been armed on
@@ -124,13 +132,14 @@ func (s State) String() string {
 // Supervisor runs a fixed set of actors. Its methods are safe for concurrent
 // use.
 type Supervisor struct {
-	clk     clock.Clock
-	log     *zap.Logger
-	events  memorykit.EventSink
-	backoff BackoffPolicy
-	onArmed func(string, int, time.Duration)
-	onExit  func(string, string)
-	runners []*runner
+	clk         clock.Clock
+	log         *zap.Logger
+	events      memorykit.EventSink
+	backoff     memorykit.Backoff
+	maxRestarts int
+	onArmed     func(string, int, time.Duration)
+	onExit      func(string, string)
+	runners     []*runner
 
 	hmu sync.Mutex // guards every runner's st
 
@@ -166,8 +175,11 @@ func New(cfg Config, actors ...Actor) (*Supervisor, error) {
 	case cfg.Events == nil:
 		return nil, bad("events", "missing", nil)
 	}
-	if err := cfg.Backoff.Validate(); err != nil {
+	if err := memorykit.PrefixField(op, "backoff", cfg.Backoff.Validate()); err != nil {
 		return nil, err
+	}
+	if cfg.MaxRestarts <= 0 {
+		return nil, bad("max_restarts", "not_positive", nil)
 	}
 	if len(actors) == 0 {
 		return nil, bad("actors", "no_actors", nil)
@@ -193,14 +205,15 @@ func New(cfg Config, actors ...Actor) (*Supervisor, error) {
 			st: status{state: ActorStopped, reason: "not_started"}})
 	}
 	return &Supervisor{
-		clk:     cfg.Clock,
-		log:     cfg.Logger.Named("supervisor"),
-		events:  cfg.Events,
-		backoff: cfg.Backoff,
-		onArmed: cfg.OnBackoffArmed,
-		onExit:  cfg.OnActorExit,
-		runners: runners,
-		state:   StateNew,
+		clk:         cfg.Clock,
+		log:         cfg.Logger.Named("supervisor"),
+		events:      cfg.Events,
+		backoff:     cfg.Backoff,
+		maxRestarts: cfg.MaxRestarts,
+		onArmed:     cfg.OnBackoffArmed,
+		onExit:      cfg.OnActorExit,
+		runners:     runners,
+		state:       StateNew,
 	}, nil
 }
 

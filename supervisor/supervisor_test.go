@@ -96,7 +96,7 @@ func TestRestartAfterNilReturn(t *testing.T) {
 func TestGiveUpAfterMaxRestarts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.cfg.Backoff.MaxRestarts = 3
+	b.cfg.MaxRestarts = 3
 	flaky := newScripted("flaky", b.clk)
 	steady := newScripted("steady", b.clk)
 	sup := b.start(t, flaky, steady)
@@ -152,7 +152,8 @@ func TestGiveUpAfterMaxRestarts(t *testing.T) {
 func TestFailureCounterResetsAfterHealthyRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.cfg.Backoff = supervisor.BackoffPolicy{Initial: time.Second, Max: 10 * time.Second, Multiplier: 2, MaxRestarts: 2}
+	b.cfg.Backoff = memorykit.Backoff{Initial: time.Second, Max: 10 * time.Second, Multiplier: 2}
+	b.cfg.MaxRestarts = 2
 	a := newScripted("embed", b.clk)
 	b.start(t, a)
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -16,7 +15,7 @@ import (
 // the digest), so the model's write to that key waits for review.
 func TestModelWriteAfterEraseIsCandidate(t *testing.T) {
 	t.Parallel()
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		ctx := context.Background()
 		clk := testkit.NewClock()
 		store := be.Open(t, clk)

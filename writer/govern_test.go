@@ -7,7 +7,6 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -43,7 +42,7 @@ func (b *bundle) modelWrite(t *testing.T, in writer.Input) writer.Result {
 // Hole 1: a user's fact must not be shadowed by the model's active record
 // of the same key under another kind.
 func TestModelWriteCannotShadowUserKeyUnderAnotherKind(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setupOn(t, be)
 		ctx := context.Background()
 		user, err := b.w.WriteExplicit(ctx, b.user, b.scope, input(memorykit.KindFact, "billing owner", "Team Blue owns billing."))
@@ -89,7 +88,7 @@ func TestModelWriteCannotShadowUserKeyUnderAnotherKind(t *testing.T) {
 // model write's read and its create must turn the model write into a
 // candidate.
 func TestModelWriteKeyCheckIsAtomicWithCreate(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setupOn(t, be)
 		ctx := context.Background()
 		var userRecord memorykit.Record
@@ -164,7 +163,7 @@ func TestForgottenKeyStaysGoverned(t *testing.T) {
 		for _, kind := range []memorykit.Kind{memorykit.KindFact, memorykit.KindNote} {
 			t.Run(tc.name+"/"+string(kind), func(t *testing.T) {
 				// Each backend gets a store (and pgstore schema) of its own.
-				pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+				testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 					b := setupOn(t, be)
 					tc.prepare(t, b)
 					res := b.modelWrite(t, input(kind, "Region", "ap-south-1"))
@@ -190,7 +189,7 @@ func (b *bundle) forget(t *testing.T, id string) {
 // Hole 2: keys that render like a user's key are that key, so the model
 // cannot slip past the rule with invisible characters.
 func TestInvisibleCharactersDoNotMakeANewKey(t *testing.T) {
-	pgstoretest.Each(t, func(t *testing.T, be pgstoretest.Backend) {
+	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		b := setupOn(t, be)
 		ctx := context.Background()
 		for _, key := range []string{"deploy region", "deployregion"} {

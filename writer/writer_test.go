@@ -10,7 +10,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
+	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -29,11 +29,11 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	return setupOn(t, pgstoretest.Backend{Name: "memorystore"})
+	return setupOn(t, testkit.Backend{Name: "memorystore"})
 }
 
 // setupOn is setup on the store implementation be.
-func setupOn(t *testing.T, be pgstoretest.Backend) *bundle {
+func setupOn(t *testing.T, be testkit.Backend) *bundle {
 	t.Helper()
 	clk := testkit.NewClock()
 	b := &bundle{
@@ -166,7 +166,7 @@ func TestWritesFailClosed(t *testing.T) {
 			return err
 		}, memorykit.ErrInvalidInput},
 		{"oversized", func(b *bundle) error {
-			_, err := b.w.WriteModel(ctx, b.model, b.scope, fact("k", canary+strings.Repeat("x", testkit.Limits().MaxContentBytes)))
+			_, err := b.w.WriteModel(ctx, b.model, b.scope, fact("k", canary+strings.Repeat("x", storetest.Limits().MaxContentBytes)))
 			return err
 		}, memorykit.ErrInvalidInput},
 		{"unknown kind", func(b *bundle) error {

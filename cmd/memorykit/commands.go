@@ -142,7 +142,7 @@ func runRebuild(ctx context.Context, c *cli, o *options) error {
 	}
 	fmt.Fprintf(c.out, "deleted %d embeddings of %s in %s\n", deleted, emb.Profile(), s.scope)
 
-	backoff := embedworker.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
+	backoff := memorykit.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
 	w, err := embedworker.New(embedworker.Config{
 		Store: s.store, Embedder: emb, Clock: clk, Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
 		WorkerID: "cli:" + o.operator, LeaseTTL: 2 * time.Minute, BatchSize: o.batch, PollInterval: time.Second,

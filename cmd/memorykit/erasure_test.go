@@ -10,7 +10,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/storetest"
 )

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/storetest"
 )

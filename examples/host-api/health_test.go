@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	mkruntime "github.com/goagents/memorykit/runtime"
 )
 

@@ -21,11 +21,9 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	mkruntime "github.com/goagents/memorykit/runtime"
-	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -87,7 +85,14 @@ func New(t testing.TB) *Fixture {
 	}
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: testkit.NewTombstones(t)})
+	// A keyer of its own rather than testkit's: the kit imports every
+	// store, and the adapter modules that use this fixture should not
+	// need the PostgreSQL driver to build their tests.
+	tombstones, err := memorykit.NewTombstoneKeyer([]byte("adaptertest tombstone secret, tests only"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: tombstones})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +119,7 @@ func New(t testing.TB) *Fixture {
 			EmbedRetry: backoff, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 30 * time.Second,
 			JobRetry: backoff, JobMaxAttempts: 5, JobMaxReaps: 10, ReapInterval: 10 * time.Second, StoreBackoff: backoff,
 			HandBackTimeout: 5 * time.Second,
-			Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 10},
+			Restart:         memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 10,
 		},
 		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
 		Outbox: mkruntime.Outbox{MaxTurns: 100, MaxBytes: 1 << 20, Retry: backoff},

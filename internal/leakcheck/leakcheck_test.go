@@ -27,8 +27,8 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/pgstore"
@@ -37,7 +37,7 @@ import (
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/storekit"
-	"github.com/goagents/memorykit/supervisor"
+	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -223,7 +223,7 @@ func newEnv(t *testing.T, f fault) *env {
 	if f == faultValidator {
 		validator = failValidator{}
 	}
-	guard, err := memorykit.NewWriteGuard(testkit.Limits(), validator)
+	guard, err := memorykit.NewWriteGuard(storetest.Limits(), validator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,21 +402,21 @@ func componentCalls(t *testing.T, e *env) []call {
 	ext, err := extractworker.New(extractworker.Config{Store: e.store, Extractor: e.ext, Guard: e.guard, Clock: e.clk,
 		Logger: e.log, Events: e.sink, WorkerID: id, LeaseTTL: time.Minute, BatchSize: 4, PollInterval: time.Second,
 		JobDeadline: 30 * time.Second, HandBackTimeout: 5 * time.Second,
-		Retry:        extractworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
-		StoreBackoff: extractworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}})
+		Retry:        memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
+		StoreBackoff: memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	emb, err := embedworker.New(embedworker.Config{Store: e.store, Embedder: e.emb, Clock: e.clk, Logger: e.log,
 		Events: e.sink, WorkerID: id, LeaseTTL: time.Minute, BatchSize: 4, PollInterval: time.Second,
 		EmbedDeadline: 30 * time.Second, HandBackTimeout: 5 * time.Second,
-		Retry:        embedworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
-		StoreBackoff: embedworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}})
+		Retry:        memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
+		StoreBackoff: memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reaper, err := extractworker.NewReaper(extractworker.ReaperConfig{Store: e.store, Clock: e.clk, Logger: e.log,
-		Events: e.sink, Interval: time.Second, StoreBackoff: extractworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}})
+		Events: e.sink, Interval: time.Second, StoreBackoff: memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +539,7 @@ func newRuntime(t *testing.T, e *env) *mkruntime.Runtime {
 			EmbedRetry: b, ExtractBatch: 4, ExtractPoll: time.Second, JobDeadline: 20 * time.Minute,
 			JobRetry: b, JobMaxAttempts: 3, JobMaxReaps: 5, ReapInterval: 5 * time.Second, StoreBackoff: b,
 			HandBackTimeout: 20 * time.Minute,
-			Restart:         supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5},
+			Restart:         memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}, MaxRestarts: 5,
 		},
 		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 400, MaxArgBytes: 8192},
 		Mode:   mkruntime.ModeAll,
@@ -593,7 +593,7 @@ func TestNoCallerContentInErrors(t *testing.T) {
 	t.Run("pgstore", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		ctx := context.Background()
-		guard, err := memorykit.NewWriteGuard(testkit.Limits(), failValidator{})
+		guard, err := memorykit.NewWriteGuard(storetest.Limits(), failValidator{})
 		if err != nil {
 			t.Fatal(err)
 		}

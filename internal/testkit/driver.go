@@ -116,8 +116,12 @@ func (d *Driver) Halt() {
 	<-d.done
 }
 
-// SupervisorBackoff is the restart policy NewSupervisor uses.
-var SupervisorBackoff = supervisor.BackoffPolicy{Initial: time.Second, Max: time.Minute, Multiplier: 2, MaxRestarts: 5}
+// SupervisorBackoff and SupervisorMaxRestarts are the restart policy
+// NewSupervisor uses.
+var SupervisorBackoff = memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
+
+// SupervisorMaxRestarts: see SupervisorBackoff.
+const SupervisorMaxRestarts = 5
 
 // NewSupervisor builds (but does not start) a supervisor of actors on clk,
 // logging to log and emitting to events, with SupervisorBackoff. With d
@@ -125,7 +129,7 @@ var SupervisorBackoff = supervisor.BackoffPolicy{Initial: time.Second, Max: time
 // stopped when the test ends; a failing Stop fails the test.
 func NewSupervisor(t testing.TB, clk clock.Clock, log *zap.Logger, events memorykit.EventSink, d *Driver, actors ...supervisor.Actor) *supervisor.Supervisor {
 	t.Helper()
-	cfg := supervisor.Config{Clock: clk, Logger: log, Events: events, Backoff: SupervisorBackoff}
+	cfg := supervisor.Config{Clock: clk, Logger: log, Events: events, Backoff: SupervisorBackoff, MaxRestarts: SupervisorMaxRestarts}
 	if d != nil {
 		cfg.OnBackoffArmed = d.OnBackoff
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // Harness is what a test of a background component needs besides its
-// store: a context, a mock clock at Epoch, a WriteGuard, one project
+// store: a context, a mock clock at storetest.Epoch, a WriteGuard, one project
 // scope, a recording Sink and a logger whose entries the test can read.
 type Harness struct {
 	T     *testing.T

@@ -1,7 +1,16 @@
-// Package testkit holds test doubles shared by memorykit's own tests: an
-// authorizer that grants explicit permissions, a recording EventSink, a
-// content validator, in-memory stores, and a canary check for content
-// leaks. It is internal: nothing here ships to Hosts.
+// Package testkit is the one kit for memorykit's own tests: test doubles
+// (an authorizer that grants explicit permissions, a recording EventSink, a
+// content validator, fault-injecting recall stores and embedders), the
+// backend matrix (Each runs a test on memorystore and on pgstore), a clock
+// Driver for actors, fixtures that plant records recall must never return,
+// and a canary check for content leaks. It is internal: nothing here ships
+// to Hosts.
+//
+// Its fixture values are storetest's: a mock clock starts at
+// storetest.Epoch and NewGuard enforces storetest.Limits, so memorykit's
+// tests and the public conformance suites share one Epoch and one Limits.
+// The PostgreSQL plumbing is the sub-package pgtest, apart because
+// pgstore's in-package tests use it and this package imports pgstore.
 package testkit
 
 import (
@@ -17,25 +26,12 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storetest"
 )
 
-// Epoch is the mock clocks' starting instant in tests.
-var Epoch = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-
-// NewClock returns a mock clock set to Epoch.
+// NewClock returns a mock clock set to storetest.Epoch.
 func NewClock() *clock.Mock {
-	c := clock.NewMock()
-	c.Set(Epoch)
-	return c
-}
-
-// Limits returns generous, valid limits for tests.
-func Limits() memorykit.Limits {
-	return memorykit.Limits{
-		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
-		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
-		MaxJobPayloadBytes: 16384, MaxReasonBytes: 1024,
-	}
+	return storetest.NewClock()
 }
 
 // Policy returns a valid recall policy for the local hash-v1 embedder.
@@ -63,11 +59,11 @@ func (v Validator) ValidateContent(_ context.Context, c memorykit.ContentCheck) 
 // RejectMarker is the marker NewGuard's validator rejects.
 const RejectMarker = "REJECT-ME"
 
-// NewGuard returns a WriteGuard with Limits() and a validator rejecting
-// RejectMarker.
+// NewGuard returns a WriteGuard with storetest.Limits() and a validator
+// rejecting RejectMarker.
 func NewGuard(t testing.TB) *memorykit.WriteGuard {
 	t.Helper()
-	g, err := memorykit.NewWriteGuard(Limits(), Validator{Marker: RejectMarker})
+	g, err := memorykit.NewWriteGuard(storetest.Limits(), Validator{Marker: RejectMarker})
 	if err != nil {
 		t.Fatal(err)
 	}

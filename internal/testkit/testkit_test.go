@@ -17,6 +17,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -245,7 +246,7 @@ func TestDriver(t *testing.T) {
 			case <-timer.C:
 			}
 			mu.Lock()
-			wakes[name] = append(wakes[name], clk.Now().Sub(testkit.Epoch))
+			wakes[name] = append(wakes[name], clk.Now().Sub(storetest.Epoch))
 			mu.Unlock()
 		}
 	}
@@ -280,7 +281,7 @@ func TestDriver(t *testing.T) {
 
 func TestHarness(t *testing.T) {
 	h := testkit.NewHarness(t)
-	if h.T != t || h.Ctx == nil || !h.Clock.Now().Equal(testkit.Epoch) || h.Guard == nil || h.Sink == nil || h.Log == nil {
+	if h.T != t || h.Ctx == nil || !h.Clock.Now().Equal(storetest.Epoch) || h.Guard == nil || h.Sink == nil || h.Log == nil {
 		t.Fatalf("harness = %+v", h)
 	}
 	if h.Scope.TenantID != "tenant-a" || h.Scope.SubjectID != "project-1" {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/pgstore"
 )
 
@@ -18,7 +18,7 @@ import (
 // heap it actually holds per record (from HeapAlloc after GC), so the
 // accounting can be checked against the heap.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkRecallCacheLoad' -benchtime 3x
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkRecallCacheLoad' -benchtime 3x
 func BenchmarkRecallCacheLoad(b *testing.B) {
 	_, pool := postgresFixture(b)
 	set := targetSet(b, 10000)

@@ -1,4 +1,4 @@
-package pgstoretest_test
+package testkit_test
 
 import (
 	"context"
@@ -9,24 +9,17 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // TestSharedSchemaAndTerminate: two Stores opened on one DB see the same
 // records; Terminate ends that DB's connections and no other's.
 func TestSharedSchemaAndTerminate(t *testing.T) {
 	ctx := context.Background()
 	clk := testkit.NewClock()
-	db := pgstoretest.New(t)
+	db := testkit.NewDB(t)
 	if !strings.HasPrefix(db.Schema, pgtest.SchemaPrefix) || db.App == "" {
 		t.Fatalf("db = %+v", db)
 	}
@@ -43,7 +36,7 @@ func TestSharedSchemaAndTerminate(t *testing.T) {
 		t.Fatalf("the second store does not see the first one's record: %v", err)
 	}
 
-	other := pgstoretest.New(t)
+	other := testkit.NewDB(t)
 	if other.Schema == db.Schema || other.App == db.App {
 		t.Fatal("two DBs share a schema or an application_name")
 	}
@@ -65,7 +58,7 @@ func TestEach(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{}
 	t.Run("matrix", func(t *testing.T) {
-		pgstoretest.Each(t, func(t *testing.T, b pgstoretest.Backend) {
+		testkit.Each(t, func(t *testing.T, b testkit.Backend) {
 			s := b.Open(t, testkit.NewClock())
 			mu.Lock()
 			seen[b.Name] = fmt.Sprintf("%T %v", s, b.DB != nil)

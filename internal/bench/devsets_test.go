@@ -355,7 +355,7 @@ func TestDialogSetIsDeterministic(t *testing.T) {
 // of each channel alone, of the fused result and of the BM25 baseline,
 // reported as metrics per set. The scores do not depend on b.N.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkRecallQuality' -benchtime 1x
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkRecallQuality' -benchtime 1x
 func BenchmarkRecallQuality(b *testing.B) {
 	emb := embedder.NewLocalV2()
 	policy := memorykit.RecallPolicyV1(emb.Profile(), emb.Dimension())

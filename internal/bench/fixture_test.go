@@ -19,7 +19,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
 )

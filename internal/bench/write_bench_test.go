@@ -12,7 +12,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/storekit"
@@ -76,7 +76,7 @@ func writeStoreOn(b *testing.B, kind string, clk clock.Clock) memorykit.Store {
 // index, no trigger, no validation) in the same run: the speed limit of
 // the wire and the heap.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkWrite' -benchtime 10000x -count 5
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkWrite' -benchtime 10000x -count 5
 func BenchmarkWrite(b *testing.B) {
 	for _, kind := range []string{"memory", "postgres"} {
 		for _, mode := range []string{"single", "batch"} {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
 )
@@ -149,7 +149,7 @@ func dialogStore(b *testing.B, kind string) interface {
 // of every recall, of the recalls after each Scope's first (warm-) and of
 // the first recall of each Scope (first-).
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkRecallDialog' -benchtime 500x
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkRecallDialog' -benchtime 500x
 func BenchmarkRecallDialog(b *testing.B) {
 	for _, kind := range []string{"memory", "postgres", "postgres-cached"} {
 		for _, phase := range []string{"ingest", "analyze"} {

@@ -1,63 +1,17 @@
-// Package recalltest is test support for the recall engine and the
-// packages built on it (projector, memorytools): a small matrix that runs a
-// test on every Store implementation (memorystore, and pgstore against the
-// PostgreSQL named by MEMORYKIT_POSTGRES_TEST_DSN), fault-injecting
-// RecallStore and Embedder doubles, and fixtures that plant records recall
-// must never return.
-//
-// Nothing here belongs in a production composition.
-package recalltest
+package testkit
+
+// Test support for the recall engine and the packages built on it
+// (projector, memorytools): fault-injecting RecallStore and Embedder
+// doubles. The fixtures that plant records recall must never return are in
+// recallfixtures.go.
 
 import (
 	"context"
 	"sync"
 	"testing"
 
-	"github.com/benbjohnson/clock"
-
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
-	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgstoretest"
 )
-
-// Environment variables read by the PostgreSQL backend (see
-// internal/pgtest for the rule they follow).
-const (
-	EnvDSN     = pgtest.EnvDSN
-	EnvRequire = pgtest.EnvRequire
-)
-
-// Backend is one Store implementation.
-type Backend struct {
-	Name string
-	// New returns a fresh, empty store on clk; cleanup is registered on t.
-	// The PostgreSQL backend skips the test (or fails it when
-	// MEMORYKIT_REQUIRE_POSTGRES=1) when no database is usable.
-	New func(t testing.TB, clk clock.Clock) memorykit.Store
-}
-
-// Backends returns the memory and PostgreSQL backends.
-func Backends() []Backend {
-	return []Backend{
-		{Name: "memory", New: func(t testing.TB, clk clock.Clock) memorykit.Store { return testkit.MemStore(t, clk) }},
-		{Name: "postgres", New: newPostgres},
-	}
-}
-
-// Each runs fn as a subtest per backend.
-func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
-	t.Helper()
-	for _, b := range Backends() {
-		t.Run(b.Name, func(t *testing.T) { fn(t, b) })
-	}
-}
-
-// newPostgres opens a pgstore on a fresh schema, dropped when t ends.
-func newPostgres(t testing.TB, clk clock.Clock) memorykit.Store {
-	t.Helper()
-	return pgstoretest.New(t).Open(t, clk)
-}
 
 // EmbedAll stores emb's vector of each record's EmbeddingText, as the
 // embedding worker would.
@@ -149,7 +103,7 @@ func (b *BlockingStore) Recall(ctx context.Context, q memorykit.RecallQuery) (me
 	if b.Late {
 		return b.Inner.Recall(context.WithoutCancel(ctx), q)
 	}
-	return memorykit.RecallResult{}, memorykit.WrapError("recalltest.blocking", memorykit.ErrUnavailable, "context_done", ctx.Err())
+	return memorykit.RecallResult{}, memorykit.WrapError("testkit.blocking", memorykit.ErrUnavailable, "context_done", ctx.Err())
 }
 
 // FaultEmbedder wraps an Embedder and injects failures or blocks.
@@ -198,7 +152,7 @@ func (f *FaultEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	if f.Block {
 		f.once.Do(func() { close(f.blocked) })
 		<-ctx.Done()
-		return nil, &memorykit.Error{Op: "recalltest.embed", Kind: memorykit.ErrUnavailable, Reason: "canceled", Err: ctx.Err(), Retry: true}
+		return nil, &memorykit.Error{Op: "testkit.embed", Kind: memorykit.ErrUnavailable, Reason: "canceled", Err: ctx.Err(), Retry: true}
 	}
 	if f.Err != nil {
 		return nil, f.Err

@@ -1,4 +1,4 @@
-package recalltest
+package testkit
 
 import (
 	"context"

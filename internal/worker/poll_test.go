@@ -1,4 +1,4 @@
-package supervisor_test
+package worker_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -24,7 +25,7 @@ func TestPollWaitsByOutcome(t *testing.T) {
 	}{
 		{busy: true}, {}, {err: recoverable}, {err: recoverable}, {busy: true}, {}, {err: errors.New("fatal")},
 	}
-	p := supervisor.Poll{
+	p := worker.Poll{
 		Clock: clk, Interval: 5 * time.Second,
 		Backoff: memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 3},
 		OnWait:  func(w supervisor.Wait) { waits <- w }, Logger: zap.NewNop(), What: "lease",
@@ -66,7 +67,7 @@ func TestPollStopsWhenFetchEnds(t *testing.T) {
 	clk := clock.NewMock()
 	armed := make(chan supervisor.Wait, 1)
 	fetch, cancel := context.WithCancel(context.Background())
-	p := supervisor.Poll{Clock: clk, Interval: time.Hour, Backoff: memorykit.Backoff{Initial: time.Second, Max: time.Second, Multiplier: 1},
+	p := worker.Poll{Clock: clk, Interval: time.Hour, Backoff: memorykit.Backoff{Initial: time.Second, Max: time.Second, Multiplier: 1},
 		OnWait: func(w supervisor.Wait) { armed <- w }, Logger: zap.NewNop(), What: "reap"}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(fetch, context.Background(), func() (bool, error) { return false, nil }) }()

@@ -14,7 +14,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
-	"github.com/goagents/memorykit/internal/pgtest"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 )
 
 // BenchmarkEmbedWorker measures the embedding worker draining b.N pending
@@ -23,7 +23,7 @@ import (
 // reports embed-only/s, the local embedder alone on the same texts, to
 // show how much of the time is the store's.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkEmbedWorker' -benchtime 5000x -count 5
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkEmbedWorker' -benchtime 5000x -count 5
 func BenchmarkEmbedWorker(b *testing.B) {
 	for _, kind := range []string{"memory", "postgres"} {
 		b.Run("store="+kind, func(b *testing.B) {
@@ -48,8 +48,8 @@ func BenchmarkEmbedWorker(b *testing.B) {
 				Store: s, Embedder: embedder.NewLocal(), Clock: clock.New(), Logger: zap.NewNop(), Events: memorykit.DiscardEvents{},
 				WorkerID: "bench-embed", LeaseTTL: 5 * time.Minute, BatchSize: 100, PollInterval: 10 * time.Millisecond,
 				EmbedDeadline: time.Minute, HandBackTimeout: 5 * time.Second,
-				Retry:        embedworker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
-				StoreBackoff: embedworker.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Multiplier: 2},
+				Retry:        memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2},
+				StoreBackoff: memorykit.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Multiplier: 2},
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -76,7 +76,7 @@ func BenchmarkEmbedWorker(b *testing.B) {
 // PostgreSQL the profile is registered by a first lease before timing, so
 // the call reads the (empty) embedding queue of schema version 4.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkEmbedIdleLease' -benchtime 2000x -count 5
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkEmbedIdleLease' -benchtime 2000x -count 5
 func BenchmarkEmbedIdleLease(b *testing.B) {
 	for _, kind := range []string{"memory", "postgres"} {
 		for _, n := range []int{1000, 10000} {
@@ -118,7 +118,7 @@ func BenchmarkEmbedIdleLease(b *testing.B) {
 // bare statements (claim 10 with FOR UPDATE SKIP LOCKED, then one UPDATE
 // per job to done) and no memorykit in between.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkJobs' -benchtime 4000x -count 5
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkJobs' -benchtime 4000x -count 5
 func BenchmarkJobs(b *testing.B) {
 	for _, kind := range []string{"memory", "postgres"} {
 		for _, workers := range []int{1, 2, 4} {

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/pgtest"
 	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {

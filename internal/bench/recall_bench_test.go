@@ -159,7 +159,7 @@ func cachedFixture(b *testing.B) *pgstore.Store {
 // the same loop on the same query just before each recall, and, with
 // vectors, the vector channel's recall@10 against an exact float64 scan.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkRecall$' -benchtime 300x -count 5
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkRecall$' -benchtime 300x -count 5
 func BenchmarkRecall(b *testing.B) {
 	for _, store := range []string{"memory", "postgres", "postgres-cached"} {
 		for _, n := range targetSizes {
@@ -284,7 +284,7 @@ func floorFor(b *testing.B, store string, set *recallSet, withVec bool) func(mem
 // BenchmarkRoundTrip measures a bare SELECT 1 on the fixture's pool: the
 // network and protocol share of every PostgreSQL latency above.
 //
-//	go test ./bench -run '^$' -bench 'BenchmarkRoundTrip' -benchtime 2000x -count 5
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkRoundTrip' -benchtime 2000x -count 5
 func BenchmarkRoundTrip(b *testing.B) {
 	_, pool := postgresFixture(b)
 	ctx := context.Background()
