@@ -46,17 +46,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 
 	ant "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
-	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/turn"
 )
 
 // Config configures an Adapter. Every field is required.
@@ -94,63 +92,20 @@ func New(cfg Config) (*Adapter, error) {
 	return &Adapter{cfg: cfg}, nil
 }
 
-// Turn is one turn to run.
-type Turn struct {
-	// Session is the request's memorykit Session, opened by the Host from
-	// trusted metadata.
-	Session *mkruntime.Session
-	// Messages is the conversation, oldest first, ending with the current
-	// user message. Roles system, user and assistant only: a tool message
-	// from an earlier turn has no tool_use block to answer here.
-	Messages []projector.Message
-	// RunRef identifies the turn for extraction (FinishTurn); retrying a
-	// turn with the same RunRef does not enqueue it twice. Required.
-	RunRef string
-}
+// Turn is one turn to run (see [turn.Turn]).
+type Turn = turn.Turn
 
-// ToolCall is one tool_use block the model sent, with the result it got.
-type ToolCall struct {
-	// ID is the provider's tool_use ID.
-	ID string
-	// Name is the tool the model asked for.
-	Name string
-	// Arguments are the tool_use block's input as the model sent it; nil
-	// when it was missing.
-	Arguments json.RawMessage
-	// Result is what the tool answered; Result.IsError marks a failure.
-	Result memorytools.Result
-}
+// ToolCall is one tool call the model made, with the result it got (see
+// [turn.ToolCall]).
+type ToolCall = turn.ToolCall
 
 // Usage adds up the tokens the provider reported over all model calls of
-// a turn. InputTokens includes cache writes and reads.
-type Usage struct {
-	InputTokens  int64
-	OutputTokens int64
-	TotalTokens  int64
-}
+// a turn (see [turn.Usage]). InputTokens includes cache writes and reads.
+type Usage = turn.Usage
 
-// Result is what a turn produced.
-type Result struct {
-	// Text is the answer the Host may show and persist: the response's
-	// text blocks, joined. When Rejected it is the fixed
-	// memorytools.NotSavedText, never the model's claim.
-	Text string
-	// Rejected reports that ValidateOutput refused the model's answer: it
-	// claimed a memory was saved after a write failed. A rejected turn is
-	// not handed to extraction.
-	Rejected bool
-	// ToolCalls are the tool calls of the turn, in the order they ran.
-	ToolCalls []ToolCall
-	// Usage is the provider's token count for the turn.
-	Usage Usage
-	// Steps is the number of model calls made.
-	Steps int
-	// Projection is the projector's output: whether a memory view was
-	// inserted (and where), and whether recall degraded.
-	Projection projector.Projection
-	// Extraction is FinishTurn's result; zero when Rejected.
-	Extraction extractworker.EnqueueResult
-}
+// Result is what a turn produced (see [turn.Result]). Its Text is the
+// final response's text blocks, joined.
+type Result = turn.Result
 
 // RunTurn runs one turn; see the package documentation. On an error the
 // returned Result still holds the tool calls, usage and steps so far, and
@@ -158,24 +113,11 @@ type Result struct {
 func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 	const op = "anthropic.run_turn"
 	var res Result
-	if t.Session == nil {
-		return res, memorykit.FieldError(op, "session", "missing")
-	}
-	if t.RunRef == "" {
-		return res, memorykit.FieldError(op, "run_ref", "missing")
-	}
-	for _, m := range t.Messages {
-		if m.Role == projector.RoleTool {
-			return res, memorykit.FieldError(op, "messages.role", "tool_not_supported")
-		}
-	}
-	proj, err := t.Session.Project(ctx, t.Messages)
-	if err != nil {
+	if err := turn.Begin(ctx, op, t, &res); err != nil {
 		return res, err
 	}
-	res.Projection = proj
 	params := ant.MessageNewParams{Model: ant.Model(a.cfg.Model), MaxTokens: a.cfg.MaxTokens, Tools: tools(t.Session.Tools())}
-	for _, m := range proj.Messages {
+	for _, m := range res.Projection.Messages {
 		switch m.Role {
 		case projector.RoleSystem:
 			params.System = append(params.System, ant.TextBlockParam{Text: m.Content})
@@ -184,7 +126,7 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 		case projector.RoleAssistant:
 			params.Messages = append(params.Messages, ant.NewAssistantMessage(ant.NewTextBlock(m.Content)))
 		default:
-			return res, memorykit.FieldError(op, "messages.role", "tool_not_supported")
+			return res, turn.RoleError(op)
 		}
 	}
 
@@ -198,9 +140,7 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 		}
 		u := msg.Usage
 		in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-		res.Usage.InputTokens += in
-		res.Usage.OutputTokens += u.OutputTokens
-		res.Usage.TotalTokens += in + u.OutputTokens
+		res.Usage.Add(in, u.OutputTokens, in+u.OutputTokens)
 
 		var text []string
 		var results []ant.ContentBlockParamUnion
@@ -209,16 +149,10 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 			case "text":
 				text = append(text, block.Text)
 			case "tool_use":
-				call := ToolCall{ID: block.ID, Name: block.Name}
-				if json.Valid(block.Input) {
-					call.Arguments = block.Input
-				}
-				out, err := t.Session.CallTool(ctx, block.Name, block.Input)
+				out, err := res.Call(ctx, t.Session, block.ID, block.Name, block.Name, block.Input)
 				if err != nil {
 					return res, err
 				}
-				call.Result = out
-				res.ToolCalls = append(res.ToolCalls, call)
 				results = append(results, ant.NewToolResultBlock(block.ID, out.Content, out.IsError))
 			}
 		}
@@ -229,18 +163,9 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 		params.Messages = append(params.Messages, msg.ToParam(), ant.NewUserMessage(results...))
 	}
 	if !answered {
-		return res, &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: "step_limit"}
+		return res, turn.StepLimitError(op)
 	}
-	if err := t.Session.ValidateOutput(final); err != nil {
-		if !errors.Is(err, memorytools.ErrNotSaved) {
-			return res, err
-		}
-		res.Text, res.Rejected = memorytools.NotSavedText, true
-		return res, nil
-	}
-	res.Text = final
-	res.Extraction = t.Session.FinishTurn(ctx, mkruntime.Turn{RunRef: t.RunRef, Transcript: transcript(proj.Messages, final)})
-	return res, nil
+	return res, turn.Finish(ctx, t, final, &res)
 }
 
 // tools maps memory tools to custom tools.
@@ -272,34 +197,14 @@ func tools(in []memorytools.Tool) []ant.ToolUnionParam {
 	return out
 }
 
-// transcript is the finished turn as extraction receives it: the current
-// user message and the accepted answer. The memory view is never part of
-// it.
-func transcript(msgs []projector.Message, final string) string {
-	user := ""
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == projector.RoleUser && msgs[i].Name != projector.ViewName {
-			user = msgs[i].Content
-			break
-		}
-	}
-	return "user: " + user + "\nassistant: " + final
-}
-
 // providerError turns an SDK failure into a content-free error. The SDK's
 // error keeps the request (with its key) and the response body, so it is
 // never wrapped.
 func providerError(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
-		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
-	}
+	status := 0
 	var apiErr *ant.Error
 	if errors.As(err, &apiErr) {
-		code := apiErr.StatusCode
-		return &memorykit.Error{
-			Op: op, Kind: memorykit.ErrUnavailable, Reason: "provider_status_" + strconv.Itoa(code),
-			Retry: code == 408 || code == 409 || code == 429 || code >= 500,
-		}
+		status = apiErr.StatusCode
 	}
-	return &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: "provider_unreachable", Retry: true}
+	return turn.ProviderError(ctx, op, status)
 }

@@ -46,16 +46,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
-	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/turn"
 )
 
 // Config configures an Adapter. Client, Model and MaxSteps are required.
@@ -94,62 +92,19 @@ func New(cfg Config) (*Adapter, error) {
 	return &Adapter{cfg: cfg}, nil
 }
 
-// Turn is one turn to run.
-type Turn struct {
-	// Session is the request's memorykit Session, opened by the Host from
-	// trusted metadata.
-	Session *mkruntime.Session
-	// Messages is the conversation, oldest first, ending with the current
-	// user message. Roles system, user and assistant only: a tool message
-	// from an earlier turn has no tool call to answer here.
-	Messages []projector.Message
-	// RunRef identifies the turn for extraction (FinishTurn); retrying a
-	// turn with the same RunRef does not enqueue it twice. Required.
-	RunRef string
-}
+// Turn is one turn to run (see [turn.Turn]).
+type Turn = turn.Turn
 
-// ToolCall is one tool call the model made, with the result it got.
-type ToolCall struct {
-	// ID is the provider's call ID.
-	ID string
-	// Name is the tool the model asked for.
-	Name string
-	// Arguments are the model's arguments as it sent them; nil when they
-	// were not valid JSON (the tool then answered with an error result).
-	Arguments json.RawMessage
-	// Result is what the tool answered; Result.IsError marks a failure.
-	Result memorytools.Result
-}
+// ToolCall is one tool call the model made, with the result it got (see
+// [turn.ToolCall]).
+type ToolCall = turn.ToolCall
 
 // Usage adds up the tokens the provider reported over all model calls of
-// a turn.
-type Usage struct {
-	InputTokens  int64
-	OutputTokens int64
-	TotalTokens  int64
-}
+// a turn (see [turn.Usage]).
+type Usage = turn.Usage
 
-// Result is what a turn produced.
-type Result struct {
-	// Text is the answer the Host may show and persist. When Rejected it
-	// is the fixed memorytools.NotSavedText, never the model's claim.
-	Text string
-	// Rejected reports that ValidateOutput refused the model's answer: it
-	// claimed a memory was saved after a write failed. A rejected turn is
-	// not handed to extraction.
-	Rejected bool
-	// ToolCalls are the tool calls of the turn, in the order they ran.
-	ToolCalls []ToolCall
-	// Usage is the provider's token count for the turn.
-	Usage Usage
-	// Steps is the number of model calls made.
-	Steps int
-	// Projection is the projector's output: whether a memory view was
-	// inserted (and where), and whether recall degraded.
-	Projection projector.Projection
-	// Extraction is FinishTurn's result; zero when Rejected.
-	Extraction extractworker.EnqueueResult
-}
+// Result is what a turn produced (see [turn.Result]).
+type Result = turn.Result
 
 // errorResult is how a tool error result reaches the model.
 type errorResult struct {
@@ -163,23 +118,10 @@ type errorResult struct {
 func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 	const op = "openai.run_turn"
 	var res Result
-	if t.Session == nil {
-		return res, memorykit.FieldError(op, "session", "missing")
-	}
-	if t.RunRef == "" {
-		return res, memorykit.FieldError(op, "run_ref", "missing")
-	}
-	for _, m := range t.Messages {
-		if m.Role == projector.RoleTool {
-			return res, memorykit.FieldError(op, "messages.role", "tool_not_supported")
-		}
-	}
-	proj, err := t.Session.Project(ctx, t.Messages)
-	if err != nil {
+	if err := turn.Begin(ctx, op, t, &res); err != nil {
 		return res, err
 	}
-	res.Projection = proj
-	msgs, err := messages(op, proj.Messages)
+	msgs, err := messages(op, res.Projection.Messages)
 	if err != nil {
 		return res, err
 	}
@@ -195,11 +137,9 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 		if err != nil {
 			return res, providerError(ctx, op, err)
 		}
-		res.Usage.InputTokens += completion.Usage.PromptTokens
-		res.Usage.OutputTokens += completion.Usage.CompletionTokens
-		res.Usage.TotalTokens += completion.Usage.TotalTokens
+		res.Usage.Add(completion.Usage.PromptTokens, completion.Usage.CompletionTokens, completion.Usage.TotalTokens)
 		if len(completion.Choices) == 0 {
-			return res, &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: "provider_bad_response"}
+			return res, turn.BadResponseError(op)
 		}
 		msg := completion.Choices[0].Message
 		if len(msg.ToolCalls) == 0 {
@@ -219,35 +159,21 @@ func (a *Adapter) RunTurn(ctx context.Context, t Turn) (Result, error) {
 			if custom {
 				name, args = tc.Custom.Name, json.RawMessage(tc.Custom.Input)
 			}
-			call := ToolCall{ID: tc.ID, Name: name}
-			if json.Valid(args) {
-				call.Arguments = args
-			}
+			callAs := name
 			if custom {
-				name = ""
+				callAs = ""
 			}
-			out, err := t.Session.CallTool(ctx, name, args)
+			out, err := res.Call(ctx, t.Session, tc.ID, name, callAs, args)
 			if err != nil {
 				return res, err
 			}
-			call.Result = out
-			res.ToolCalls = append(res.ToolCalls, call)
 			params.Messages = append(params.Messages, oai.ToolMessage(toolContent(out), tc.ID))
 		}
 	}
 	if !answered {
-		return res, &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: "step_limit"}
+		return res, turn.StepLimitError(op)
 	}
-	if err := t.Session.ValidateOutput(final); err != nil {
-		if !errors.Is(err, memorytools.ErrNotSaved) {
-			return res, err
-		}
-		res.Text, res.Rejected = memorytools.NotSavedText, true
-		return res, nil
-	}
-	res.Text = final
-	res.Extraction = t.Session.FinishTurn(ctx, mkruntime.Turn{RunRef: t.RunRef, Transcript: transcript(proj.Messages, final)})
-	return res, nil
+	return res, turn.Finish(ctx, t, final, &res)
 }
 
 // messages maps projected messages to Chat Completions messages.
@@ -267,7 +193,7 @@ func messages(op string, in []projector.Message) ([]oai.ChatCompletionMessagePar
 		case projector.RoleAssistant:
 			out = append(out, oai.AssistantMessage(m.Content))
 		default:
-			return nil, memorykit.FieldError(op, "messages.role", "tool_not_supported")
+			return nil, turn.RoleError(op)
 		}
 	}
 	return out, nil
@@ -303,34 +229,14 @@ func toolContent(r memorytools.Result) string {
 	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
-// transcript is the finished turn as extraction receives it: the current
-// user message and the accepted answer. The memory view is never part of
-// it.
-func transcript(msgs []projector.Message, final string) string {
-	user := ""
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == projector.RoleUser && msgs[i].Name != projector.ViewName {
-			user = msgs[i].Content
-			break
-		}
-	}
-	return "user: " + user + "\nassistant: " + final
-}
-
 // providerError turns an SDK failure into a content-free error. The SDK's
 // error keeps the request (with its key) and the response body, so it is
 // never wrapped.
 func providerError(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
-		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
-	}
+	status := 0
 	var apiErr *oai.Error
 	if errors.As(err, &apiErr) {
-		code := apiErr.StatusCode
-		return &memorykit.Error{
-			Op: op, Kind: memorykit.ErrUnavailable, Reason: "provider_status_" + strconv.Itoa(code),
-			Retry: code == 408 || code == 409 || code == 429 || code >= 500,
-		}
+		status = apiErr.StatusCode
 	}
-	return &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: "provider_unreachable", Retry: true}
+	return turn.ProviderError(ctx, op, status)
 }
