@@ -61,6 +61,7 @@ func (s *Store) eraseLocked(e *entry, r memorykit.LifecycleRule, actor memorykit
 	}
 	n.revisions = len(e.revisions)
 	s.sync(e)
+	s.changed(e)
 	for _, id := range jobs {
 		if j := s.jobs[id]; j != nil && j.Scope == e.rec.Scope && s.scrubJobLocked(j, digest, now) {
 			n.jobs++
@@ -77,6 +78,7 @@ func (s *Store) eraseLocked(e *entry, r memorykit.LifecycleRule, actor memorykit
 // failed jobs hold no content. It reports whether the job was scrubbed
 // now for the first time.
 func (s *Store) scrubJobLocked(j *memorykit.Job, digest string, now time.Time) bool {
+	s.changedJob(j.ID)
 	switch j.State {
 	case memorykit.JobQueued:
 		tombstone(j, memorykit.JobFailed)
@@ -107,6 +109,7 @@ func (s *Store) erasedHandback(j *memorykit.Job, now time.Time) bool {
 		return false
 	}
 	delete(s.jobErased, j.ID)
+	s.changedJob(j.ID)
 	tombstone(j, memorykit.JobFailed)
 	j.LastError = memorykit.ReasonErased
 	j.UpdatedAt = now
@@ -122,6 +125,7 @@ func (s *Store) erasedCompletion(j *memorykit.Job, in []memorykit.NewRecord) ([]
 		return in, false
 	}
 	delete(s.jobErased, j.ID)
+	s.changedJob(j.ID)
 	return memorykit.DropErasedProposals(s.keyer, j.Scope, keys, in), true
 }
 

@@ -96,6 +96,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
 	s.records[id] = e
+	s.changed(e)
 	scoped := s.byScope[in.Scope]
 	if scoped == nil {
 		scoped = make(map[string]*entry)
@@ -108,6 +109,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		if current != nil {
 			current.supersede(in.Actor, in.Reason, now)
 			s.sync(current)
+			s.changed(current)
 		}
 		s.active[ak] = id
 		s.sync(e)
@@ -358,6 +360,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 		if current := s.activeEntry(ak); current != nil {
 			current.supersede(t.Actor, t.Reason, now)
 			s.sync(current)
+			s.changed(current)
 		}
 		s.active[ak] = e.rec.ID
 	case memorykit.ActionForget:
@@ -368,6 +371,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	}
 	e.touch(r, t.Actor, t.Reason, now)
 	s.sync(e)
+	s.changed(e)
 	return e.rec.Clone(), nil
 }
 
@@ -440,6 +444,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.touch(memorykit.RuleCorrect, c.Actor, c.Reason, s.now())
 	s.sync(e)
+	s.changed(e)
 	return e.rec.Clone(), nil
 }
 
