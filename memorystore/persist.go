@@ -291,3 +291,46 @@ func (s *Store) imageLocked(e *entry, lifecycle bool) RecordImage {
 	}
 	return ri
 }
+
+// Image returns the Store's whole state, as NewJournaled takes it, sorted
+// by id. A persisting store's tests compare it with the image of a Store
+// reloaded from their file.
+func (s *Store) Image() Image {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	saved := s.journal
+	// imageLocked looks state up by the journal's profiles; gather every
+	// profile in use for a Store that has no journal (or a stale one).
+	s.journal = &journal{profiles: make(map[string]struct{})}
+	for k := range s.embStates {
+		s.journal.profiles[k.profile] = struct{}{}
+	}
+	for k := range s.embTokens {
+		s.journal.profiles[k.profile] = struct{}{}
+	}
+	for _, e := range s.records {
+		for p := range e.embeddings {
+			s.journal.profiles[p] = struct{}{}
+		}
+	}
+	img := Image{LeaseSeq: s.leaseSeq}
+	for _, id := range sortedKeys(s.records) {
+		img.Records = append(img.Records, s.imageLocked(s.records[id], true))
+	}
+	for _, id := range sortedKeys(s.jobs) {
+		img.Jobs = append(img.Jobs, JobImage{Job: *s.jobs[id], ErasedKeys: append([]string(nil), s.jobErased[id]...)})
+	}
+	for _, rep := range s.purges {
+		p := *rep
+		p.RecordIDs = append([]string{}, rep.RecordIDs...)
+		img.Purges = append(img.Purges, p)
+	}
+	sort.Slice(img.Purges, func(i, j int) bool { return scopeLess(img.Purges[i].Scope, img.Purges[j].Scope) })
+	if saved != nil {
+		for p := range s.journal.profiles {
+			saved.profiles[p] = struct{}{}
+		}
+	}
+	s.journal = saved
+	return img
+}

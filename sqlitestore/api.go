@@ -85,6 +85,9 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		if cerr := s.commitLocked(op, true); cerr != nil {
 			return memorykit.PurgeReport{}, cerr
 		}
+		if s.afterWrite != nil {
+			s.afterWrite()
+		}
 		return rep, rename(err)
 	}()
 	if err != nil {

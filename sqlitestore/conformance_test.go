@@ -32,6 +32,13 @@ func harness() storetest.Harness {
 				t.Fatalf("sqlitestore.Open: %v", err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
+			// Every write must leave the file reloading to exactly the
+			// mirror's state, or the suites would only test the mirror.
+			sqlitestore.CheckEveryWrite(s, func(diff string) {
+				if diff != "" {
+					t.Errorf("the file does not reload to the store's state:\n%s", diff)
+				}
+			})
 			return s
 		},
 		Dump: func(t *testing.T, s memorykit.Store) string {

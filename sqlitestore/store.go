@@ -125,6 +125,11 @@ type Store struct {
 	failed   string
 	leaseSeq int64
 	stmts    statements
+	memCfg   memorystore.Config
+	// afterWrite, set only by this package's tests, runs after every
+	// write's commit with s.mu held (they check the file reloads to the
+	// mirror's state).
+	afterWrite func()
 }
 
 var (
@@ -215,7 +220,8 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 		return err
 	}
 	s.leaseSeq = img.LeaseSeq
-	mem, err := memorystore.NewJournaled(memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}, img)
+	s.memCfg = memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}
+	mem, err := memorystore.NewJournaled(s.memCfg, img)
 	if err != nil {
 		return err
 	}
@@ -287,6 +293,9 @@ func write[T any](s *Store, op string, fn func() (T, error)) (T, error) {
 	v, err := fn()
 	if cerr := s.commitLocked(op, false); cerr != nil {
 		return zero, cerr
+	}
+	if s.afterWrite != nil {
+		s.afterWrite()
 	}
 	return v, rename(err)
 }
