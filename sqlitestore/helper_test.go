@@ -52,7 +52,7 @@ func openChild(path string) (*sqlitestore.Store, error) {
 // The Scopes of the kill test: the writes, and the record whose embedding
 // lease the child holds when it dies.
 var (
-	killScope     = memorykit.Scope{TenantID: "tenant-k", SubjectType: memorykit.SubjectProject, SubjectID: "p"}
+	killScope = memorykit.Scope{TenantID: "tenant-k", SubjectType: memorykit.SubjectProject, SubjectID: "p"}
 	heldScope = memorykit.Scope{TenantID: "tenant-k", SubjectType: memorykit.SubjectProject, SubjectID: "held"}
 )
 
