@@ -156,8 +156,8 @@ type orphanError struct{}
 func (orphanError) Error() string { return "row of a missing record" }
 
 // each runs fn on every row of query.
-func (s *Store) each(ctx context.Context, query string, fn func(*sql.Rows) error) error {
-	rows, err := s.conn.QueryContext(ctx, query)
+func (s *Store) each(ctx context.Context, query string, fn func(*sql.Rows) error, args ...any) error {
+	rows, err := s.conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}

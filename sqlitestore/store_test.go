@@ -219,3 +219,37 @@ func TestOpenValidatesConfig(t *testing.T) {
 		t.Fatalf("a rejected config created files: %v", m)
 	}
 }
+
+// TestFileSchemaVersionAndCountScope: the version of a file reads without
+// migrating it (0 for a missing file), and a Scope's job counts come from
+// the file.
+func TestFileSchemaVersionAndCountScope(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	if v, err := sqlitestore.FileSchemaVersion(ctx, path); err != nil || v != 0 {
+		t.Fatalf("version of a missing file = %d, %v", v, err)
+	}
+	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
+	scope := storetest.Scope(t, "t", "p")
+	for _, id := range []string{"j1", "j2"} {
+		if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: scope, Payload: "x", MaxAttempts: 1, MaxReaps: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "j3", Scope: storetest.Scope(t, "t", "q"), Payload: "x", MaxAttempts: 1, MaxReaps: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CountScope(ctx, "p/x", scope)
+	if err != nil || c.Jobs.Queued+c.Jobs.Leased != 2 || c.Jobs.Leased > 1 {
+		t.Fatalf("CountScope = %+v, %v", c, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := sqlitestore.FileSchemaVersion(ctx, path); err != nil || v != sqlitestore.SchemaVersion {
+		t.Fatalf("version = %d, %v; want %d", v, err, sqlitestore.SchemaVersion)
+	}
+}
