@@ -136,6 +136,24 @@ func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
 			return rows.Scan(&img.LeaseSeq)
 		})
 	}
+	if err == nil {
+		s.rowsOf = make(map[string]uint8)
+		for _, ri := range img.Records {
+			var has uint8
+			if len(ri.Embeddings) > 0 {
+				has |= rowEmbeddings
+			}
+			if len(ri.Leases) > 0 {
+				has |= rowLeases
+			}
+			if len(ri.Tokens) > 0 {
+				has |= rowTokens
+			}
+			if has != 0 {
+				s.rowsOf[ri.Record.ID] = has
+			}
+		}
+	}
 	if err != nil {
 		if err == errOrphan {
 			return memorystore.Image{}, memorykit.WrapError(op, memorykit.ErrIntegrity, "orphan_row", err)

@@ -62,6 +62,14 @@ func (x *statements) close() {
 	}
 }
 
+// The tables a record may have embedding rows in, as bits of Store.rowsOf,
+// in the order writeRecord deletes them.
+const (
+	rowEmbeddings uint8 = 1 << iota
+	rowLeases
+	rowTokens
+)
+
 // commitLocked writes what the mirror changed since the last commit in one
 // transaction. With purged set the unfinished-purge rows are rewritten too.
 // A failure poisons the store. The caller holds s.mu for writing.
@@ -157,10 +165,31 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) err
 			}
 		}
 	}
-	for _, p := range []*sql.Stmt{s.stmts.deleteEmbeddings, s.stmts.deleteLeases, s.stmts.deleteTokens} {
+	had := s.rowsOf[x.ID]
+	for i, p := range []*sql.Stmt{s.stmts.deleteEmbeddings, s.stmts.deleteLeases, s.stmts.deleteTokens} {
+		if had&(1<<i) == 0 {
+			continue
+		}
 		if _, err := p.ExecContext(ctx, x.ID); err != nil {
 			return err
 		}
+	}
+	var has uint8
+	if len(ri.Embeddings) > 0 {
+		has |= rowEmbeddings
+	}
+	if len(ri.Leases) > 0 {
+		has |= rowLeases
+	}
+	if len(ri.Tokens) > 0 {
+		has |= rowTokens
+	}
+	// A failed commit poisons the store, so the map may run ahead of the
+	// file only on a store nobody uses any more.
+	if has == 0 {
+		delete(s.rowsOf, x.ID)
+	} else {
+		s.rowsOf[x.ID] = has
 	}
 	for _, m := range ri.Embeddings {
 		if _, err := s.stmts.insertEmbedding.ExecContext(ctx, x.ID, m.Profile, m.ContentHash, encodeVector(m.Vector), formatTime(m.At)); err != nil {

@@ -125,6 +125,11 @@ type Store struct {
 	failed   string
 	leaseSeq int64
 	stmts    statements
+	// rowsOf says, per record, which of the embeddings, embedding_leases
+	// and embedding_tokens tables hold rows of it (rowEmbeddings...), so a
+	// commit deletes only where there is something to delete. Records
+	// without any are absent.
+	rowsOf map[string]uint8
 	memCfg   memorystore.Config
 	// afterWrite, set only by this package's tests, runs after every
 	// write's commit with s.mu held (they check the file reloads to the
