@@ -130,7 +130,7 @@ type Store struct {
 	// commit deletes only where there is something to delete. Records
 	// without any are absent.
 	rowsOf map[string]uint8
-	memCfg   memorystore.Config
+	memCfg memorystore.Config
 	// afterWrite, set only by this package's tests, runs after every
 	// write's commit with s.mu held (they check the file reloads to the
 	// mirror's state).
