@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +103,51 @@ func TestVerifyErasedFindsCompatibilityForms(t *testing.T) {
 	}
 	if _, err := sqlitestore.VerifyErased(filepath.Join(t.TempDir(), "missing.db"), "x"); err == nil {
 		t.Error("VerifyErased of a missing file succeeded")
+	}
+}
+
+// TestSingleEraseLeavesNoTextInTheFile: one erase, without a purge, takes
+// the record's text out of the file's bytes and its WAL (the rewrite
+// zeroes the old cells, secure_delete, and the WAL is checkpointed and
+// truncated), while the record's neighbours stay.
+func TestSingleEraseLeavesNoTextInTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "one.db")
+	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncFull)
+	scope := storetest.Scope(t, "tenant-o", "p")
+	const canary = "qzxsingleerase"
+	var target memorykit.Record
+	for i := 0; i < 30; i++ {
+		content := fmt.Sprintf("neighbour number %d", i)
+		if i == 17 {
+			content = "the secret is " + canary
+		}
+		r, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: fmt.Sprintf("k%d", i), Content: content,
+			Status: memorykit.StatusActive, Actor: actor, Sources: []memorykit.Source{{Kind: "doc", Ref: "ref-" + content}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 17 {
+			target = r
+		}
+	}
+	if _, err := s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor},
+		Content: "still about " + canary}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.VerifyErased(canary); err != nil || len(hits) == 0 {
+		t.Fatalf("before erase VerifyErased = %v, %v; want found", hits, err)
+	}
+	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.VerifyErased(canary); err != nil || len(hits) != 0 {
+		t.Fatalf("after erase VerifyErased = %v, %v; want nothing", hits, err)
+	}
+	if hits, err := s.VerifyErased("neighbour number 29"); err != nil || len(hits) == 0 {
+		t.Fatalf("a neighbour's text is gone: %v, %v", hits, err)
 	}
 }
