@@ -253,3 +253,52 @@ func TestFileSchemaVersionAndCountScope(t *testing.T) {
 		t.Fatalf("version = %d, %v; want %d", v, err, sqlitestore.SchemaVersion)
 	}
 }
+
+// TestConcurrentOpensMigrateOnce: stores opening one new file at the same
+// time: exactly one gets it (and migrates it once); the others are
+// refused with ReasonLocked.
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "race.db")
+	clk := storetest.NewClock()
+	const n = 4
+	type result struct {
+		s   *sqlitestore.Store
+		err error
+	}
+	results := make(chan result, n)
+	guard, keys := storetest.NewGuard(t), storetest.NewTombstones(t)
+	for i := 0; i < n; i++ {
+		go func() {
+			s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Config{Clock: clk, Guard: guard, Tombstones: keys, Sync: sqlitestore.SyncNormal})
+			results <- result{s, err}
+		}()
+	}
+	var winner *sqlitestore.Store
+	for i := 0; i < n; i++ {
+		r := <-results
+		switch {
+		case r.err == nil && winner == nil:
+			winner = r.s
+		case r.err == nil:
+			t.Errorf("two stores opened the file")
+			_ = r.s.Close()
+		case reason(r.err) != sqlitestore.ReasonLocked:
+			t.Errorf("a losing Open = %v; want %s", r.err, sqlitestore.ReasonLocked)
+		}
+	}
+	if winner == nil {
+		t.Fatal("no Open won")
+	}
+	if err := winner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows int
+	if err := db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != sqlitestore.SchemaVersion {
+		t.Fatalf("schema_migrations rows = %d, %v; want %d", rows, err, sqlitestore.SchemaVersion)
+	}
+}
