@@ -23,6 +23,12 @@
 // and reason ReasonPoisoned until the file is opened again, which reloads
 // what was committed.
 //
+// The writer lock is held across the whole write, so the Host's
+// ContentValidator runs under it (memorystore runs it before taking its own
+// lock): a slow validator delays other calls on the same store. Commits are
+// one at a time, in the order the writes happened; a write waiting for the
+// lock does not watch its context until it holds it.
+//
 // Why a mirror rather than SQL queries: recall has to rank in memory with
 // memorystore's index to match it exactly, and the lease, erase and purge
 // rules are subtle enough that one implementation of them is worth the
@@ -42,6 +48,16 @@
 // second Open of the same file, from this process or another, fails with
 // ErrUnavailable and reason ReasonLocked. Sharing could not be safe anyway:
 // each process would answer from its own mirror.
+//
+// # Schema
+//
+// The schema is versioned like pgstore's: numbered migrations embedded
+// from migrations/NNNN_name.up.sql, recorded in schema_migrations. Open
+// applies the missing ones in one IMMEDIATE transaction (SQLite's write
+// lock, so two openers never both migrate) and refuses a file that records
+// a newer or unknown version (ErrIntegrity, ReasonSchemaVersionNewer or
+// ReasonSchemaVersionUnknown) without changing it. FileSchemaVersion reads
+// the version without migrating.
 //
 // # Erasure
 //
