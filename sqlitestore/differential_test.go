@@ -223,6 +223,13 @@ func differential(t *testing.T, seed int64) {
 			ca, ea := mem.CountJobs(ctx)
 			cb, eb := sq.CountJobs(ctx)
 			same("count jobs", ca, cb, ea, eb)
+			if len(jobIDs) > 0 {
+				id := jobIDs[rng.Intn(len(jobIDs))]
+				sc := scopes[rng.Intn(2)]
+				ja, ea := mem.GetJob(ctx, sc, id)
+				jb, eb := sq.GetJob(ctx, sc, id)
+				same("get job", ja, jb, ea, eb)
+			}
 		case 18:
 			clk.Add(time.Duration(rng.Intn(90)) * time.Second)
 		case 19:
