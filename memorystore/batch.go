@@ -57,6 +57,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 			}
 			e.embeddings[emb.Profile] = &embedding{hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), norm: norm(emb.Vector), at: at}
 			s.syncVector(e, emb.Profile)
+			s.changedEmbeddings(e.rec.ID, emb.Profile)
 		}
 	}
 	out := make([]memorykit.Record, len(checked))

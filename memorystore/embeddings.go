@@ -77,6 +77,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		st.retryAt = time.Time{}
 		st.token = s.nextLeaseToken()
 		s.embTokens[k] = embToken{hash: e.rec.ContentHash, token: st.token}
+		s.changedEmbeddings(e.rec.ID, p.Profile)
 		tasks = append(tasks, memorykit.EmbeddingTask{
 			RecordID:    e.rec.ID,
 			Scope:       e.rec.Scope,
@@ -174,6 +175,7 @@ func (s *Store) putLocked(op string, p memorykit.EmbeddingPut) error {
 		return err
 	}
 	k := embKey{recordID: p.RecordID, profile: p.Profile}
+	s.changedEmbeddings(p.RecordID, p.Profile)
 	delete(s.embStates, k)
 	if old := e.embeddings[p.Profile]; old != nil && old.hash == p.ContentHash && slices.Equal(old.vector, p.Vector) {
 		return nil
@@ -215,6 +217,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	if st == nil || st.leasedBy != r.WorkerID {
 		return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
 	}
+	s.changedEmbeddings(e.rec.ID, r.Profile)
 	st.leasedBy = ""
 	st.leaseExpiry = time.Time{}
 	st.reason = r.Reason
@@ -300,17 +303,20 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 		if _, ok := e.embeddings[profile]; ok && (scope == nil || e.rec.Scope == *scope) {
 			delete(e.embeddings, profile)
 			s.syncVector(e, profile)
+			s.changedEmbeddings(e.rec.ID, profile)
 			n++
 		}
 	}
 	for k := range s.embStates {
 		if in(k) {
 			delete(s.embStates, k)
+			s.changedEmbeddings(k.recordID, k.profile)
 		}
 	}
 	for k := range s.embTokens {
 		if in(k) {
 			delete(s.embTokens, k)
+			s.changedEmbeddings(k.recordID, k.profile)
 		}
 	}
 	return n, nil
@@ -330,8 +336,9 @@ func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 	}
 	now := s.now()
 	n := 0
-	for _, st := range s.embStates {
+	for k, st := range s.embStates {
 		if st.leasedBy != "" && !now.Before(st.leaseExpiry) {
+			s.changedEmbeddings(k.recordID, k.profile)
 			st.leasedBy = ""
 			st.leaseExpiry = time.Time{}
 			n++

@@ -62,6 +62,7 @@ func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.
 	}
 	n.revisions = len(e.revisions)
 	s.sync(e)
+	s.changed(e)
 	for _, id := range jobs {
 		if j := s.jobs[id]; j != nil && j.Scope == e.rec.Scope && s.scrubJobLocked(j, digest, now) {
 			n.jobs++
@@ -78,6 +79,7 @@ func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.
 // failed jobs hold no content. It reports whether the job was scrubbed
 // now for the first time.
 func (s *Store) scrubJobLocked(j *memorykit.Job, digest string, now time.Time) bool {
+	s.changedJob(j.ID)
 	switch j.State {
 	case memorykit.JobQueued:
 		tombstone(j, memorykit.JobFailed)
@@ -108,6 +110,7 @@ func (s *Store) erasedHandback(j *memorykit.Job, now time.Time) bool {
 		return false
 	}
 	delete(s.jobErased, j.ID)
+	s.changedJob(j.ID)
 	tombstone(j, memorykit.JobFailed)
 	j.LastError = memorykit.ReasonErased
 	j.UpdatedAt = now
@@ -123,6 +126,7 @@ func (s *Store) erasedCompletion(j *memorykit.Job, in []memorykit.NewRecord) ([]
 		return in, false
 	}
 	delete(s.jobErased, j.ID)
+	s.changedJob(j.ID)
 	return storekit.DropErasedProposals(s.keyer, j.Scope, keys, in), true
 }
 

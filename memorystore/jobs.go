@@ -48,6 +48,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 		UpdatedAt:   now,
 	}
 	s.jobs[j.ID] = job
+	s.changedJob(j.ID)
 	return *job, nil
 }
 
@@ -103,6 +104,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 	expiry := stamp(now.Add(p.TTL))
 	out := make([]memorykit.Job, 0, len(ready))
 	for _, j := range ready {
+		s.changedJob(j.ID)
 		j.State = memorykit.JobLeased
 		j.Attempt++
 		j.LeasedBy = p.WorkerID
@@ -187,6 +189,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		}
 		created++
 	}
+	s.changedJob(job.ID)
 	tombstone(job, memorykit.JobDone)
 	job.Candidates = created
 	job.UpdatedAt = now
@@ -215,6 +218,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	if err := job.CheckLease(op, f.WorkerID, f.LeaseToken, now); err != nil {
 		return memorykit.Job{}, err
 	}
+	s.changedJob(job.ID)
 	if s.erasedHandback(job, now) {
 		return *job, nil
 	}
@@ -256,6 +260,7 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	if err := job.CheckLease(op, r.WorkerID, r.LeaseToken, now); err != nil {
 		return err
 	}
+	s.changedJob(job.ID)
 	job.Attempt--
 	job.HandBacks++
 	job.UpdatedAt = now
@@ -292,6 +297,7 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 			continue
 		}
 		n++
+		s.changedJob(job.ID)
 		if s.erasedHandback(job, now) {
 			continue
 		}

@@ -97,6 +97,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
 	s.records[id] = e
+	s.changed(e)
 	scoped := s.byScope[in.Scope]
 	if scoped == nil {
 		scoped = make(map[string]*entry)
@@ -109,6 +110,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		if current != nil {
 			current.supersede(in.Actor, in.Reason, now)
 			s.sync(current)
+			s.changed(current)
 		}
 		s.active[ak] = id
 		s.sync(e)
@@ -359,6 +361,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 		if current := s.activeEntry(ak); current != nil {
 			current.supersede(t.Actor, t.Reason, now)
 			s.sync(current)
+			s.changed(current)
 		}
 		s.active[ak] = e.rec.ID
 	case memorykit.ActionForget:
@@ -369,6 +372,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	}
 	e.touch(r, t.Actor, t.Reason, now)
 	s.sync(e)
+	s.changed(e)
 	return e.rec.Clone(), nil
 }
 
@@ -441,6 +445,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.touch(storekit.RuleCorrect, c.Actor, c.Reason, s.now())
 	s.sync(e)
+	s.changed(e)
 	return e.rec.Clone(), nil
 }
 

@@ -86,6 +86,9 @@ type Store struct {
 	// pgstore's lease rows do), so a stale put is refused after a newer
 	// holder stored its vector.
 	embTokens map[embKey]embToken
+	// journal, when set (NewJournaled), collects what each write changed
+	// for TakeChanges; nil in a plain Store.
+	journal *journal
 }
 
 // embToken is the fencing token of a record's latest embedding lease for

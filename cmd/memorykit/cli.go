@@ -23,6 +23,7 @@ const (
 // options holds every flag; each command registers the ones it uses.
 type options struct {
 	dsn, schema                string
+	sqlite                     string // the SQLite file, instead of a DSN
 	tombstoneSecret            string
 	tenant, project, operator  string
 	id, reason, after, profile string
@@ -181,7 +182,7 @@ var commands = []command{
 	},
 	{
 		name:    "verify-erased",
-		summary: "scan every table and column of the schema for a text; exit 1 and list where it occurs (table, column, row id), 0 when it occurs nowhere",
+		summary: "scan every table and column of the schema (or every byte of the SQLite file and its WAL) for a text; exit 1 and list where it occurs, 0 when it occurs nowhere",
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.tenant, "tenant", "", "tenant ID of the erased project (required)")
 			fs.StringVar(&o.project, "project", "", "project ID of the erased project (required)")
@@ -239,6 +240,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	// (and its password) as a default.
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL DSN (default $MEMORYKIT_DSN)")
 	fs.StringVar(&o.schema, "schema", "", "PostgreSQL schema holding memorykit's tables (default memorykit)")
+	fs.StringVar(&o.sqlite, "sqlite", "", "SQLite file of an embedded Host (e.g. memorykit-data/memorykit.db), instead of --dsn; stop the Host first")
 	if cmd.scoped {
 		fs.StringVar(&o.tenant, "tenant", "", "tenant ID (required)")
 		fs.StringVar(&o.project, "project", "", "project ID (required)")
@@ -259,7 +261,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintf(stderr, "memorykit %s: unexpected argument (every value needs its --flag)\nrun 'memorykit %s --help'\n", cmd.name, cmd.name)
 		return exitUsage
 	}
-	if o.dsn == "" {
+	if o.dsn == "" && o.sqlite == "" {
 		o.dsn = getenv("MEMORYKIT_DSN")
 	}
 	o.tombstoneSecret = getenv("MEMORYKIT_TOMBSTONE_SECRET")
@@ -331,8 +333,13 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 // checkCommon validates the DSN presence and, for scoped commands, the
 // Scope and operator.
 func checkCommon(cmd *command, o *options) error {
-	if o.dsn == "" {
-		return usagef("--dsn (or $MEMORYKIT_DSN) is required")
+	switch {
+	case o.dsn != "" && o.sqlite != "":
+		return usagef("--dsn and --sqlite exclude each other")
+	case o.sqlite != "" && o.schema != "":
+		return usagef("--schema is for --dsn")
+	case o.dsn == "" && o.sqlite == "":
+		return usagef("--dsn (or $MEMORYKIT_DSN) or --sqlite is required")
 	}
 	if !cmd.scoped {
 		return nil
@@ -378,7 +385,7 @@ func isHelp(s string) bool {
 }
 
 func (c *cli) usage(w io.Writer) {
-	fmt.Fprint(w, `memorykit: operate a memorykit database on PostgreSQL.
+	fmt.Fprint(w, `memorykit: operate a memorykit database on PostgreSQL or SQLite.
 
 usage: memorykit <command> [flags]
 
@@ -388,7 +395,9 @@ commands:
 		fmt.Fprintf(w, "  %-21s %s\n", cmd.name, cmd.summary)
 	}
 	fmt.Fprint(w, `
-Every command takes --dsn (or $MEMORYKIT_DSN) and --schema. Every command
+Every command takes --dsn (or $MEMORYKIT_DSN) and --schema for PostgreSQL,
+or --sqlite FILE for an embedded Host's SQLite file (which one process
+opens at a time: stop the Host first). Every command
 but migrate and verify-erased also takes --tenant, --project and --operator:
 it works on that one project Scope only, and records the operator in the
 audit trail. Commands that open the store need $MEMORYKIT_TOMBSTONE_SECRET,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,22 +19,27 @@ import (
 	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/reviewer"
+	"github.com/goagents/memorykit/sqlitestore"
 )
 
 func runMigrate(ctx context.Context, c *cli, o *options) error {
-	if _, err := pgx.ParseConfig(o.dsn); err != nil {
-		return usagef("--dsn does not parse")
+	if o.sqlite == "" {
+		if _, err := pgx.ParseConfig(o.dsn); err != nil {
+			return usagef("--dsn does not parse")
+		}
 	}
 	store, err := openStore(ctx, o) // Open applies the missing migrations
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	where := store.Where()
+	// A SQLite file is read after the store released it.
+	store.Close()
 	version, err := schemaVersion(ctx, o)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "schema %s: migrated, version %d\n", store.Schema(), version)
+	fmt.Fprintf(c.out, "%s: migrated, version %d\n", where, version)
 	return nil
 }
 
@@ -43,7 +49,7 @@ type Stats struct {
 	// ByStatus counts the Scope's records per status.
 	ByStatus map[memorykit.Status]int
 	// Scope holds the Scope's pending embeddings and jobs.
-	Scope pgstore.ScopeCounts
+	Scope ScopeCounts
 	// PendingEmbeddings counts active records of every Scope that lack a
 	// current embedding of the profile (parked ones included).
 	PendingEmbeddings int
@@ -94,7 +100,7 @@ func runStatus(ctx context.Context, c *cli, o *options) error {
 		return err
 	}
 	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "schema\t%s\n", s.store.Schema())
+	fmt.Fprintf(w, "%s\n", strings.Replace(s.store.Where(), " ", "\t", 1)) // schema or file
 	fmt.Fprintf(w, "schema version\t%d\n", st.SchemaVersion)
 	fmt.Fprintf(w, "scope\t%s\n", s.scope)
 	total := 0
@@ -298,6 +304,9 @@ func runVerifyErased(ctx context.Context, c *cli, o *options) error {
 	if err != nil {
 		return usagef("--tenant and --project must name a valid project Scope")
 	}
+	if o.sqlite != "" {
+		return verifySQLite(c, o)
+	}
 	cfg, err := pgx.ParseConfig(o.dsn)
 	if err != nil {
 		return usagef("--dsn does not parse")
@@ -319,6 +328,28 @@ func runVerifyErased(ctx context.Context, c *cli, o *options) error {
 	fmt.Fprintln(w, "table\tcolumn\trow")
 	for _, h := range hits {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", h.Table, h.Column, h.Row)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return errCanaryFound
+}
+
+// verifySQLite scans the raw bytes of the SQLite file (and its WAL) for
+// the canary: every page, free pages included.
+func verifySQLite(c *cli, o *options) error {
+	hits, err := sqlitestore.VerifyErased(o.sqlite, o.canary)
+	if err != nil {
+		return err
+	}
+	if len(hits) == 0 {
+		fmt.Fprintln(c.out, "not found")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "file\toffset")
+	for _, h := range hits {
+		fmt.Fprintf(w, "%s\t%d\n", h.File, h.Offset)
 	}
 	if err := w.Flush(); err != nil {
 		return err

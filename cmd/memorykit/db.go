@@ -13,6 +13,7 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/reviewer"
+	"github.com/goagents/memorykit/sqlitestore"
 )
 
 // defaultProfile is the profile of the local embedder, the one the CLI
@@ -76,10 +77,53 @@ func (a operatorAuthorizer) Authorize(_ context.Context, p memorykit.Principal, 
 	return errNotThisScope
 }
 
+// cliStore is what the commands need of a store: pgstore's or
+// sqlitestore's.
+type cliStore interface {
+	memorykit.Store
+	memorykit.Purger
+	// CountScope returns a Scope's pending embeddings and jobs.
+	CountScope(ctx context.Context, profile string, scope memorykit.Scope) (ScopeCounts, error)
+	// Where names the schema or file, for the report.
+	Where() string
+	Close()
+}
+
+// ScopeCounts is one Scope's pending embeddings of a profile and its jobs
+// by state.
+type ScopeCounts struct {
+	PendingEmbeddings int
+	Jobs              memorykit.JobCounts
+}
+
+// pgCLI adapts pgstore to cliStore.
+type pgCLI struct{ *pgstore.Store }
+
+func (p pgCLI) CountScope(ctx context.Context, profile string, scope memorykit.Scope) (ScopeCounts, error) {
+	c, err := p.Store.CountScope(ctx, profile, scope)
+	return ScopeCounts(c), err
+}
+
+func (p pgCLI) Where() string { return "schema " + p.Schema() }
+
+// sqliteCLI adapts sqlitestore to cliStore.
+type sqliteCLI struct{ *sqlitestore.Store }
+
+func (s sqliteCLI) CountScope(ctx context.Context, profile string, scope memorykit.Scope) (ScopeCounts, error) {
+	c, err := s.Store.CountScope(ctx, profile, scope)
+	return ScopeCounts(c), err
+}
+
+func (s sqliteCLI) Where() string { return "file " + s.Path() }
+
+// Close closes the file; a failure to close loses nothing (every write
+// was committed when it returned).
+func (s sqliteCLI) Close() { _ = s.Store.Close() }
+
 // session is an open store plus the Scope, operator and reviewer of one
 // scoped command.
 type session struct {
-	store    *pgstore.Store
+	store    cliStore
 	scope    memorykit.Scope
 	operator memorykit.Principal
 	review   *reviewer.Reviewer
@@ -91,8 +135,9 @@ type session struct {
 // lives.
 const openTimeout = 30 * time.Second
 
-// openStore opens pgstore, which migrates the schema when needed.
-func openStore(ctx context.Context, o *options) (*pgstore.Store, error) {
+// openStore opens pgstore or sqlitestore, which migrate the schema when
+// needed.
+func openStore(ctx context.Context, o *options) (cliStore, error) {
 	guard, err := memorykit.NewWriteGuard(cliLimits(), noContentWrites{})
 	if err != nil {
 		return nil, err
@@ -106,7 +151,26 @@ func openStore(ctx context.Context, o *options) (*pgstore.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	return pgstore.Open(ctx, o.dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Tombstones: tombstones, Schema: o.schema, MaxConns: 4})
+	if o.sqlite != "" {
+		s, err := sqlitestore.Open(ctx, o.sqlite, sqlitestore.Config{Clock: clock.New(), Guard: guard, Tombstones: tombstones})
+		if err != nil {
+			return nil, err
+		}
+		return sqliteCLI{s}, nil
+	}
+	s, err := pgstore.Open(ctx, o.dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Tombstones: tombstones, Schema: o.schema, MaxConns: 4})
+	if err != nil {
+		return nil, err
+	}
+	return pgCLI{s}, nil
+}
+
+// supportedVersion is the schema version of the store the options name.
+func supportedVersion(o *options) int {
+	if o.sqlite != "" {
+		return sqlitestore.SchemaVersion
+	}
+	return pgstore.SchemaVersion
 }
 
 // openSession checks that the schema exists at the supported version
@@ -124,7 +188,7 @@ func openSession(ctx context.Context, o *options) (*session, error) {
 	switch {
 	case version == 0:
 		return nil, errors.New("the schema is not migrated: run 'memorykit migrate' first")
-	case version != pgstore.SchemaVersion:
+	case version != supportedVersion(o):
 		return nil, errors.New("the schema version is not the one this binary supports: upgrade with 'memorykit migrate' or use a matching binary")
 	}
 	store, err := openStore(ctx, o)
@@ -150,6 +214,9 @@ func openSession(ctx context.Context, o *options) (*session, error) {
 // pgstore's schema_migrations table directly, because pgstore.Open would
 // migrate instead of report.
 func schemaVersion(ctx context.Context, o *options) (int, error) {
+	if o.sqlite != "" {
+		return sqlitestore.FileSchemaVersion(ctx, o.sqlite)
+	}
 	cfg, err := pgx.ParseConfig(o.dsn)
 	if err != nil {
 		return 0, usagef("--dsn does not parse") // the parse error may quote the password

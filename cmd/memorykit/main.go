@@ -1,8 +1,10 @@
 // Command memorykit is the operator's tool for a memorykit database on
-// PostgreSQL: migrate the schema, look at its state, rebuild embeddings,
-// review candidates, forget, erase, and read the audit trail.
+// PostgreSQL (--dsn) or in an embedded Host's SQLite file (--sqlite FILE,
+// with the Host stopped): migrate the schema, look at its state, rebuild
+// embeddings, review candidates, forget, erase, and read the audit trail.
 //
 //	memorykit migrate --dsn "$DSN"
+//	memorykit status --sqlite memorykit-data/memorykit.db --tenant acme --project apollo --operator ops-ana
 //	memorykit status --tenant acme --project apollo --operator ops-ana
 //	memorykit candidates list --tenant acme --project apollo --operator ops-ana
 //	memorykit candidates activate --id mem_… --reason "checked" --tenant acme --project apollo --operator ops-ana
@@ -13,9 +15,10 @@
 //
 // # Trust
 //
-// Whoever holds the DSN can read and change the database directly, so the
-// CLI trusts its user: a CLI-local authorizer grants the --operator
-// identity read, review and erase on exactly the --tenant/--project given,
+// Whoever holds the DSN (or can write the SQLite file) can read and
+// change the database directly, so the CLI trusts its user: a CLI-local
+// authorizer grants the --operator identity read, review and erase on
+// exactly the --tenant/--project given,
 // and nothing else. It does not authenticate anybody; it keeps each
 // command inside the Scope it was asked about and makes the audit say who
 // acted. Protect the DSN like the database password it contains.

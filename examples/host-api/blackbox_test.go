@@ -29,6 +29,12 @@ func TestHostMemoryEmbeddedBlackBox(t *testing.T) {
 	runBlackBox(t, memoryBackend)
 }
 
+// TestHostMemorySQLiteBlackBox runs the same suite on the default store of
+// `go run .`: SQLite in a data directory.
+func TestHostMemorySQLiteBlackBox(t *testing.T) {
+	runBlackBox(t, sqliteBackend)
+}
+
 func runBlackBox(t *testing.T, b backend) {
 	cov := &coverage{}
 	var routes []string

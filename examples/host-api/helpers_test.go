@@ -23,6 +23,7 @@ import (
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/sqlitestore"
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +45,11 @@ var testTombstoneSecret = []byte("host-api test tombstone secret, tests only")
 
 var memoryBackend = backend{name: "memorystore", options: func(*testing.T) Options {
 	return Options{TombstoneSecret: testTombstoneSecret}
+}}
+
+// sqliteBackend gives each test a SQLite file in a directory of its own.
+var sqliteBackend = backend{name: "sqlitestore", options: func(t *testing.T) Options {
+	return Options{DataDir: t.TempDir(), TombstoneSecret: testTombstoneSecret}
 }}
 
 // postgresBackend gives each test a fresh schema, dropped when it ends.
@@ -248,6 +254,12 @@ func (e *env) dump() string {
 	switch s := e.host.store.(type) {
 	case *memorystore.Store:
 		return s.Dump()
+	case *sqlitestore.Store:
+		d, err := s.Dump(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return d
 	case *pgstore.Store:
 		d, err := s.Dump(context.Background())
 		if err != nil {

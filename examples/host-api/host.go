@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/sqlitestore"
 )
 
 // Options configure a Host. Directory, Clock, Logger, Model and WorkerID
@@ -25,9 +28,13 @@ import (
 type Options struct {
 	// Directory authenticates callers and authorizes every memory action.
 	Directory *Directory
-	// DSN selects PostgreSQL (pgstore). Empty selects the embedded
-	// default: memorystore, in process memory, lost on exit.
+	// DSN selects PostgreSQL (pgstore). Without it, DataDir selects the
+	// embedded SQLite store (sqlitestore), and with neither the Host runs
+	// on memorystore, in process memory, lost on exit.
 	DSN string
+	// DataDir is the directory of the SQLite file (DataFile inside it),
+	// created when missing. Used only without a DSN.
+	DataDir string
 	// Schema is the PostgreSQL schema (pgstore.DefaultSchema when empty).
 	Schema string
 	// Clock drives every timestamp, deadline, lease and retry.
@@ -58,6 +65,9 @@ type Options struct {
 	admission *mkruntime.Admission
 }
 
+// DataFile is the name of the SQLite file in Options.DataDir.
+const DataFile = "memorykit.db"
+
 // Host is the example HTTP Host: memorykit's runtime behind a small JSON
 // API.
 type Host struct {
@@ -65,7 +75,7 @@ type Host struct {
 	rt         *mkruntime.Runtime
 	proj       *projector.Projector
 	store      memorykit.Store
-	closeStore func() // closes the store (for pgstore, its pool)
+	closeStore func() // closes the store (pgstore's pool, sqlitestore's file)
 	clock      clock.Clock
 	log        *zap.Logger
 	model      Model
@@ -109,13 +119,23 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		store      memorykit.Store
 		closeStore = func() {}
 	)
-	if o.DSN == "" {
+	switch {
+	case o.DSN == "" && o.DataDir != "":
+		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+			return nil, memorykit.WrapError(op, memorykit.ErrInvalidConfig, "data_dir_unusable", err)
+		}
+		ss, err := sqlitestore.Open(ctx, filepath.Join(o.DataDir, DataFile), sqlitestore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones})
+		if err != nil {
+			return nil, err
+		}
+		store, closeStore = ss, func() { _ = ss.Close() }
+	case o.DSN == "":
 		ms, err := memorystore.New(memorystore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones})
 		if err != nil {
 			return nil, err
 		}
 		store = ms
-	} else {
+	default:
 		ps, err := pgstore.Open(ctx, o.DSN, pgConfig(pgstore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones, Schema: o.Schema}))
 		if err != nil {
 			return nil, err

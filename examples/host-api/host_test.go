@@ -145,6 +145,8 @@ func TestRunFlags(t *testing.T) {
 		{[]string{"-help"}, 0},
 		{[]string{"-no-such-flag"}, 2},
 		{[]string{"extra"}, 2},
+		{[]string{"-memory", "-dsn", "postgres://x"}, 2},
+		{[]string{"-data", ""}, 2},
 	} {
 		var out, errOut bytes.Buffer
 		if got := run(ctx, c.args, &out, &errOut); got != c.code {
@@ -159,7 +161,7 @@ func TestRunFlags(t *testing.T) {
 // TestMain proves nothing keeps running.
 func TestServeShutsDown(t *testing.T) {
 	t.Setenv("MEMORYKIT_TOMBSTONE_SECRET", string(testTombstoneSecret))
-	stores := []backend{memoryBackend}
+	stores := []backend{memoryBackend, sqliteBackend}
 	if os.Getenv(pgtest.EnvDSN) != "" {
 		stores = append(stores, postgresBackend(t))
 	}
@@ -176,7 +178,7 @@ func TestServeShutsDown(t *testing.T) {
 				}
 				return nil
 			}))
-			if err := serve(ctx, log, "127.0.0.1:0", "", o.DSN, o.Schema, ""); err != nil {
+			if err := serve(ctx, log, "127.0.0.1:0", "", o.DSN, o.Schema, o.DataDir, ""); err != nil {
 				t.Fatalf("serve: %v", err)
 			}
 			// In order: the HTTP server stops first, then memorykit drains,

@@ -3,7 +3,8 @@
 // bearer token that the Host maps to a tenant; the project comes only from
 // the route; memorykit enforces everything else.
 //
-//	go -C examples/host-api run .                  # embedded store, 127.0.0.1:8080
+//	go -C examples/host-api run .                  # SQLite in ./memorykit-data, 127.0.0.1:8080
+//	go -C examples/host-api run . -memory          # in process memory, lost on exit
 //	go -C examples/host-api run . -dsn "$DSN"      # PostgreSQL + pgvector
 //	go -C examples/host-api run . -demo            # scripted walk-through
 //	go -C examples/host-api run . -model openai -model-url http://127.0.0.1:11434/v1/ -model-name llama3.2
@@ -48,7 +49,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	tokens := fs.String("tokens", "", "members and bearer tokens (JSON, see tokens.dev.json); empty uses the built-in development tokens")
-	dsn := fs.String("dsn", "", "PostgreSQL DSN (default $MEMORYKIT_DSN); without one the embedded in-memory store is used")
+	dsn := fs.String("dsn", "", "PostgreSQL DSN (default $MEMORYKIT_DSN); without one the embedded SQLite store in -data is used")
+	data := fs.String("data", defaultDataDir, "directory of the embedded SQLite store (created when missing); memory survives restarts")
+	memory := fs.Bool("memory", false, "keep memory in process memory only (memorystore): everything is lost on exit")
 	schema := fs.String("schema", "", "PostgreSQL schema (default memorykit)")
 	workerID := fs.String("worker-id", "", "worker identity on leases, unique per process sharing a database (default host-api-<random>)")
 	demo := fs.Bool("demo", false, "run the scripted walk-through on the embedded store and exit")
@@ -66,8 +69,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "host-api: unexpected arguments")
 		return 2
 	}
-	if *dsn == "" { // read after parsing, so -help never prints a password
+	if *dsn != "" && *memory {
+		fmt.Fprintln(stderr, "host-api: -memory and -dsn exclude each other")
+		return 2
+	}
+	if *dsn == "" && !*memory { // read after parsing, so -help never prints a password
 		*dsn = os.Getenv("MEMORYKIT_DSN")
+	}
+	dataDir := *data
+	if *memory || *dsn != "" {
+		dataDir = ""
+	} else if dataDir == "" {
+		fmt.Fprintln(stderr, "host-api: -data must name a directory (or use -memory)")
+		return 2
 	}
 	runner, err := newTurnRunner(model, os.Getenv, nil)
 	if err != nil {
@@ -88,23 +102,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer func() { _ = logger.Sync() }()
-	if err := serveModel(ctx, logger, *addr, *tokens, *dsn, *schema, *workerID, model.kind, runner); err != nil {
+	if err := serveModel(ctx, logger, *addr, *tokens, *dsn, *schema, dataDir, *workerID, model.kind, runner); err != nil {
 		logger.Error("host stopped with an error", zap.Error(err)) // memorykit errors are content-free
 		return 1
 	}
 	return 0
 }
 
+// defaultDataDir is where the embedded SQLite store lives by default.
+const defaultDataDir = "./memorykit-data"
+
 // serve runs the Host until ctx ends, then shuts down in order: stop
 // taking HTTP requests and finish the ones in flight, drain memorykit, stop
-// it, and close the store's pool.
-func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, workerID string) error {
-	return serveModel(ctx, log, addr, tokens, dsn, schema, workerID, modelScripted, nil)
+// it, and close the store (pool or file). The store is PostgreSQL with a
+// dsn, else SQLite in dataDir, else (both empty) process memory.
+func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, dataDir, workerID string) error {
+	return serveModel(ctx, log, addr, tokens, dsn, schema, dataDir, workerID, modelScripted, nil)
 }
 
 // serveModel is serve with the chat model chosen by -model: the scripted
 // model when runner is nil.
-func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, workerID, modelKind string, runner TurnRunner) error {
+func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, dataDir, workerID, modelKind string, runner TurnRunner) error {
 	dir, err := LoadDirectory(tokens)
 	if err != nil {
 		return err
@@ -116,11 +134,14 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 		workerID = "host-api-" + randomHex(6)
 	}
 	store := "memorystore"
-	if dsn != "" {
+	switch {
+	case dsn != "":
 		store = "pgstore"
+	case dataDir != "":
+		store = "sqlitestore"
 	}
 	host, err := NewHost(ctx, Options{
-		Directory: dir, DSN: dsn, Schema: schema, Clock: clock.New(),
+		Directory: dir, DSN: dsn, Schema: schema, DataDir: dataDir, Clock: clock.New(),
 		Logger: log, Model: ScriptedModel{}, Runner: runner, WorkerID: workerID,
 		TombstoneSecret: []byte(os.Getenv("MEMORYKIT_TOMBSTONE_SECRET")),
 	})

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 	if pgPool != nil {
 		pgPool.Close()
 	}
+	sqliteCleanup()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

@@ -119,6 +119,8 @@ func recallStore(b *testing.B, store string) memorykit.RecallStore {
 		return memoryFixture(b)
 	case "postgres-cached":
 		return cachedFixture(b)
+	case "sqlite":
+		return sqliteFixture(b)
 	}
 	s, _ := postgresFixture(b)
 	return s
@@ -152,7 +154,9 @@ func cachedFixture(b *testing.B) *pgstore.Store {
 // vectors=true, vector channel) in a target scope of 1k, 10k or 50k records
 // while 100 other scopes of 1.5k records share the store; 384-d vectors
 // from the local embedder. The stores run in one process, one after the
-// other, so their ratio holds on a loaded machine: memorystore, pgstore
+// other, so their ratio holds on a loaded machine: memorystore, sqlitestore
+// (1k and 10k only, beside 10 other scopes; its floor is memorystore's),
+// pgstore
 // (the SQL path) and pgstore with the recall cache on (postgres-cached,
 // on the same schema and pool; its floor is pgstore's). It reports p50 and p99 latency (ms), the same
 // for the floor (floor-p50-ms, floor-p99-ms: see floorFor), measured in
@@ -161,10 +165,13 @@ func cachedFixture(b *testing.B) *pgstore.Store {
 //
 //	go test ./internal/bench -run '^$' -bench 'BenchmarkRecall$' -benchtime 300x -count 5
 func BenchmarkRecall(b *testing.B) {
-	for _, store := range []string{"memory", "postgres", "postgres-cached"} {
+	for _, store := range []string{"memory", "sqlite", "postgres", "postgres-cached"} {
 		for _, n := range targetSizes {
 			for _, withVec := range []bool{true, false} {
 				b.Run(fmt.Sprintf("store=%s/records=%d/vectors=%t", store, n, withVec), func(b *testing.B) {
+					if store == "sqlite" && n > sqliteMaxTarget {
+						b.Skip("the SQLite fixture holds target scopes up to 10k records")
+					}
 					rs := recallStore(b, store)
 					set := targetSet(b, n)
 					ctx := context.Background()
@@ -239,7 +246,7 @@ func BenchmarkRecall(b *testing.B) {
 //     query term, LIMIT 10, unranked; with vectors, the top 10 of the
 //     half-precision index, not re-ranked), none of recall's rules.
 func floorFor(b *testing.B, store string, set *recallSet, withVec bool) func(memorykit.RecallQuery) error {
-	if store == "memory" {
+	if store == "memory" || store == "sqlite" {
 		dims := len(set.vecs[0])
 		flat := make([]float32, 0, len(set.vecs)*dims)
 		for _, v := range set.vecs {

@@ -120,7 +120,7 @@ func BenchmarkEmbedIdleLease(b *testing.B) {
 //
 //	go test ./internal/bench -run '^$' -bench 'BenchmarkJobs' -benchtime 4000x -count 5
 func BenchmarkJobs(b *testing.B) {
-	for _, kind := range []string{"memory", "postgres"} {
+	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		for _, workers := range []int{1, 2, 4} {
 			b.Run(fmt.Sprintf("store=%s/workers=%d", kind, workers), func(b *testing.B) {
 				s := writeStore(b, kind)

@@ -51,6 +51,9 @@ func writeStore(b *testing.B, kind string) memorykit.Store {
 // writeStoreOn is writeStore on the given clock.
 func writeStoreOn(b *testing.B, kind string, clk clock.Clock) memorykit.Store {
 	b.Helper()
+	if kind == "sqlite" {
+		return openSQLiteStore(b, clk)
+	}
 	if kind == "memory" {
 		s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: benchGuard(b), Tombstones: benchTombstones(b)})
 		if err != nil {
@@ -72,13 +75,15 @@ func writeStoreOn(b *testing.B, kind string, clk clock.Clock) memorykit.Store {
 // with a 384-d embedding): mode=single is Create then PutEmbedding per
 // record; mode=batch is CreateBatch of 1000 items carrying their
 // embeddings. Each run writes b.N records into one scope of an empty store.
+// sqlitestore commits with synchronous=FULL (the WAL fsynced at every
+// commit: one fsync per Create, PutEmbedding or batch).
 // For PostgreSQL, copy=floor is the same rows COPYed into bare tables (no
 // index, no trigger, no validation) in the same run: the speed limit of
 // the wire and the heap.
 //
 //	go test ./internal/bench -run '^$' -bench 'BenchmarkWrite' -benchtime 10000x -count 5
 func BenchmarkWrite(b *testing.B) {
-	for _, kind := range []string{"memory", "postgres"} {
+	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		for _, mode := range []string{"single", "batch"} {
 			b.Run(fmt.Sprintf("store=%s/mode=%s", kind, mode), func(b *testing.B) {
 				s := writeStore(b, kind)

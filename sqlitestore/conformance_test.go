@@ -1,0 +1,63 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/benbjohnson/clock"
+	"go.uber.org/goleak"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storetest"
+)
+
+func TestMain(m *testing.M) {
+	if helperMain() {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// harness gives every case its own file in its own temporary directory.
+// Cases run with synchronous=NORMAL: fsync would dominate the suites' run
+// time and proves nothing they check (the kill test runs with FULL).
+func harness() storetest.Harness {
+	return storetest.Harness{
+		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+			path := filepath.Join(t.TempDir(), "memory.db")
+			s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t), Sync: sqlitestore.SyncNormal})
+			if err != nil {
+				t.Fatalf("sqlitestore.Open: %v", err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			// Every write must leave the file reloading to exactly the
+			// mirror's state, or the suites would only test the mirror.
+			sqlitestore.CheckEveryWrite(s, func(diff string) {
+				if diff != "" {
+					t.Errorf("the file does not reload to the store's state:\n%s", diff)
+				}
+			})
+			return s
+		},
+		Dump: func(t *testing.T, s memorykit.Store) string {
+			t.Helper()
+			d, err := s.(*sqlitestore.Store).Dump(context.Background())
+			if err != nil {
+				t.Fatalf("dump: %v", err)
+			}
+			return d
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.RunAll(t, harness())
+}
+
+// TestReasonsGoThroughContentPolicy mirrors memorystore's and pgstore's
+// run of the reason-policy suite.
+func TestReasonsGoThroughContentPolicy(t *testing.T) {
+	storetest.RunReasonPolicyConformance(t, harness())
+}

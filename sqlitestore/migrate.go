@@ -1,0 +1,144 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goagents/memorykit"
+)
+
+// SchemaVersion is the schema version this package writes and accepts: the
+// number of the newest embedded migration. Open refuses a file whose
+// schema records a newer or unknown version, and changes nothing in it.
+const SchemaVersion = 1
+
+// Reason codes of Open failures that callers may want to branch on.
+const (
+	// ReasonSchemaVersionNewer: the file was migrated by a newer version
+	// of sqlitestore.
+	ReasonSchemaVersionNewer = "schema_version_newer"
+	// ReasonSchemaVersionUnknown: the file records a version sequence this
+	// package has no migrations for.
+	ReasonSchemaVersionUnknown = "schema_version_unknown"
+)
+
+//go:embed migrations/*.up.sql
+var migrationFS embed.FS
+
+// migration is one numbered SQL file.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations parses the embedded files, ordered by version 1..n.
+func loadMigrations() ([]migration, error) {
+	paths, err := fs.Glob(migrationFS, "migrations/*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, path := range paths {
+		base := strings.TrimPrefix(path, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		if !ok {
+			return nil, fmt.Errorf("migration %s: no version prefix", base)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: bad version prefix", base)
+		}
+		body, err := migrationFS.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".up.sql"), sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration versions must be 1..n without gaps")
+		}
+	}
+	return out, nil
+}
+
+// migrate brings the file up to SchemaVersion. It runs in one IMMEDIATE
+// transaction, which holds SQLite's write lock from its first statement:
+// two openers never both apply a migration, and a failed migration leaves
+// the file as it was.
+func migrate(ctx context.Context, conn *sql.Conn, migs []migration, now time.Time) error {
+	const op = "sqlitestore.migrate"
+	if len(migs) == 0 || migs[len(migs)-1].version != SchemaVersion {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "embedded_migrations_invalid"}
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return mapErr(op, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	)`); err != nil {
+		return mapErr(op, err)
+	}
+	applied, err := appliedVersions(ctx, conn)
+	if err != nil {
+		return mapErr(op, err)
+	}
+	current := 0
+	for _, v := range applied {
+		switch {
+		case v > SchemaVersion:
+			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
+		case v != current+1:
+			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
+		}
+		current = v
+	}
+	for _, m := range migs[current:] {
+		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
+			return mapErr(op, err)
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.version, m.name, now.UTC().Format(time.RFC3339Nano)); err != nil {
+			return mapErr(op, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return mapErr(op, err)
+	}
+	committed = true
+	return nil
+}
+
+func appliedVersions(ctx context.Context, conn *sql.Conn) ([]int, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,358 @@
+// Package sqlitestore keeps every memorykit store in one SQLite file, so an
+// embedded Host (a CLI assistant, a desktop agent, a small team server)
+// keeps its memory across restarts without a database server. It runs on
+// modernc.org/sqlite: pure Go, no cgo, no system SQLite.
+//
+// # Design
+//
+// The file is the authority; the process keeps a mirror of it. Open loads
+// every row into a memorystore built with memorystore.NewJournaled, and
+// every call is answered by that mirror, so the lifecycle rules, the
+// full-text rule and recall ranking are memorystore's own code rather than
+// a second implementation that could drift (the storetest suites and the
+// differential tests hold all three stores to one behaviour).
+//
+// Every write runs under one writer lock: the mirror applies it, its
+// journal names what changed (records with their revisions, vectors,
+// embedding leases and fencing tokens, jobs, unfinished purges, the lease
+// sequence), and those rows are written in ONE SQLite transaction before
+// the call returns. A write is acknowledged only after its transaction
+// committed. Readers take the lock shared, so nobody sees a change the
+// file does not hold yet. If a commit fails, memory is ahead of the file;
+// the store then poisons itself: every later call fails with ErrUnavailable
+// and reason ReasonPoisoned until the file is opened again, which reloads
+// what was committed.
+//
+// The writer lock is held across the whole write, so the Host's
+// ContentValidator runs under it (memorystore runs it before taking its own
+// lock): a slow validator delays other calls on the same store. Commits are
+// one at a time, in the order the writes happened; a write waiting for the
+// lock does not watch its context until it holds it.
+//
+// Why a mirror rather than SQL queries: recall has to rank in memory with
+// memorystore's index to match it exactly, and the lease, erase and purge
+// rules are subtle enough that one implementation of them is worth the
+// memory. The price is that the whole store lives in memory as it does in
+// memorystore (Config.MaxRecords bounds it) and Open reads the file once.
+//
+// # Durability and sharing
+//
+// The file is in WAL mode. Config.Sync chooses synchronous=FULL (the
+// default: the WAL is fsynced at every commit, so an acknowledged write
+// survives power loss) or synchronous=NORMAL (a commit survives the
+// process being killed, since the WAL lives in the operating system's
+// cache, but the last commits may be lost on power loss).
+//
+// One process owns a file: the connection runs in EXCLUSIVE locking mode
+// and takes the write lock while opening, and keeps it until Close. A
+// second Open of the same file, from this process or another, fails with
+// ErrUnavailable and reason ReasonLocked. Sharing could not be safe anyway:
+// each process would answer from its own mirror.
+//
+// # Schema
+//
+// The schema is versioned like pgstore's: numbered migrations embedded
+// from migrations/NNNN_name.up.sql, recorded in schema_migrations. Open
+// applies the missing ones in one IMMEDIATE transaction (SQLite's write
+// lock, so two openers never both migrate) and refuses a file that records
+// a newer or unknown version (ErrIntegrity, ReasonSchemaVersionNewer or
+// ReasonSchemaVersionUnknown) without changing it. FileSchemaVersion reads
+// the version without migrating.
+//
+// # Erasure
+//
+// Erase rewrites the record's row and every revision row in place (no
+// content is left in their values), deletes its vectors and leases, and
+// checkpoints the WAL so the old row versions leave it; secure_delete
+// zeroes freed space. Purge additionally runs VACUUM and a TRUNCATE
+// checkpoint, so the file holds no page that ever held the purged text.
+// VerifyErased scans the raw bytes of the file and its WAL for a text.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/benbjohnson/clock"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorystore"
+)
+
+// Reason codes of sqlitestore failures callers may branch on.
+const (
+	// ReasonLocked: another store (in this or another process) has the
+	// file open.
+	ReasonLocked = "database_locked"
+	// ReasonPoisoned: an earlier commit failed, so the in-process mirror
+	// may hold a change the file does not; reopen the file.
+	ReasonPoisoned = "store_poisoned"
+	// ReasonClosed: the store was closed.
+	ReasonClosed = "store_closed"
+)
+
+// SyncMode is the SQLite synchronous setting of the WAL.
+type SyncMode int
+
+const (
+	// SyncFull fsyncs the WAL at every commit (synchronous=FULL): an
+	// acknowledged write survives a crash of the process and of the
+	// machine. It is the default.
+	SyncFull SyncMode = iota
+	// SyncNormal (synchronous=NORMAL) survives a crash of the process but
+	// may lose the last commits on power loss. Tests use it for speed.
+	SyncNormal
+)
+
+// Config is what Open needs. Clock, Guard and Tombstones are required, as
+// for memorystore.
+type Config struct {
+	// Clock is the only source of "now" for timestamps, leases and retry
+	// times.
+	Clock clock.Clock
+	// Guard validates every write (Limits and the Host's ContentValidator).
+	Guard *memorykit.WriteGuard
+	// Tombstones digests the key of every erased record.
+	Tombstones *memorykit.TombstoneKeyer
+	// MaxRecords bounds how many records the store holds (see
+	// memorystore.Config.MaxRecords); zero means
+	// memorystore.DefaultMaxRecords.
+	MaxRecords int
+	// Sync is the durability of a commit; the zero value is SyncFull.
+	Sync SyncMode
+}
+
+// Store implements memorykit.Store on one SQLite file.
+type Store struct {
+	path string
+	db   *sql.DB
+	conn *sql.Conn
+	mem  *memorystore.Store
+
+	// mu: writers hold it exclusively from the mirror's change to the
+	// commit; readers hold it shared.
+	mu sync.RWMutex
+	// failed is set once a commit failed or the store was closed.
+	failed   string
+	leaseSeq int64
+	stmts    statements
+	// rowsOf says, per record, which of the embeddings, embedding_leases
+	// and embedding_tokens tables hold rows of it (rowEmbeddings...), so a
+	// commit deletes only where there is something to delete. Records
+	// without any are absent.
+	rowsOf map[string]uint8
+	memCfg memorystore.Config
+	// afterWrite, set only by this package's tests, runs after every
+	// write's commit with s.mu held (they check the file reloads to the
+	// mirror's state).
+	afterWrite func()
+}
+
+var (
+	_ memorykit.Store                = (*Store)(nil)
+	_ memorykit.Purger               = (*Store)(nil)
+	_ memorykit.BatchCreator         = (*Store)(nil)
+	_ memorykit.EmbeddingBatchPutter = (*Store)(nil)
+	_ memorykit.ScopedPendingCounter = (*Store)(nil)
+)
+
+// Open opens (creating it when missing) the SQLite file at path, applies
+// the missing schema migrations and loads the file. A file another store
+// holds open is ErrUnavailable with reason ReasonLocked; a file of a newer
+// schema is ErrIntegrity with reason ReasonSchemaVersionNewer.
+func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
+	const op = "sqlitestore.open"
+	if path == "" {
+		return nil, memorykit.ConfigError(op, "path", "missing")
+	}
+	if cfg.Sync != SyncFull && cfg.Sync != SyncNormal {
+		return nil, memorykit.ConfigError(op, "sync", "unknown")
+	}
+	// Check the rest of the configuration before touching the file.
+	if _, err := memorystore.New(memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}); err != nil {
+		return nil, err
+	}
+	migs, err := loadMigrations()
+	if err != nil {
+		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "embedded_migrations_invalid", Err: err}
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return nil, mapErr(op, err)
+	}
+	// One connection does everything, under the store's lock; it holds
+	// the file's exclusive lock for the life of the store.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &Store{path: path, db: db}
+	if err := s.open(ctx, cfg, migs); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
+	const op = "sqlitestore.open"
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return mapErr(op, err)
+	}
+	s.conn = conn
+	sync := "FULL"
+	if cfg.Sync == SyncNormal {
+		sync = "NORMAL"
+	}
+	for _, p := range []string{
+		// A second opener fails fast instead of waiting for a lock that
+		// is held until Close.
+		"PRAGMA busy_timeout = 200",
+		"PRAGMA locking_mode = EXCLUSIVE",
+		"PRAGMA journal_mode = WAL",
+		"PRAGMA synchronous = " + sync,
+		"PRAGMA secure_delete = ON",
+	} {
+		if _, err := conn.ExecContext(ctx, p); err != nil {
+			return mapErr(op, err)
+		}
+	}
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return mapErr(op, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: "wal_unavailable"}
+	}
+	if err := migrate(ctx, conn, migs, cfg.Clock.Now()); err != nil {
+		return err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	img, err := s.load(ctx)
+	if err != nil {
+		return err
+	}
+	s.leaseSeq = img.LeaseSeq
+	s.memCfg = memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}
+	mem, err := memorystore.NewJournaled(s.memCfg, img)
+	if err != nil {
+		return err
+	}
+	s.mem = mem
+	return nil
+}
+
+// Path is the file the store holds.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the file (and its lock). Every later call fails with
+// ErrUnavailable, reason ReasonClosed. Closing twice is a no-op.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == ReasonClosed {
+		return nil
+	}
+	s.failed = ReasonClosed
+	return s.closeDB()
+}
+
+func (s *Store) closeDB() error {
+	s.stmts.close()
+	var err error
+	if s.conn != nil {
+		err = s.conn.Close()
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return mapErr("sqlitestore.close", err)
+	}
+	return nil
+}
+
+// broken is the error of a call on a poisoned or closed store, or nil.
+// The caller holds s.mu.
+func (s *Store) broken(op string) error {
+	if s.failed == "" {
+		return nil
+	}
+	return memorykit.NewError(op, memorykit.ErrUnavailable, s.failed)
+}
+
+// read runs fn on the mirror with the lock held shared.
+func read[T any](s *Store, op string, fn func() (T, error)) (T, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.broken(op); err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := fn()
+	return v, rename(err)
+}
+
+// write runs fn on the mirror and commits what it changed before
+// returning. fn's own error is returned once its changes (if any) are
+// committed; a failed commit poisons the store.
+func write[T any](s *Store, op string, fn func() (T, error)) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var zero T
+	if err := s.broken(op); err != nil {
+		return zero, err
+	}
+	v, err := fn()
+	if cerr := s.commitLocked(op, false); cerr != nil {
+		return zero, cerr
+	}
+	if s.afterWrite != nil {
+		s.afterWrite()
+	}
+	return v, rename(err)
+}
+
+// rename gives a mirror error this package's op prefix.
+func rename(err error) error {
+	var me *memorykit.Error
+	if errors.As(err, &me) && strings.HasPrefix(me.Op, "memorystore.") {
+		me.Op = "sqlitestore." + strings.TrimPrefix(me.Op, "memorystore.")
+	}
+	return err
+}
+
+// mapErr turns a SQLite or database/sql failure into a typed error; the
+// message of the cause stays in Err, never in the reason.
+func mapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var me *memorykit.Error
+	if errors.As(err, &me) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return memorykit.WrapError(op, memorykit.ErrUnavailable, ReasonLocked, err)
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return memorykit.WrapError(op, memorykit.ErrIntegrity, "database_corrupt", err)
+		case sqlite3.SQLITE_FULL:
+			return memorykit.WrapError(op, memorykit.ErrUnavailable, "disk_full", err)
+		}
+	}
+	return memorykit.WrapError(op, memorykit.ErrUnavailable, "sqlite_failed", err)
+}
