@@ -133,7 +133,13 @@ func (c Config) check(op string) (string, error) {
 // Store is a memorykit.Store on PostgreSQL. It is safe for concurrent use,
 // also by several processes sharing one database and schema.
 type Store struct {
-	pool     *pgxpool.Pool
+	// pool is the database handle every statement outside the Store's own
+	// transactions goes to: the connection pool, or in the package's
+	// tests one transaction (see dbtx).
+	pool dbtx
+	// conns is the connection pool (nil on a transaction), for PoolStats
+	// and Close.
+	conns    *pgxpool.Pool
 	ownsPool bool
 	clk      clock.Clock
 	guard    *memorykit.WriteGuard
@@ -209,7 +215,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, memorykit.ConfigError(op, "dsn", "pool_config")
 	}
-	s := newStore(pool, true, cfg, schema, ext)
+	s := newStore(pool, pool, true, cfg, schema, ext)
 	if err := s.checkVector(ctx, op); err != nil {
 		pool.Close()
 		return nil, err
@@ -258,7 +264,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(pool, false, cfg, schema, ext)
+	s := newStore(pool, pool, false, cfg, schema, ext)
 	if err := s.checkVector(ctx, op); err != nil {
 		return nil, err
 	}
@@ -268,9 +274,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *Store {
+// newStore builds a Store on db; conns is the pool behind db, or nil when
+// db is a transaction.
+func newStore(db dbtx, conns *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *Store {
 	s := &Store{
-		pool:     pool,
+		pool:     db,
+		conns:    conns,
 		ownsPool: owns,
 		clk:      cfg.Clock,
 		guard:    cfg.Guard,
@@ -336,7 +345,7 @@ func (s *Store) checkVector(ctx context.Context, op string) error {
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
 		if s.ownsPool {
-			s.pool.Close()
+			s.conns.Close()
 		}
 	})
 }
