@@ -21,11 +21,11 @@ type env struct {
 	// session: the store came from Harness.NewSession (see
 	// runSessionCases).
 	session bool
-	t     *testing.T
-	clk   *clock.Mock
-	s     memorykit.Store
-	ctx   context.Context
-	scope memorykit.Scope
+	t       *testing.T
+	clk     *clock.Mock
+	s       memorykit.Store
+	ctx     context.Context
+	scope   memorykit.Scope
 }
 
 // tcase is one named, independent conformance case.
