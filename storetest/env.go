@@ -17,15 +17,16 @@ import (
 
 // env is one case's fresh store, clock and default Scope.
 type env struct {
-	h Harness
+	h     Harness
+	t     *testing.T
+	clk   *clock.Mock
+	s     memorykit.Store
+	ctx   context.Context
+	scope memorykit.Scope
+
 	// session: the store came from Harness.NewSession (see
 	// runSessionCases).
 	session bool
-	t       *testing.T
-	clk     *clock.Mock
-	s       memorykit.Store
-	ctx     context.Context
-	scope   memorykit.Scope
 }
 
 // tcase is one named, independent conformance case.
