@@ -120,7 +120,12 @@ func (c Config) check(op string) (string, error) {
 	if c.RecallCacheBytes < 0 {
 		return "", memorykit.ConfigError(op, "recall_cache_bytes", "negative")
 	}
-	schema := c.Schema
+	return schemaName(op, c.Schema)
+}
+
+// schemaName is schema, or DefaultSchema when empty, checked to be a
+// name pgstore may use.
+func schemaName(op, schema string) (string, error) {
 	if schema == "" {
 		schema = DefaultSchema
 	}
