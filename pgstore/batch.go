@@ -134,7 +134,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 	}
 	if len(given) > 0 {
 		var taken []string
-		res, err := tx.Query(ctx, s.q(`SELECT id FROM {schema}.records WHERE id = ANY ($1::text[])`), given)
+		res, err := tx.Query(ctx, s.stmt("write_batch"), given)
 		if err != nil {
 			return err
 		}
@@ -209,13 +209,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 			kinds = append(kinds, string(k.kind))
 			ks = append(ks, k.key)
 		}
-		res, err := tx.Query(ctx, s.q(`SELECT r.id, r.version, r.tenant_id, r.subject_type, r.subject_id, r.kind, r.key
-			FROM {schema}.records r
-			JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS k(t, st, sid, kind, key)
-			  ON r.tenant_id = k.t AND r.subject_type = k.st AND r.subject_id = k.sid AND r.kind = k.kind AND r.key = k.key
-			WHERE r.status = 'active'
-			ORDER BY r.id
-			FOR UPDATE OF r`), tenants, types, subjects, kinds, ks)
+		res, err := tx.Query(ctx, s.stmt("write_batch_2"), tenants, types, subjects, kinds, ks)
 		if err != nil {
 			return err
 		}
@@ -278,20 +272,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 	}
 
 	if len(supID) > 0 {
-		if _, err := tx.Exec(ctx, s.q(`
-			WITH x AS (
-				SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(id, actor_kind, actor_id, reason, at)
-			), u AS (
-				UPDATE {schema}.records r SET status = 'superseded', version = r.version + 1,
-					touched_by_kind = x.actor_kind, touched_by_id = x.actor_id, updated_at = x.at
-				FROM x WHERE r.id = x.id
-				RETURNING r.*, x.reason AS why
-			)
-			INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-				status, content_hash, content, metadata, sources, at)
-			SELECT id, version, 'supersede', touched_by_kind, touched_by_id, why, status, content_hash,
-				content, metadata, sources, updated_at
-			FROM u`), supID, supKind, supActor, supReason, supAt); err != nil {
+		if _, err := tx.Exec(ctx, s.stmt("write_batch_3"), supID, supKind, supActor, supReason, supAt); err != nil {
 			return err
 		}
 	}
@@ -347,9 +328,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		}
 		// The records trigger queued these records for every registered
 		// profile; the ones just given a vector need no work for it.
-		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_queue q
-			USING {schema}.embeddings e
-			WHERE e.record_id = ANY ($1::text[]) AND q.record_id = e.record_id AND q.profile = e.profile`),
+		if _, err := tx.Exec(ctx, s.stmt("write_batch_4"),
 			embIDs); err != nil {
 			return err
 		}

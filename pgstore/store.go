@@ -152,6 +152,8 @@ type Store struct {
 	schema   string
 	// rep fills the {schema} and {ext} placeholders of SQL templates.
 	rep *strings.Replacer
+	// stmts are the statements of sql/*.sql rendered for this store.
+	stmts map[string]string
 	// recallSQL holds the rendered recall statements by number of query
 	// lexemes (see recallSQLFor).
 	recallSQL []string
@@ -292,6 +294,7 @@ func newStore(db dbtx, conns *pgxpool.Pool, owns bool, cfg Config, schema, ext s
 		schema:   schema,
 		rep:      strings.NewReplacer("{schema}", quoteIdent(schema), "{ext}", quoteIdent(ext)),
 	}
+	s.stmts = renderStatements(s.rep)
 	for k := 0; k <= maxInlineTerms+1; k++ {
 		s.recallSQL = append(s.recallSQL, s.q(recallStatement(k)))
 	}
@@ -325,7 +328,7 @@ func checkRegistered(ctx context.Context, op string, conn *pgx.Conn, ext string)
 func (s *Store) checkVector(ctx context.Context, op string) error {
 	want := []float32{1, -2.5, 0.125, 3e-5}
 	var got pgvector.Vector
-	if err := s.pool.QueryRow(ctx, s.q(`SELECT $1::{ext}.vector`), pgvector.NewVector(want)).Scan(&got); err != nil {
+	if err := s.pool.QueryRow(ctx, s.stmt("check_vector"), pgvector.NewVector(want)).Scan(&got); err != nil {
 		me := mapErr(op, err).(*memorykit.Error)
 		if !me.Retry {
 			me.Reason = "vector_round_trip_failed"
