@@ -134,7 +134,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 	}
 	if len(given) > 0 {
 		var taken []string
-		res, err := tx.Query(ctx, s.stmt("write_batch"), given)
+		res, err := tx.Query(ctx, s.stmt("batch_taken_ids"), given)
 		if err != nil {
 			return err
 		}
@@ -209,7 +209,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 			kinds = append(kinds, string(k.kind))
 			ks = append(ks, k.key)
 		}
-		res, err := tx.Query(ctx, s.stmt("write_batch_2"), tenants, types, subjects, kinds, ks)
+		res, err := tx.Query(ctx, s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 	}
 
 	if len(supID) > 0 {
-		if _, err := tx.Exec(ctx, s.stmt("write_batch_3"), supID, supKind, supActor, supReason, supAt); err != nil {
+		if _, err := tx.Exec(ctx, s.stmt("batch_supersede"), supID, supKind, supActor, supReason, supAt); err != nil {
 			return err
 		}
 	}
@@ -328,7 +328,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		}
 		// The records trigger queued these records for every registered
 		// profile; the ones just given a vector need no work for it.
-		if _, err := tx.Exec(ctx, s.stmt("write_batch_4"),
+		if _, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"),
 			embIDs); err != nil {
 			return err
 		}

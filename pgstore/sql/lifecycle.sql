@@ -39,37 +39,37 @@ SELECT {record_cols} FROM {schema}.records WHERE id = $1
 
 -- name: active_for_update
 SELECT {record_cols} FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
-		  AND status = 'active'
-		FOR UPDATE
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
+	  AND status = 'active'
+	FOR UPDATE
 
 -- name: get
 SELECT {record_cols} FROM {schema}.records
-		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
+	WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
 
 -- name: find_active
 SELECT {record_cols} FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
-		  AND status = 'active'
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
+	  AND status = 'active'
 
 -- name: list
 SELECT {record_cols} FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
-		  AND id > $4
-		  AND (cardinality($5::text[]) = 0 OR status = ANY ($5::text[]))
-		  AND ($6 = '' OR kind = $6)
-		  AND ($7 = '' OR key = $7 OR (status = 'erased' AND key = $9))
-		ORDER BY id
-		LIMIT $8
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
+	  AND id > $4
+	  AND (cardinality($5::text[]) = 0 OR status = ANY ($5::text[]))
+	  AND ($6 = '' OR kind = $6)
+	  AND ($7 = '' OR key = $7 OR (status = 'erased' AND key = $9))
+	ORDER BY id
+	LIMIT $8
 
 -- name: lock_target
 SELECT {record_cols} FROM {schema}.records
-		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
-		FOR UPDATE
+	WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
+	FOR UPDATE
 
 -- name: transition
 SELECT {record_cols} FROM {schema}.records
-				WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
+	WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
 
 -- name: revisions
 SELECT v.record_id, v.version, v.action, v.actor_kind, v.actor_id, v.reason,
