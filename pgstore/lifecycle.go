@@ -19,7 +19,9 @@ func (s *Store) touch(ctx context.Context, tx pgx.Tx, stmt string, rec memorykit
 	return scanRecord(tx.QueryRow(ctx, s.stmt(stmt), args...))
 }
 
-// Create implements memorykit.LifecycleStore.
+// Create implements memorykit.LifecycleStore. It is a batch of one: after
+// CheckNew it takes the path of CreateBatch (writeBatch), with errors
+// reported without an item position.
 func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
 	const op = "pgstore.create"
 	if err := live(ctx, op); err != nil {
@@ -29,99 +31,22 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if err != nil {
 		return memorykit.Record{}, err
 	}
-	meta, err := encodeMetadata(in.Metadata)
-	if err != nil {
+	r := batchRow{in: in, superseder: -1}
+	if r.meta, err = encodeMetadata(in.Metadata); err != nil {
 		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err)
 	}
-	src, err := encodeSources(in.Sources)
-	if err != nil {
+	if r.src, err = encodeSources(in.Sources); err != nil {
 		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err)
 	}
+	r.terms = tsvectorText(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
+	rows := []batchRow{r}
 	now := s.now()
-	var out memorykit.Record
-	idTaken := false
-	taken := func() error {
-		idTaken = true
-		return memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
-	}
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		if err := s.holdScope(ctx, tx, op, in.Scope); err != nil {
-			return err
-		}
-		if in.ID != "" {
-			if _, found, err := s.getAny(ctx, tx, in.ID); err != nil {
-				return err
-			} else if found {
-				return taken()
-			}
-		}
-		from := pgTime(in.EffectiveFrom)
-		if in.EffectiveFrom.IsZero() {
-			from = now
-		}
-		var until any
-		if !in.EffectiveUntil.IsZero() {
-			u := pgTime(in.EffectiveUntil)
-			if !u.After(from) {
-				return memorykit.FieldError(op, "effective_until", "not_after_effective_from")
-			}
-			until = u
-		}
-		if in.Status == memorykit.StatusActive {
-			if err := s.lockKey(ctx, tx, in.Scope, in.Key); err != nil {
-				return err
-			}
-			// cur is the zero Record when no record holds the key.
-			cur, found, err := s.activeForUpdate(ctx, tx, in.Scope, in.Kind, in.Key)
-			if err != nil {
-				return err
-			}
-			if in.Expect != nil {
-				if err := in.Expect.Check(op, cur.ID, cur.Version); err != nil {
-					return err
-				}
-				if o := in.Expect.KeyOwner; o != nil {
-					governed, err := s.keyGoverned(ctx, tx, in.Scope, in.Key, *o)
-					if err != nil {
-						return err
-					}
-					if governed {
-						return memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
-					}
-				}
-			}
-			if found {
-				if _, err := s.touch(ctx, tx, "touch_plain", cur, memorykit.RuleSupersede, in.Actor, in.Reason, now); err != nil {
-					return err
-				}
-			}
-		}
-		id := in.ID
-		if id == "" {
-			id = memorykit.NewRecordID(now)
-		}
-		rec, err := scanRecord(tx.QueryRow(ctx, s.stmt("insert_record"),
-			id, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
-			string(in.Kind), in.Key, in.Content, meta, src, string(in.Status),
-			memorykit.ContentHash(in.Content), from, until,
-			string(in.Actor.Kind), in.Actor.ID, now,
-			ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return taken()
-		}
-		if isUniqueViolation(err, "records_one_active") {
-			return memorykit.WrapError(op, memorykit.ErrVersionConflict, "active_record_changed", err)
-		}
-		if err != nil {
-			return err
-		}
-		out = rec
-		return nil
+		return s.writeBatch(ctx, tx, op, rows, now, asIs)
 	})
-	if idTaken {
+	if in.ID != "" && errors.Is(err, memorykit.ErrAlreadyExists) {
 		// Report the holder of the ID when it is in the caller's Scope.
-		existing, gerr := s.Get(ctx, in.Scope, in.ID)
-		if gerr == nil {
+		if existing, gerr := s.Get(ctx, in.Scope, in.ID); gerr == nil {
 			return existing, err
 		}
 		return memorykit.Record{}, err
@@ -129,7 +54,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if err != nil {
 		return memorykit.Record{}, err
 	}
-	return out, nil
+	return rows[0].rec.Clone(), nil
 }
 
 // keyGoverned reports whether any record of scope holding the canonical
@@ -143,15 +68,6 @@ func (s *Store) keyGoverned(ctx context.Context, tx pgx.Tx, scope memorykit.Scop
 	err := tx.QueryRow(ctx, s.stmt("key_governed"), scope.TenantID, string(scope.SubjectType), scope.SubjectID, key,
 		string(owner.Kind), owner.ID, s.tombstoneKey(scope, key)).Scan(&governed)
 	return governed, err
-}
-
-// getAny reads a record by ID in any Scope.
-func (s *Store) getAny(ctx context.Context, q pgx.Tx, id string) (memorykit.Record, bool, error) {
-	rec, err := scanRecord(q.QueryRow(ctx, s.stmt("get_any"), id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memorykit.Record{}, false, nil
-	}
-	return rec, err == nil, err
 }
 
 // activeForUpdate locks and returns the active record of a Scope, kind and

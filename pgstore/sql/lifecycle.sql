@@ -1,26 +1,5 @@
 -- Statements of lifecycle.go (see sql.go for the layout).
 
--- name: insert_record
--- Inserts a record and its "create" revision in one statement; no row
--- when the ID is taken.
-WITH ins AS (
-	INSERT INTO {schema}.records (id, tenant_id, subject_type, subject_id, kind, key, content,
-		metadata, sources, status, version, content_hash, effective_from, effective_until,
-		created_by_kind, created_by_id, touched_by_kind, touched_by_id, created_at, updated_at,
-		search_tsv)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, 1, $11, $12, $13,
-		$14, $15, $14, $15, $16, $16, array_to_tsvector($17::text[]))
-	ON CONFLICT (id) DO NOTHING
-	RETURNING *
-), rev AS (
-	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
-	SELECT id, version, 'create', created_by_kind, created_by_id, $18, status, content_hash,
-		content, metadata, sources, created_at
-	FROM ins
-)
-SELECT {record_cols} FROM ins
-
 -- name: key_governed
 -- memorykit.GovernsKeyAgainst over every record of a Scope holding a
 -- canonical key under any kind: $5/$6 is the owner, $7 the key's tombstone
@@ -33,9 +12,6 @@ SELECT EXISTS (
 	  AND NOT (created_by_kind = $5 AND created_by_id = $6
 	       AND touched_by_kind = $5 AND touched_by_id = $6
 	       AND (version = 1 OR (status = 'superseded' AND version = 2))))
-
--- name: get_any
-SELECT {record_cols} FROM {schema}.records WHERE id = $1
 
 -- name: active_for_update
 SELECT {record_cols} FROM {schema}.records
