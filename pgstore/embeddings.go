@@ -152,99 +152,123 @@ func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.Em
 	now := s.now()
 	var errs []error
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
-		errs = make([]error, len(puts))
-		type current struct {
-			scope        memorykit.Scope
-			status, hash string
-		}
-		recs := make(map[string]current, len(ids))
-		rows, err := tx.Query(ctx, s.stmt("put_validated"), ids)
+		recs, err := s.lockPutRecords(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var (
-				id, subjectType string
-				c               current
-			)
-			if err := rows.Scan(&id, &c.scope.TenantID, &subjectType, &c.scope.SubjectID, &c.status, &c.hash); err != nil {
-				rows.Close()
-				return err
-			}
-			c.scope.SubjectType = memorykit.SubjectType(subjectType)
-			recs[id] = c
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		type target struct{ id, profile string }
 		// The latest lease of each record and profile, locked in key
 		// order: a put older than it is refused (fencing token).
 		tokens, err := s.embeddingLeaseTokens(ctx, tx, puts)
 		if err != nil {
 			return err
 		}
-		// The last accepted put of each record and profile is the one
-		// written; earlier ones were overwritten by it, as in a sequence
-		// of PutEmbedding calls.
-		last := make(map[target]int)
-		for i, p := range puts {
-			c, ok := recs[p.RecordID]
-			t, leased := tokens[[2]string{p.RecordID, p.Profile}]
-			switch {
-			case !ok || c.scope != p.Scope:
-				errs[i] = notFound(op)
-			case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
-				errs[i] = memorykit.NewError(op, memorykit.ErrStale, "content_changed")
-			case leased && t.hash == p.ContentHash && t.token > p.LeaseToken:
-				errs[i] = memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
-			default:
-				last[target{p.RecordID, p.Profile}] = i
-			}
-		}
-		if len(last) == 0 {
+		var keep []int
+		errs, keep = judgePuts(op, puts, recs, tokens)
+		if len(keep) == 0 {
 			return nil
 		}
-		keep := make([]int, 0, len(last))
-		for _, i := range last {
-			keep = append(keep, i)
-		}
-		// Rows are written in key order, like the locks above.
-		slices.SortFunc(keep, func(a, b int) int {
-			if c := strings.Compare(puts[a].RecordID, puts[b].RecordID); c != 0 {
-				return c
-			}
-			return strings.Compare(puts[a].Profile, puts[b].Profile)
-		})
-		var (
-			recIDs, profiles, tenants, types, subjects, hashes = make([]string, len(keep)), make([]string, len(keep)),
-				make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep))
-			dims = make([]int32, len(keep))
-			vecs = make([]pgvector.Vector, len(keep))
-		)
-		for j, i := range keep {
-			p := puts[i]
-			recIDs[j], profiles[j], hashes[j] = p.RecordID, p.Profile, p.ContentHash
-			tenants[j], types[j], subjects[j] = p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID
-			dims[j] = int32(len(p.Vector))
-			vecs[j] = pgvector.NewVector(append([]float32(nil), p.Vector...))
-		}
-		if _, err := tx.Exec(ctx, s.stmt("put_validated_2"),
-			recIDs, profiles, hashes, now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, s.stmt("put_validated_3"), recIDs, profiles); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, s.stmt("put_validated_4"),
-			recIDs, profiles, tenants, types, subjects, hashes, dims, vecs, now)
-		return err
+		return s.writePuts(ctx, tx, puts, keep, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return errs, nil
+}
+
+// putRecord is what a put is checked against: its record's Scope, status
+// and content hash.
+type putRecord struct {
+	scope        memorykit.Scope
+	status, hash string
+}
+
+// lockPutRecords share-locks (in ID order) and reads the records ids.
+func (s *Store) lockPutRecords(ctx context.Context, tx pgx.Tx, ids []string) (map[string]putRecord, error) {
+	recs := make(map[string]putRecord, len(ids))
+	rows, err := tx.Query(ctx, s.stmt("put_lock_records"), ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id, subjectType string
+			c               putRecord
+		)
+		if err := rows.Scan(&id, &c.scope.TenantID, &subjectType, &c.scope.SubjectID, &c.status, &c.hash); err != nil {
+			return nil, err
+		}
+		c.scope.SubjectType = memorykit.SubjectType(subjectType)
+		recs[id] = c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// judgePuts gives each put its error (record missing or in another Scope,
+// content changed, lease token stale) and returns the puts to write: the
+// last accepted put of each record and profile (earlier ones are
+// overwritten by it, as in a sequence of PutEmbedding calls), in key
+// order, like the locks.
+func judgePuts(op string, puts []memorykit.EmbeddingPut, recs map[string]putRecord, tokens map[[2]string]leaseToken) ([]error, []int) {
+	type target struct{ id, profile string }
+	errs := make([]error, len(puts))
+	last := make(map[target]int)
+	for i, p := range puts {
+		c, ok := recs[p.RecordID]
+		t, leased := tokens[[2]string{p.RecordID, p.Profile}]
+		switch {
+		case !ok || c.scope != p.Scope:
+			errs[i] = notFound(op)
+		case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
+			errs[i] = memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+		case leased && t.hash == p.ContentHash && t.token > p.LeaseToken:
+			errs[i] = memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+		default:
+			last[target{p.RecordID, p.Profile}] = i
+		}
+	}
+	keep := make([]int, 0, len(last))
+	for _, i := range last {
+		keep = append(keep, i)
+	}
+	slices.SortFunc(keep, func(a, b int) int {
+		if c := strings.Compare(puts[a].RecordID, puts[b].RecordID); c != 0 {
+			return c
+		}
+		return strings.Compare(puts[a].Profile, puts[b].Profile)
+	})
+	return errs, keep
+}
+
+// writePuts writes the kept puts: their lease rows become "stored", their
+// queue rows go, and their vectors are upserted.
+func (s *Store) writePuts(ctx context.Context, tx pgx.Tx, puts []memorykit.EmbeddingPut, keep []int, now time.Time) error {
+	var (
+		recIDs, profiles, tenants, types, subjects, hashes = make([]string, len(keep)), make([]string, len(keep)),
+			make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep))
+		dims = make([]int32, len(keep))
+		vecs = make([]pgvector.Vector, len(keep))
+	)
+	for j, i := range keep {
+		p := puts[i]
+		recIDs[j], profiles[j], hashes[j] = p.RecordID, p.Profile, p.ContentHash
+		tenants[j], types[j], subjects[j] = p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID
+		dims[j] = int32(len(p.Vector))
+		vecs[j] = pgvector.NewVector(append([]float32(nil), p.Vector...))
+	}
+	if _, err := tx.Exec(ctx, s.stmt("put_mark_leases_stored"), recIDs, profiles, hashes, now); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, s.stmt("put_dequeue"), recIDs, profiles); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, s.stmt("put_upsert_embeddings"),
+		recIDs, profiles, tenants, types, subjects, hashes, dims, vecs, now)
+	return err
 }
 
 // leaseToken is the fencing token of a lease row and the content hash it

@@ -49,11 +49,11 @@ SELECT c.id, c.tenant_id, c.subject_type, c.subject_id, c.key, c.content, up.con
 FROM up JOIN cand c ON c.id = up.record_id
 ORDER BY c.id
 
--- name: put_validated
+-- name: put_lock_records
 SELECT id, tenant_id, subject_type, subject_id, status, content_hash
 	FROM {schema}.records WHERE id = ANY ($1::text[]) ORDER BY id FOR SHARE
 
--- name: put_validated_2
+-- name: put_mark_leases_stored
 INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
 		lease_expires_at, attempts, retry_at, parked, reason, updated_at, stored)
 	SELECT u.id, u.profile, u.hash, NULL, NULL, 0, NULL, false, '', $4, true
@@ -63,12 +63,12 @@ INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, wo
 		retry_at = NULL, parked = false, reason = '', stored = true, updated_at = excluded.updated_at
 	WHERE NOT (l.stored AND l.content_hash = excluded.content_hash AND l.worker_id IS NULL)
 
--- name: put_validated_3
+-- name: put_dequeue
 DELETE FROM {schema}.embedding_queue q
 	USING unnest($1::text[], $2::text[]) AS u(id, profile)
 	WHERE q.profile = u.profile AND q.record_id = u.id
 
--- name: put_validated_4
+-- name: put_upsert_embeddings
 INSERT INTO {schema}.embeddings AS e (record_id, profile, tenant_id, subject_type, subject_id,
 		content_hash, dims, embedding, created_at, live)
 	SELECT u.id, u.profile, u.tenant, u.stype, u.sid, u.hash, u.dims, u.vec, $9, true
