@@ -9,6 +9,11 @@ import (
 	"github.com/goagents/memorykit"
 )
 
+// This file is the one place pgstore generates SQL at run time (every
+// other statement is a named statement of sql/*.sql, see sql.go): the
+// recall statement, whose full-text part depends on the number of query
+// lexemes. newStore renders it once per number of lexemes (recallSQLFor).
+//
 // The recall statement runs all three channels at once, so recall costs one
 // round trip and every channel sees the same snapshot. It reads the layout
 // of migration 0002 (see the comments there for why it looks this way).

@@ -28,6 +28,12 @@
 // to their number. Open and New also replace the plain key of any tombstone
 // erased before schema 6 by its keyed digest.
 //
+// Every version has a down file too: MigrateDown takes a schema back to
+// an earlier version (for an operator rolling a deployment back). The
+// static SQL lives in embedded sql/*.sql files run by name, and the one
+// statement generated at run time, full-text recall, in recallsql.go; see
+// sql.go for the layout.
+//
 // Errors are *memorykit.Error values. Driver messages are never printed,
 // because they may quote stored values: only SQLSTATE codes appear as reason
 // codes. Connection failures, serialization failures, deadlocks and server
