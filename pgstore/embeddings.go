@@ -335,7 +335,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 		if err := s.checkCurrent(ctx, tx, op, r.Scope, r.RecordID, r.ContentHash); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, s.stmt("release_embedding"),
+		tag, err := tx.Exec(ctx, s.stmt("release_embedding_lease"),
 			r.RecordID, r.Profile, r.ContentHash, r.Reason, now, r.Park, nullTime(r.RetryAt), r.WorkerID, r.LeaseToken)
 		if err != nil {
 			return err
@@ -344,7 +344,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 			return nil
 		}
 		var token int64
-		err = tx.QueryRow(ctx, s.stmt("release_embedding_2"),
+		err = tx.QueryRow(ctx, s.stmt("embedding_lease_token"),
 			r.RecordID, r.Profile, r.ContentHash).Scan(&token)
 		if err == nil && token != r.LeaseToken {
 			return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
@@ -416,7 +416,7 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 		return nil
 	}
 	var known bool
-	if err := s.pool.QueryRow(ctx, s.stmt("register_profile"),
+	if err := s.pool.QueryRow(ctx, s.stmt("profile_registered"),
 		profile).Scan(&known); err != nil {
 		return mapErr(op, err)
 	}
@@ -429,14 +429,14 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", registerLockTimeout.Milliseconds())); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, s.stmt("register_profile_2")); err != nil {
+			if _, err := tx.Exec(ctx, s.stmt("lock_records_for_registration")); err != nil {
 				return err
 			}
-			tag, err := tx.Exec(ctx, s.stmt("register_profile_3"), profile)
+			tag, err := tx.Exec(ctx, s.stmt("insert_profile"), profile)
 			if err != nil || tag.RowsAffected() == 0 {
 				return err
 			}
-			_, err = tx.Exec(ctx, s.stmt("register_profile_4"), profile)
+			_, err = tx.Exec(ctx, s.stmt("queue_profile_records"), profile)
 			return err
 		})
 		if err != nil {
@@ -444,7 +444,7 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 		}
 		// Fresh statistics, so the lease statement reads the queue in
 		// index order rather than sorting it.
-		if _, err := s.pool.Exec(ctx, s.stmt("register_profile_5")); err != nil {
+		if _, err := s.pool.Exec(ctx, s.stmt("analyze_embedding_queue")); err != nil {
 			return mapErr(op, err)
 		}
 	}

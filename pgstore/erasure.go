@@ -240,7 +240,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.scopeLock(scope)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, s.stmt("purge"),
+		_, err := tx.Exec(ctx, s.stmt("start_purge"),
 			append(sc, string(actor.Kind), actor.ID, reason, s.now())...)
 		return err
 	})
@@ -266,7 +266,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, s.stmt("purge_2"), append(sc, n)...)
+		_, err = tx.Exec(ctx, s.stmt("count_purged_jobs"), append(sc, n)...)
 		return err
 	})
 	if err != nil {
@@ -287,7 +287,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		}
 		rep.FinishedAt = now
 		rep.Digest = memorykit.PurgeReportDigest(rep)
-		_, err = tx.Exec(ctx, s.stmt("purge_3"), append(sc, now, rep.Digest)...)
+		_, err = tx.Exec(ctx, s.stmt("finish_purge"), append(sc, now, rep.Digest)...)
 		return err
 	})
 	if err != nil {
@@ -314,7 +314,7 @@ func (s *Store) vacuum(ctx context.Context, op string) error {
 // and adds the counts to the purge row; it reports true when none was
 // left.
 func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope) (bool, error) {
-	rows, err := tx.Query(ctx, s.stmt("purge_step"), scope.TenantID, string(scope.SubjectType), scope.SubjectID, purgeBatch)
+	rows, err := tx.Query(ctx, s.stmt("purge_lock_records"), scope.TenantID, string(scope.SubjectType), scope.SubjectID, purgeBatch)
 	if err != nil {
 		return false, err
 	}
@@ -338,16 +338,16 @@ func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 	var p struct {
 		kind, id, reason string
 	}
-	if err := tx.QueryRow(ctx, s.stmt("purge_step_2"),
+	if err := tx.QueryRow(ctx, s.stmt("purge_actor"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&p.kind, &p.id, &p.reason); err != nil {
 		return false, err
 	}
 	var queued int
-	if err := tx.QueryRow(ctx, s.stmt("purge_step_3"), ids).Scan(&queued); err != nil {
+	if err := tx.QueryRow(ctx, s.stmt("purge_dequeue"), ids).Scan(&queued); err != nil {
 		return false, err
 	}
 	now := s.now()
-	if _, err := tx.Exec(ctx, s.stmt("purge_step_4"),
+	if _, err := tx.Exec(ctx, s.stmt("purge_erase_records"),
 		ids, digests, p.kind, p.id, now, p.reason); err != nil {
 		return false, err
 	}
@@ -355,7 +355,7 @@ func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 	if err != nil {
 		return false, err
 	}
-	_, err = tx.Exec(ctx, s.stmt("purge_step_5"),
+	_, err = tx.Exec(ctx, s.stmt("purge_count_step"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID, len(ids), ids, n.revisions, n.embeddings, n.queue+queued)
 	return false, err
 }
@@ -382,7 +382,7 @@ func (s *Store) readPurge(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 // migrations do not have, so Open and New do it; once no such row is left
 // it costs one read of the erased rows and writes nothing.
 func (s *Store) digestLegacyTombstones(ctx context.Context, op string) error {
-	rows, err := s.pool.Query(ctx, s.stmt("digest_legacy_tombstones"), memorykit.TombstoneKeyPrefix+"%")
+	rows, err := s.pool.Query(ctx, s.stmt("legacy_tombstones"), memorykit.TombstoneKeyPrefix+"%")
 	if err != nil {
 		return mapErr(op, err)
 	}
@@ -405,7 +405,7 @@ func (s *Store) digestLegacyTombstones(ctx context.Context, op string) error {
 		return mapErr(op, err)
 	}
 	for _, l := range todo {
-		if _, err := s.pool.Exec(ctx, s.stmt("digest_legacy_tombstones_2"), l.id, l.key); err != nil {
+		if _, err := s.pool.Exec(ctx, s.stmt("digest_tombstone"), l.id, l.key); err != nil {
 			return mapErr(op, err)
 		}
 	}

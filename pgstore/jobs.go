@@ -195,7 +195,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		}
 		for _, p := range checked {
 			in := p.in
-			_, err := scanRecord(tx.QueryRow(ctx, s.stmt("complete_job"),
+			_, err := scanRecord(tx.QueryRow(ctx, s.stmt("insert_candidates"),
 				in.ID, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
 				string(in.Kind), in.Key, in.Content, p.meta, p.src, string(in.Status),
 				memorykit.ContentHash(in.Content), p.from, p.until,
@@ -209,7 +209,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			}
 			created++
 		}
-		_, err = tx.Exec(ctx, s.stmt("complete_job_2"), c.JobID, created, now)
+		_, err = tx.Exec(ctx, s.stmt("finish_job"), c.JobID, created, now)
 		return err
 	})
 	if err != nil {

@@ -93,7 +93,7 @@ SELECT status, content_hash FROM {schema}.records
 	WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
 	FOR SHARE
 
--- name: release_embedding
+-- name: release_embedding_lease
 UPDATE {schema}.embedding_leases SET
 		worker_id = NULL, lease_expires_at = NULL, reason = $4, updated_at = $5,
 		parked = parked OR $6::boolean,
@@ -101,7 +101,7 @@ UPDATE {schema}.embedding_leases SET
 	WHERE record_id = $1 AND profile = $2 AND content_hash = $3 AND worker_id = $8
 		AND lease_token = $9
 
--- name: release_embedding_2
+-- name: embedding_lease_token
 SELECT lease_token FROM {schema}.embedding_leases
 	WHERE record_id = $1 AND profile = $2 AND content_hash = $3
 
@@ -119,17 +119,17 @@ SELECT count(*) FROM {schema}.records r
 	WHERE r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4
 	AND r.status = 'active' AND {no_current_embedding}
 
--- name: register_profile
+-- name: profile_registered
 SELECT EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)
 
--- name: register_profile_2
+-- name: lock_records_for_registration
 LOCK TABLE {schema}.records IN SHARE ROW EXCLUSIVE MODE
 
--- name: register_profile_3
+-- name: insert_profile
 INSERT INTO {schema}.embedding_profiles (profile) VALUES ($1)
 	ON CONFLICT DO NOTHING
 
--- name: register_profile_4
+-- name: queue_profile_records
 INSERT INTO {schema}.embedding_queue (profile, record_id)
 	SELECT $1, r.id FROM {schema}.records r
 	WHERE r.status = 'active' AND NOT EXISTS (
@@ -137,7 +137,7 @@ INSERT INTO {schema}.embedding_queue (profile, record_id)
 		WHERE e.record_id = r.id AND e.profile = $1 AND e.content_hash = r.content_hash)
 	ON CONFLICT DO NOTHING
 
--- name: register_profile_5
+-- name: analyze_embedding_queue
 ANALYZE {schema}.embedding_queue
 
 -- name: delete_embeddings

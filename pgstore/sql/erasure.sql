@@ -55,7 +55,7 @@ UPDATE {schema}.jobs SET state = 'failed', payload = '',
 		last_error = $2, leased_by = '', lease_expires_at = NULL, erased_keys = '{}', updated_at = $1
 	WHERE state = 'leased' AND lease_expires_at <= $1 AND cardinality(erased_keys) > 0
 
--- name: purge
+-- name: start_purge
 INSERT INTO {schema}.purges AS p (tenant_id, subject_type, subject_id,
 		actor_kind, actor_id, reason, started_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -65,28 +65,28 @@ INSERT INTO {schema}.purges AS p (tenant_id, subject_type, subject_id,
 		revisions = 0, embeddings = 0, jobs = 0, queue_entries = 0, digest = ''
 	WHERE p.finished_at IS NOT NULL
 
--- name: purge_2
+-- name: count_purged_jobs
 UPDATE {schema}.purges SET jobs = jobs + $4
 	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
 
--- name: purge_3
+-- name: finish_purge
 UPDATE {schema}.purges SET finished_at = $4, digest = $5
 	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
 
--- name: purge_step
+-- name: purge_lock_records
 SELECT id, key FROM {schema}.records
 	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status <> 'erased'
 	ORDER BY id LIMIT $4 FOR UPDATE
 
--- name: purge_step_2
+-- name: purge_actor
 SELECT actor_kind, actor_id, reason FROM {schema}.purges
 	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
 
--- name: purge_step_3
+-- name: purge_dequeue
 WITH d AS (DELETE FROM {schema}.embedding_queue WHERE record_id = ANY ($1::text[]) RETURNING 1)
 	SELECT count(*) FROM d
 
--- name: purge_step_4
+-- name: purge_erase_records
 WITH u AS (
 		UPDATE {schema}.records r SET status = 'erased', version = r.version + 1, key = d.digest,
 			content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector,
@@ -99,7 +99,7 @@ WITH u AS (
 		status, content_hash, content, metadata, sources, at)
 	SELECT id, version, 'purge', $3, $4, $6, status, '', '', NULL, NULL, $5 FROM u
 
--- name: purge_step_5
+-- name: purge_count_step
 UPDATE {schema}.purges SET records = records + $4,
 		record_ids = record_ids || $5::text[], revisions = revisions + $6,
 		embeddings = embeddings + $7, queue_entries = queue_entries + $8
@@ -110,9 +110,9 @@ SELECT actor_kind, actor_id, reason, started_at, records, record_ids,
 		revisions, embeddings, jobs, queue_entries
 	FROM {schema}.purges WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
 
--- name: digest_legacy_tombstones
+-- name: legacy_tombstones
 SELECT id, tenant_id, subject_type, subject_id, key FROM {schema}.records
 	WHERE status = 'erased' AND key NOT LIKE $1
 
--- name: digest_legacy_tombstones_2
+-- name: digest_tombstone
 UPDATE {schema}.records SET key = $2 WHERE id = $1 AND status = 'erased'

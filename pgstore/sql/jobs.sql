@@ -21,7 +21,7 @@ WITH picked AS (
 	FROM picked WHERE j.id = picked.id
 	RETURNING {job_cols_j}
 
--- name: complete_job
+-- name: insert_candidates
 WITH ins AS (
 	INSERT INTO {schema}.records (id, tenant_id, subject_type, subject_id, kind, key, content,
 		metadata, sources, status, version, content_hash, effective_from, effective_until,
@@ -40,7 +40,7 @@ WITH ins AS (
 )
 SELECT {record_cols} FROM ins
 
--- name: complete_job_2
+-- name: finish_job
 UPDATE {schema}.jobs SET state = 'done', payload = '', erased_keys = '{}',
 		leased_by = '', lease_expires_at = NULL, candidates = $2, updated_at = $3
 	WHERE id = $1
