@@ -52,7 +52,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	}
 	now := s.now()
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		return s.writeBatch(ctx, tx, op, rows, now)
+		return s.writeBatch(ctx, tx, op, rows, now, asItem)
 	})
 	if err != nil {
 		return nil, err
@@ -111,7 +111,57 @@ type batchHolder struct {
 	item    int
 }
 
-func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow, now time.Time) error {
+// activeKey is the Scope, kind and key an active record holds.
+type activeKey struct {
+	scope memorykit.Scope
+	kind  memorykit.Kind
+	key   string
+}
+
+// itemErr attributes an error to item i of a write: BatchItemError for
+// CreateBatch, the error itself for Create (a batch of one).
+type itemErr func(i int, err error) error
+
+// asItem marks err with the item's position (CreateBatch).
+func asItem(i int, err error) error { return storekit.BatchItemError(i, err) }
+
+// asIs leaves err as it is (Create).
+func asIs(_ int, err error) error { return err }
+
+// writeBatch stores rows in tx, in phases: hold the Scopes (purge lock),
+// refuse taken IDs, fix each item's times and record, lock the keys of the
+// active items and read their holders, check expectations and plan who
+// supersedes whom, supersede the earlier holders, then copy the records,
+// revisions and embeddings in.
+func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow, now time.Time, ie itemErr) error {
+	if err := s.holdBatchScopes(ctx, tx, op, rows); err != nil {
+		return err
+	}
+	if err := s.refuseTakenIDs(ctx, tx, op, rows, ie); err != nil {
+		return err
+	}
+	if err := planRecords(op, rows, now, ie); err != nil {
+		return err
+	}
+	holders, err := s.lockActiveKeys(ctx, tx, rows)
+	if err != nil {
+		return err
+	}
+	sup, err := s.planSupersedes(ctx, tx, op, rows, holders, ie)
+	if err != nil {
+		return err
+	}
+	if len(sup.id) > 0 {
+		if _, err := tx.Exec(ctx, s.stmt("batch_supersede"), sup.id, sup.kind, sup.actor, sup.reason, sup.at); err != nil {
+			return err
+		}
+	}
+	return s.copyBatch(ctx, tx, op, rows)
+}
+
+// holdBatchScopes takes the purge lock of every Scope of the batch, in
+// Scope order.
+func (s *Store) holdBatchScopes(ctx context.Context, tx pgx.Tx, op string, rows []batchRow) error {
 	scopes := make(map[memorykit.Scope]bool)
 	var order []memorykit.Scope
 	for _, r := range rows {
@@ -126,35 +176,47 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 			return err
 		}
 	}
-	// IDs: the given ones must be free; the others are generated.
+	return nil
+}
+
+// refuseTakenIDs fails on the first item whose given ID a record (in any
+// Scope) already has.
+func (s *Store) refuseTakenIDs(ctx context.Context, tx pgx.Tx, op string, rows []batchRow, ie itemErr) error {
 	var given []string
 	for _, r := range rows {
 		if r.in.ID != "" {
 			given = append(given, r.in.ID)
 		}
 	}
-	if len(given) > 0 {
-		var taken []string
-		res, err := tx.Query(ctx, s.q(`SELECT id FROM {schema}.records WHERE id = ANY ($1::text[])`), given)
-		if err != nil {
-			return err
-		}
-		if taken, err = pgx.CollectRows(res, pgx.RowTo[string]); err != nil {
-			return err
-		}
-		isTaken := make(map[string]bool, len(taken))
-		for _, id := range taken {
-			isTaken[id] = true
-		}
-		for i, r := range rows {
-			if isTaken[r.in.ID] {
-				return storekit.BatchItemError(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
-			}
+	if len(given) == 0 {
+		return nil
+	}
+	res, err := tx.Query(ctx, s.stmt("batch_taken_ids"), given)
+	if err != nil {
+		return err
+	}
+	taken, err := pgx.CollectRows(res, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	isTaken := make(map[string]bool, len(taken))
+	for _, id := range taken {
+		isTaken[id] = true
+	}
+	for i, r := range rows {
+		if isTaken[r.in.ID] {
+			return ie(i, memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken"))
 		}
 	}
+	return nil
+}
+
+// planRecords gives every item its ID (generated when not given), its
+// instant (storekit.BatchItemTime), its effective window (refusing an end
+// not after the start) and the record as the batch stores it.
+func planRecords(op string, rows []batchRow, now time.Time, ie itemErr) error {
 	for i := range rows {
 		r := &rows[i]
-		// Item i is applied at its own instant (see storekit.BatchItemTime).
 		at := storekit.BatchItemTime(now, i, len(rows))
 		if r.in.ID == "" {
 			r.in.ID = storekit.NewRecordID(now)
@@ -167,7 +229,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		if !r.in.EffectiveUntil.IsZero() {
 			until = pgTime(r.in.EffectiveUntil)
 			if !until.After(from) {
-				return storekit.BatchItemError(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
+				return ie(i, memorykit.FieldError(op, "effective_until", "not_after_effective_from"))
 			}
 		}
 		r.rec = memorykit.Record{
@@ -177,95 +239,95 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 			CreatedBy: r.in.Actor, TouchedBy: r.in.Actor, CreatedAt: at, UpdatedAt: at,
 		}
 	}
+	return nil
+}
 
-	// Lock every key an active item takes, in lock-key order, then the
-	// records holding them.
-	type akey struct {
-		scope memorykit.Scope
-		kind  memorykit.Kind
-		key   string
-	}
-	keys := map[akey]bool{}
+// lockActiveKeys takes the key lock of every key an active item takes,
+// in lock-key order (so two batches cannot deadlock), then locks and
+// returns the records holding those keys now.
+func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) (map[activeKey]*batchHolder, error) {
+	keys := map[activeKey]bool{}
 	var locks []int64
 	for _, r := range rows {
 		if r.in.Status == memorykit.StatusActive {
-			k := akey{r.in.Scope, r.in.Kind, r.in.Key}
+			k := activeKey{r.in.Scope, r.in.Kind, r.in.Key}
 			if !keys[k] {
 				keys[k] = true
 				locks = append(locks, s.keyLock(k.scope, k.key))
 			}
 		}
 	}
-	holders := map[akey]*batchHolder{}
-	if len(locks) > 0 {
-		sort.Slice(locks, func(i, j int) bool { return locks[i] < locks[j] })
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k`, locks); err != nil {
-			return err
-		}
-		var tenants, types, subjects, kinds, ks []string
-		for k := range keys {
-			tenants = append(tenants, k.scope.TenantID)
-			types = append(types, string(k.scope.SubjectType))
-			subjects = append(subjects, k.scope.SubjectID)
-			kinds = append(kinds, string(k.kind))
-			ks = append(ks, k.key)
-		}
-		res, err := tx.Query(ctx, s.q(`SELECT r.id, r.version, r.tenant_id, r.subject_type, r.subject_id, r.kind, r.key
-			FROM {schema}.records r
-			JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS k(t, st, sid, kind, key)
-			  ON r.tenant_id = k.t AND r.subject_type = k.st AND r.subject_id = k.sid AND r.kind = k.kind AND r.key = k.key
-			WHERE r.status = 'active'
-			ORDER BY r.id
-			FOR UPDATE OF r`), tenants, types, subjects, kinds, ks)
-		if err != nil {
-			return err
-		}
-		for res.Next() {
-			var (
-				h          batchHolder
-				k          akey
-				st, kindSt string
-			)
-			if err := res.Scan(&h.id, &h.version, &k.scope.TenantID, &st, &k.scope.SubjectID, &kindSt, &k.key); err != nil {
-				res.Close()
-				return err
-			}
-			k.scope.SubjectType, k.kind, h.item = memorykit.SubjectType(st), memorykit.Kind(kindSt), -1
-			holders[k] = &h
-		}
-		res.Close()
-		if err := res.Err(); err != nil {
-			return err
-		}
+	holders := map[activeKey]*batchHolder{}
+	if len(locks) == 0 {
+		return holders, nil
 	}
+	sort.Slice(locks, func(i, j int) bool { return locks[i] < locks[j] })
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k`, locks); err != nil {
+		return nil, err
+	}
+	var tenants, types, subjects, kinds, ks []string
+	for k := range keys {
+		tenants = append(tenants, k.scope.TenantID)
+		types = append(types, string(k.scope.SubjectType))
+		subjects = append(subjects, k.scope.SubjectID)
+		kinds = append(kinds, string(k.kind))
+		ks = append(ks, k.key)
+	}
+	res, err := tx.Query(ctx, s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	for res.Next() {
+		var (
+			h          batchHolder
+			k          activeKey
+			st, kindSt string
+		)
+		if err := res.Scan(&h.id, &h.version, &k.scope.TenantID, &st, &k.scope.SubjectID, &kindSt, &k.key); err != nil {
+			return nil, err
+		}
+		k.scope.SubjectType, k.kind, h.item = memorykit.SubjectType(st), memorykit.Kind(kindSt), -1
+		holders[k] = &h
+	}
+	res.Close()
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	return holders, nil
+}
 
-	// Apply the items in order on the plan: expectations, and who
-	// supersedes whom.
-	var supID, supKind, supActor, supReason []string
-	var supAt []time.Time
+// supersedes are the earlier holders an UPDATE supersedes, with the
+// actor, reason and instant of the item that replaces each.
+type supersedes struct {
+	id, kind, actor, reason []string
+	at                      []time.Time
+}
+
+// planSupersedes applies the active items in order on the plan: each
+// one's expectation (and KeyOwner condition, which only Create carries) is
+// checked against the key's holder at that point; a holder from before
+// the batch goes into the returned supersedes, a holder of the batch is
+// marked superseded in place.
+func (s *Store) planSupersedes(ctx context.Context, tx pgx.Tx, op string, rows []batchRow, holders map[activeKey]*batchHolder, ie itemErr) (supersedes, error) {
+	var sup supersedes
 	for i := range rows {
 		r := &rows[i]
 		if r.in.Status != memorykit.StatusActive {
 			continue
 		}
-		k := akey{r.in.Scope, r.in.Kind, r.in.Key}
+		k := activeKey{r.in.Scope, r.in.Kind, r.in.Key}
 		h := holders[k]
-		if r.in.Expect != nil {
-			holderID, version := "", int64(0)
-			if h != nil {
-				holderID, version = h.id, h.version
-			}
-			if err := r.in.Expect.Check(op, holderID, version); err != nil {
-				return storekit.BatchItemError(i, err)
-			}
+		if err := s.checkExpect(ctx, tx, op, r.in, h); err != nil {
+			return supersedes{}, ie(i, err)
 		}
 		if h != nil {
 			if h.item < 0 {
-				supID = append(supID, h.id)
-				supKind = append(supKind, string(r.in.Actor.Kind))
-				supActor = append(supActor, r.in.Actor.ID)
-				supReason = append(supReason, r.in.Reason)
-				supAt = append(supAt, r.rec.CreatedAt)
+				sup.id = append(sup.id, h.id)
+				sup.kind = append(sup.kind, string(r.in.Actor.Kind))
+				sup.actor = append(sup.actor, r.in.Actor.ID)
+				sup.reason = append(sup.reason, r.in.Reason)
+				sup.at = append(sup.at, r.rec.CreatedAt)
 			} else {
 				prev := &rows[h.item]
 				prev.superseder = i
@@ -277,26 +339,39 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		}
 		holders[k] = &batchHolder{id: r.in.ID, version: 1, item: i}
 	}
+	return sup, nil
+}
 
-	if len(supID) > 0 {
-		if _, err := tx.Exec(ctx, s.q(`
-			WITH x AS (
-				SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(id, actor_kind, actor_id, reason, at)
-			), u AS (
-				UPDATE {schema}.records r SET status = 'superseded', version = r.version + 1,
-					touched_by_kind = x.actor_kind, touched_by_id = x.actor_id, updated_at = x.at
-				FROM x WHERE r.id = x.id
-				RETURNING r.*, x.reason AS why
-			)
-			INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-				status, content_hash, content, metadata, sources, at)
-			SELECT id, version, 'supersede', touched_by_kind, touched_by_id, why, status, content_hash,
-				content, metadata, sources, updated_at
-			FROM u`), supID, supKind, supActor, supReason, supAt); err != nil {
+// checkExpect checks in's expectation against h, the key's holder (nil:
+// none), and then its KeyOwner condition against every record of the key.
+func (s *Store) checkExpect(ctx context.Context, tx pgx.Tx, op string, in memorykit.NewRecord, h *batchHolder) error {
+	if in.Expect == nil {
+		return nil
+	}
+	holderID, version := "", int64(0)
+	if h != nil {
+		holderID, version = h.id, h.version
+	}
+	if err := in.Expect.Check(op, holderID, version); err != nil {
+		return err
+	}
+	if o := in.Expect.KeyOwner; o != nil {
+		governed, err := s.keyGoverned(ctx, tx, in.Scope, in.Key, *o)
+		if err != nil {
 			return err
 		}
+		if governed {
+			return memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
+		}
 	}
+	return nil
+}
 
+// copyBatch writes the planned records, their revisions (the "create" one,
+// and the "supersede" one of an item a later item replaced) and their
+// embeddings with COPY, and takes the embedded records off the embedding
+// queue the records trigger put them on.
+func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow) error {
 	recRows := make([][]any, len(rows))
 	var revRows, embRows [][]any
 	var embIDs []string
@@ -340,22 +415,18 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, op string, rows []bat
 		pgx.CopyFromRows(revRows)); err != nil {
 		return err
 	}
-	if len(embRows) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "embeddings"}, []string{"record_id", "profile",
-			"tenant_id", "subject_type", "subject_id", "content_hash", "dims", "embedding", "created_at", "live"},
-			pgx.CopyFromRows(embRows)); err != nil {
-			return err
-		}
-		// The records trigger queued these records for every registered
-		// profile; the ones just given a vector need no work for it.
-		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_queue q
-			USING {schema}.embeddings e
-			WHERE e.record_id = ANY ($1::text[]) AND q.record_id = e.record_id AND q.profile = e.profile`),
-			embIDs); err != nil {
-			return err
-		}
+	if len(embRows) == 0 {
+		return nil
 	}
-	return nil
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "embeddings"}, []string{"record_id", "profile",
+		"tenant_id", "subject_type", "subject_id", "content_hash", "dims", "embedding", "created_at", "live"},
+		pgx.CopyFromRows(embRows)); err != nil {
+		return err
+	}
+	// The records trigger queued these records for every registered
+	// profile; the ones just given a vector need no work for it.
+	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs)
+	return err
 }
 
 func cloneStrings(m map[string]string) map[string]string {

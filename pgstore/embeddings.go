@@ -15,19 +15,12 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// leaseEmbeddingsSQL picks active records lacking a current embedding of
-// the profile and leases them. It starts from the profile's queue rows
-// (migration 0004), in record ID order, and checks each exactly. The
-// candidate rows are share-locked with SKIP LOCKED, so a record in the
-// middle of a lifecycle change is left for the next round; the upsert's
-// WHERE is evaluated against the latest lease row under its row lock, so
-// two workers racing for one record never both win it.
 // noCurrentEmbedding is true for a record (alias r) with no embedding of
 // profile $1 at its content hash.
 //
-// The lease statement walks the queue in record order and looks at one
-// record at a time: a LATERAL sub-select holding the row lock, which the
-// planner cannot flatten, with the embedding and lease checks as scalar
+// The lease statement (lease_embeddings) walks the queue in record order
+// and looks at one record at a time: a LATERAL sub-select holding the row
+// lock, which the planner cannot flatten, with the embedding and lease checks as scalar
 // sub-selects (one primary-key probe each). Written as joins, the planner
 // merged with the profile's whole embeddings index (every record embedded
 // so far, on every round), and on fresh tables without statistics it
@@ -35,48 +28,6 @@ import (
 // at 10k records instead of ~2 ms.
 const noCurrentEmbedding = `(SELECT e.content_hash FROM {schema}.embeddings e
 	       WHERE e.record_id = r.id AND e.profile = $1) IS DISTINCT FROM r.content_hash`
-
-const leaseEmbeddingsSQL = `
-WITH cand AS (
-	SELECT r.id, r.tenant_id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
-	FROM (SELECT record_id FROM {schema}.embedding_queue WHERE profile = $1 ORDER BY record_id) q
-	CROSS JOIN LATERAL (
-		SELECT r.id, r.tenant_id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
-		FROM {schema}.records r
-		WHERE r.id = q.record_id AND r.status = 'active'
-		  AND ($6::text IS NULL OR (r.tenant_id = $6 AND r.subject_type = $7 AND r.subject_id = $8))
-		  AND ` + noCurrentEmbedding + `
-		  AND coalesce((SELECT l.content_hash <> r.content_hash
-		       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
-		       FROM {schema}.embedding_leases l WHERE l.record_id = r.id AND l.profile = $1), true)
-		FOR SHARE SKIP LOCKED
-	) r
-	ORDER BY q.record_id
-	LIMIT $5
-), up AS (
-	INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
-		lease_expires_at, attempts, retry_at, parked, reason, updated_at, lease_token)
-	SELECT id, $1, content_hash, $3, $4, 1, NULL, false, '', $2, nextval('{schema}.lease_tokens')
-	FROM cand ORDER BY id
-	ON CONFLICT (record_id, profile) DO UPDATE SET
-		content_hash = excluded.content_hash,
-		worker_id = excluded.worker_id,
-		lease_expires_at = excluded.lease_expires_at,
-		attempts = CASE WHEN l.content_hash = excluded.content_hash THEN l.attempts + 1 ELSE 1 END,
-		retry_at = NULL,
-		parked = false,
-		reason = CASE WHEN l.content_hash = excluded.content_hash THEN l.reason ELSE '' END,
-		stored = false,
-		updated_at = excluded.updated_at,
-		lease_token = excluded.lease_token
-	WHERE l.content_hash <> excluded.content_hash
-	   OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
-	RETURNING l.record_id, l.content_hash, l.attempts, l.lease_token
-)
-SELECT c.id, c.tenant_id, c.subject_type, c.subject_id, c.key, c.content, up.content_hash, up.attempts,
-	up.lease_token
-FROM up JOIN cand c ON c.id = up.record_id
-ORDER BY c.id`
 
 // LeaseEmbeddings implements memorykit.EmbeddingStore. Records are leased
 // in ID order across every Scope, or only p.Scope's when it is set. A lease blocks the record until it is
@@ -99,7 +50,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		st := string(p.Scope.SubjectType)
 		tenant, subjectType, subject = &p.Scope.TenantID, &st, &p.Scope.SubjectID
 	}
-	rows, err := s.pool.Query(ctx, s.q(leaseEmbeddingsSQL), p.Profile, now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max,
+	rows, err := s.pool.Query(ctx, s.stmt("lease_embeddings"), p.Profile, now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max,
 		tenant, subjectType, subject)
 	if err != nil {
 		return nil, mapErr(op, err)
@@ -202,121 +153,123 @@ func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.Em
 	now := s.now()
 	var errs []error
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
-		errs = make([]error, len(puts))
-		type current struct {
-			scope        memorykit.Scope
-			status, hash string
-		}
-		recs := make(map[string]current, len(ids))
-		rows, err := tx.Query(ctx, s.q(`SELECT id, tenant_id, subject_type, subject_id, status, content_hash
-			FROM {schema}.records WHERE id = ANY ($1::text[]) ORDER BY id FOR SHARE`), ids)
+		recs, err := s.lockPutRecords(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var (
-				id, subjectType string
-				c               current
-			)
-			if err := rows.Scan(&id, &c.scope.TenantID, &subjectType, &c.scope.SubjectID, &c.status, &c.hash); err != nil {
-				rows.Close()
-				return err
-			}
-			c.scope.SubjectType = memorykit.SubjectType(subjectType)
-			recs[id] = c
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		type target struct{ id, profile string }
 		// The latest lease of each record and profile, locked in key
 		// order: a put older than it is refused (fencing token).
 		tokens, err := s.embeddingLeaseTokens(ctx, tx, puts)
 		if err != nil {
 			return err
 		}
-		// The last accepted put of each record and profile is the one
-		// written; earlier ones were overwritten by it, as in a sequence
-		// of PutEmbedding calls.
-		last := make(map[target]int)
-		for i, p := range puts {
-			c, ok := recs[p.RecordID]
-			t, leased := tokens[[2]string{p.RecordID, p.Profile}]
-			switch {
-			case !ok || c.scope != p.Scope:
-				errs[i] = notFound(op)
-			case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
-				errs[i] = memorykit.NewError(op, memorykit.ErrStale, "content_changed")
-			case leased && t.hash == p.ContentHash && t.token > p.LeaseToken:
-				errs[i] = memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
-			default:
-				last[target{p.RecordID, p.Profile}] = i
-			}
-		}
-		if len(last) == 0 {
+		var keep []int
+		errs, keep = judgePuts(op, puts, recs, tokens)
+		if len(keep) == 0 {
 			return nil
 		}
-		keep := make([]int, 0, len(last))
-		for _, i := range last {
-			keep = append(keep, i)
-		}
-		// Rows are written in key order, like the locks above.
-		slices.SortFunc(keep, func(a, b int) int {
-			if c := strings.Compare(puts[a].RecordID, puts[b].RecordID); c != 0 {
-				return c
-			}
-			return strings.Compare(puts[a].Profile, puts[b].Profile)
-		})
-		var (
-			recIDs, profiles, tenants, types, subjects, hashes = make([]string, len(keep)), make([]string, len(keep)),
-				make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep))
-			dims = make([]int32, len(keep))
-			vecs = make([]pgvector.Vector, len(keep))
-		)
-		for j, i := range keep {
-			p := puts[i]
-			recIDs[j], profiles[j], hashes[j] = p.RecordID, p.Profile, p.ContentHash
-			tenants[j], types[j], subjects[j] = p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID
-			dims[j] = int32(len(p.Vector))
-			vecs[j] = pgvector.NewVector(append([]float32(nil), p.Vector...))
-		}
-		if _, err := tx.Exec(ctx, s.q(`
-			INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
-				lease_expires_at, attempts, retry_at, parked, reason, updated_at, stored)
-			SELECT u.id, u.profile, u.hash, NULL, NULL, 0, NULL, false, '', $4, true
-			FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, profile, hash)
-			ON CONFLICT (record_id, profile) DO UPDATE SET
-				content_hash = excluded.content_hash, worker_id = NULL, lease_expires_at = NULL,
-				retry_at = NULL, parked = false, reason = '', stored = true, updated_at = excluded.updated_at
-			WHERE NOT (l.stored AND l.content_hash = excluded.content_hash AND l.worker_id IS NULL)`),
-			recIDs, profiles, hashes, now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.embedding_queue q
-			USING unnest($1::text[], $2::text[]) AS u(id, profile)
-			WHERE q.profile = u.profile AND q.record_id = u.id`), recIDs, profiles); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, s.q(`
-			INSERT INTO {schema}.embeddings AS e (record_id, profile, tenant_id, subject_type, subject_id,
-				content_hash, dims, embedding, created_at, live)
-			SELECT u.id, u.profile, u.tenant, u.stype, u.sid, u.hash, u.dims, u.vec, $9, true
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
-				$8::{ext}.vector[]) AS u(id, profile, tenant, stype, sid, hash, dims, vec)
-			ON CONFLICT (record_id, profile) DO UPDATE SET
-				content_hash = excluded.content_hash, dims = excluded.dims,
-				embedding = excluded.embedding, created_at = excluded.created_at, live = true
-			WHERE e.content_hash <> excluded.content_hash
-			   OR e.embedding::real[] <> excluded.embedding::real[]
-			   OR NOT e.live`),
-			recIDs, profiles, tenants, types, subjects, hashes, dims, vecs, now)
-		return err
+		return s.writePuts(ctx, tx, puts, keep, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return errs, nil
+}
+
+// putRecord is what a put is checked against: its record's Scope, status
+// and content hash.
+type putRecord struct {
+	scope        memorykit.Scope
+	status, hash string
+}
+
+// lockPutRecords share-locks (in ID order) and reads the records ids.
+func (s *Store) lockPutRecords(ctx context.Context, tx pgx.Tx, ids []string) (map[string]putRecord, error) {
+	recs := make(map[string]putRecord, len(ids))
+	rows, err := tx.Query(ctx, s.stmt("put_lock_records"), ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id, subjectType string
+			c               putRecord
+		)
+		if err := rows.Scan(&id, &c.scope.TenantID, &subjectType, &c.scope.SubjectID, &c.status, &c.hash); err != nil {
+			return nil, err
+		}
+		c.scope.SubjectType = memorykit.SubjectType(subjectType)
+		recs[id] = c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// judgePuts gives each put its error (record missing or in another Scope,
+// content changed, lease token stale) and returns the puts to write: the
+// last accepted put of each record and profile (earlier ones are
+// overwritten by it, as in a sequence of PutEmbedding calls), in key
+// order, like the locks.
+func judgePuts(op string, puts []memorykit.EmbeddingPut, recs map[string]putRecord, tokens map[[2]string]leaseToken) ([]error, []int) {
+	type target struct{ id, profile string }
+	errs := make([]error, len(puts))
+	last := make(map[target]int)
+	for i, p := range puts {
+		c, ok := recs[p.RecordID]
+		t, leased := tokens[[2]string{p.RecordID, p.Profile}]
+		switch {
+		case !ok || c.scope != p.Scope:
+			errs[i] = notFound(op)
+		case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
+			errs[i] = memorykit.NewError(op, memorykit.ErrStale, "content_changed")
+		case leased && t.hash == p.ContentHash && t.token > p.LeaseToken:
+			errs[i] = memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+		default:
+			last[target{p.RecordID, p.Profile}] = i
+		}
+	}
+	keep := make([]int, 0, len(last))
+	for _, i := range last {
+		keep = append(keep, i)
+	}
+	slices.SortFunc(keep, func(a, b int) int {
+		if c := strings.Compare(puts[a].RecordID, puts[b].RecordID); c != 0 {
+			return c
+		}
+		return strings.Compare(puts[a].Profile, puts[b].Profile)
+	})
+	return errs, keep
+}
+
+// writePuts writes the kept puts: their lease rows become "stored", their
+// queue rows go, and their vectors are upserted.
+func (s *Store) writePuts(ctx context.Context, tx pgx.Tx, puts []memorykit.EmbeddingPut, keep []int, now time.Time) error {
+	var (
+		recIDs, profiles, tenants, types, subjects, hashes = make([]string, len(keep)), make([]string, len(keep)),
+			make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep))
+		dims = make([]int32, len(keep))
+		vecs = make([]pgvector.Vector, len(keep))
+	)
+	for j, i := range keep {
+		p := puts[i]
+		recIDs[j], profiles[j], hashes[j] = p.RecordID, p.Profile, p.ContentHash
+		tenants[j], types[j], subjects[j] = p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID
+		dims[j] = int32(len(p.Vector))
+		vecs[j] = pgvector.NewVector(append([]float32(nil), p.Vector...))
+	}
+	if _, err := tx.Exec(ctx, s.stmt("put_mark_leases_stored"), recIDs, profiles, hashes, now); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, s.stmt("put_dequeue"), recIDs, profiles); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, s.stmt("put_upsert_embeddings"),
+		recIDs, profiles, tenants, types, subjects, hashes, dims, vecs, now)
+	return err
 }
 
 // leaseToken is the fencing token of a lease row and the content hash it
@@ -334,11 +287,7 @@ func (s *Store) embeddingLeaseTokens(ctx context.Context, tx pgx.Tx, puts []memo
 	for i, p := range puts {
 		ids[i], profiles[i] = p.RecordID, p.Profile
 	}
-	rows, err := tx.Query(ctx, s.q(`SELECT l.record_id, l.profile, l.content_hash, l.lease_token
-		FROM {schema}.embedding_leases l
-		WHERE (l.record_id, l.profile) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-		ORDER BY l.record_id, l.profile
-		FOR UPDATE OF l`), ids, profiles)
+	rows, err := tx.Query(ctx, s.stmt("embedding_lease_tokens"), ids, profiles)
 	if err != nil {
 		return nil, err
 	}
@@ -359,9 +308,7 @@ func (s *Store) embeddingLeaseTokens(ctx context.Context, tx pgx.Tx, puts []memo
 // hash: a missing record is ErrNotFound, any other state ErrStale.
 func (s *Store) checkCurrent(ctx context.Context, tx pgx.Tx, op string, scope memorykit.Scope, id, hash string) error {
 	var status, current string
-	err := tx.QueryRow(ctx, s.q(`SELECT status, content_hash FROM {schema}.records
-		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
-		FOR SHARE`), id, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&status, &current)
+	err := tx.QueryRow(ctx, s.stmt("check_current"), id, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&status, &current)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound(op)
 	}
@@ -389,12 +336,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 		if err := s.checkCurrent(ctx, tx, op, r.Scope, r.RecordID, r.ContentHash); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, s.q(`UPDATE {schema}.embedding_leases SET
-				worker_id = NULL, lease_expires_at = NULL, reason = $4, updated_at = $5,
-				parked = parked OR $6::boolean,
-				retry_at = CASE WHEN $6::boolean THEN retry_at ELSE $7::timestamptz END
-			WHERE record_id = $1 AND profile = $2 AND content_hash = $3 AND worker_id = $8
-				AND lease_token = $9`),
+		tag, err := tx.Exec(ctx, s.stmt("release_embedding_lease"),
 			r.RecordID, r.Profile, r.ContentHash, r.Reason, now, r.Park, nullTime(r.RetryAt), r.WorkerID, r.LeaseToken)
 		if err != nil {
 			return err
@@ -403,8 +345,7 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 			return nil
 		}
 		var token int64
-		err = tx.QueryRow(ctx, s.q(`SELECT lease_token FROM {schema}.embedding_leases
-			WHERE record_id = $1 AND profile = $2 AND content_hash = $3`),
+		err = tx.QueryRow(ctx, s.stmt("embedding_lease_token"),
 			r.RecordID, r.Profile, r.ContentHash).Scan(&token)
 		if err == nil && token != r.LeaseToken {
 			return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
@@ -428,13 +369,7 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	// A registered profile's queue holds every pending record (see
 	// migration 0004); another profile has to be counted the long way.
 	var n int
-	err := s.pool.QueryRow(ctx, s.q(`SELECT CASE WHEN EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)
-		THEN (SELECT count(*) FROM {schema}.embedding_queue q
-			JOIN {schema}.records r ON r.id = q.record_id
-			WHERE q.profile = $1 AND r.status = 'active' AND `+noCurrentEmbedding+`)
-		ELSE (SELECT count(*) FROM {schema}.records r
-			LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
-			WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)) END`),
+	err := s.pool.QueryRow(ctx, s.stmt("pending_embeddings"),
 		profile).Scan(&n)
 	if err != nil {
 		return 0, mapErr(op, err)
@@ -458,9 +393,7 @@ func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, 
 		return 0, err
 	}
 	var n int
-	err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {schema}.records r
-		WHERE r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4
-		AND r.status = 'active' AND `+noCurrentEmbedding),
+	err := s.pool.QueryRow(ctx, s.stmt("pending_embeddings_in"),
 		profile, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&n)
 	if err != nil {
 		return 0, mapErr(op, err)
@@ -484,7 +417,7 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 		return nil
 	}
 	var known bool
-	if err := s.pool.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)`),
+	if err := s.pool.QueryRow(ctx, s.stmt("profile_registered"),
 		profile).Scan(&known); err != nil {
 		return mapErr(op, err)
 	}
@@ -497,20 +430,14 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", registerLockTimeout.Milliseconds())); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, s.q(`LOCK TABLE {schema}.records IN SHARE ROW EXCLUSIVE MODE`)); err != nil {
+			if _, err := tx.Exec(ctx, s.stmt("lock_records_for_registration")); err != nil {
 				return err
 			}
-			tag, err := tx.Exec(ctx, s.q(`INSERT INTO {schema}.embedding_profiles (profile) VALUES ($1)
-				ON CONFLICT DO NOTHING`), profile)
+			tag, err := tx.Exec(ctx, s.stmt("insert_profile"), profile)
 			if err != nil || tag.RowsAffected() == 0 {
 				return err
 			}
-			_, err = tx.Exec(ctx, s.q(`INSERT INTO {schema}.embedding_queue (profile, record_id)
-				SELECT $1, r.id FROM {schema}.records r
-				WHERE r.status = 'active' AND NOT EXISTS (
-					SELECT 1 FROM {schema}.embeddings e
-					WHERE e.record_id = r.id AND e.profile = $1 AND e.content_hash = r.content_hash)
-				ON CONFLICT DO NOTHING`), profile)
+			_, err = tx.Exec(ctx, s.stmt("queue_profile_records"), profile)
 			return err
 		})
 		if err != nil {
@@ -518,7 +445,7 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 		}
 		// Fresh statistics, so the lease statement reads the queue in
 		// index order rather than sorting it.
-		if _, err := s.pool.Exec(ctx, s.q(`ANALYZE {schema}.embedding_queue`)); err != nil {
+		if _, err := s.pool.Exec(ctx, s.stmt("analyze_embedding_queue")); err != nil {
 			return mapErr(op, err)
 		}
 	}
@@ -554,25 +481,7 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 		sc = *scope
 	}
 	var n int
-	err := s.pool.QueryRow(ctx, s.q(`
-		WITH d AS (
-			DELETE FROM {schema}.embeddings
-			WHERE profile = $1
-			  AND ($2::boolean OR (tenant_id = $3 AND subject_type = $4 AND subject_id = $5))
-			RETURNING 1
-		), l AS (
-			DELETE FROM {schema}.embedding_leases l USING {schema}.records r
-			WHERE l.profile = $1 AND r.id = l.record_id
-			  AND ($2::boolean OR (r.tenant_id = $3 AND r.subject_type = $4 AND r.subject_id = $5))
-		), q AS (
-			INSERT INTO {schema}.embedding_queue (profile, record_id)
-			SELECT $1, r.id FROM {schema}.records r
-			WHERE r.status = 'active'
-			  AND ($2::boolean OR (r.tenant_id = $3 AND r.subject_type = $4 AND r.subject_id = $5))
-			  AND EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)
-			ON CONFLICT DO NOTHING
-		)
-		SELECT count(*) FROM d`),
+	err := s.pool.QueryRow(ctx, s.stmt("delete_embeddings"),
 		profile, all, sc.TenantID, string(sc.SubjectType), sc.SubjectID).Scan(&n)
 	if err != nil {
 		return 0, mapErr(op, err)
@@ -587,9 +496,7 @@ func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.embedding_leases
-		SET worker_id = NULL, lease_expires_at = NULL, updated_at = $1
-		WHERE worker_id IS NOT NULL AND lease_expires_at <= $1`), s.now())
+	tag, err := s.pool.Exec(ctx, s.stmt("reap_embedding_leases"), s.now())
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
@@ -626,16 +533,7 @@ func (s *Store) CountScope(ctx context.Context, profile string, scope memorykit.
 		return ScopeCounts{}, err
 	}
 	var c ScopeCounts
-	err := s.pool.QueryRow(ctx, s.q(`SELECT
-			(SELECT count(*) FROM {schema}.records r
-			 WHERE r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4 AND r.status = 'active'
-			   AND `+noCurrentEmbedding+`),
-			count(*) FILTER (WHERE j.state = 'queued'),
-			count(*) FILTER (WHERE j.state = 'leased'),
-			count(*) FILTER (WHERE j.state = 'done'),
-			count(*) FILTER (WHERE j.state = 'failed')
-		FROM {schema}.jobs j
-		WHERE j.tenant_id = $2 AND j.subject_type = $3 AND j.subject_id = $4`),
+	err := s.pool.QueryRow(ctx, s.stmt("count_scope"),
 		profile, scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(
 		&c.PendingEmbeddings, &c.Jobs.Queued, &c.Jobs.Leased, &c.Jobs.Done, &c.Jobs.Failed)
 	if err != nil {

@@ -49,8 +49,7 @@ func (s *Store) holdScope(ctx context.Context, tx pgx.Tx, op string, scope memor
 	// waited for the lock.
 	batch := &pgx.Batch{}
 	batch.Queue("SELECT pg_advisory_xact_lock_shared($1)", s.scopeLock(scope))
-	batch.Queue(s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.purges
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND finished_at IS NULL)`),
+	batch.Queue(s.stmt("hold_scope"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID)
 	br := tx.SendBatch(ctx, batch)
 	var purging bool
@@ -96,7 +95,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r st
 		return memorykit.Record{}, err
 	}
 	digest := s.tombstoneKey(rec.Scope, rec.Key)
-	out, err := s.touch(ctx, tx, touchErase, rec, r, actor, reason, now, digest)
+	out, err := s.touch(ctx, tx, "touch_erase", rec, r, actor, reason, now, digest)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
@@ -112,7 +111,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r st
 // erasureJobs reads the record's revisions and returns the jobs its erase
 // scrubs (storekit.ErasureJobIDs).
 func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record) ([]string, error) {
-	rows, err := tx.Query(ctx, s.q(`SELECT action, reason, sources FROM {schema}.revisions WHERE record_id = $1`), rec.ID)
+	rows, err := tx.Query(ctx, s.stmt("erasure_jobs"), rec.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -142,21 +141,7 @@ func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record
 // embedding lease and queue rows, counting the rows touched.
 func (s *Store) scrubRows(ctx context.Context, tx pgx.Tx, ids []string) (erasureCounts, error) {
 	var n erasureCounts
-	err := tx.QueryRow(ctx, s.q(`
-		WITH rv AS (
-			UPDATE {schema}.revisions
-			SET content = '', content_hash = '', metadata = NULL, sources = NULL, reason = `+reasonCodeSQL+`
-			WHERE record_id = ANY ($1::text[])
-			RETURNING 1
-		), emb AS (
-			DELETE FROM {schema}.embeddings WHERE record_id = ANY ($1::text[]) RETURNING 1
-		), lease AS (
-			DELETE FROM {schema}.embedding_leases WHERE record_id = ANY ($1::text[]) RETURNING 1
-		), queue AS (
-			DELETE FROM {schema}.embedding_queue WHERE record_id = ANY ($1::text[]) RETURNING 1
-		)
-		SELECT (SELECT count(*) FROM rv), (SELECT count(*) FROM emb),
-			(SELECT count(*) FROM lease) + (SELECT count(*) FROM queue)`), ids).
+	err := tx.QueryRow(ctx, s.stmt("scrub_rows"), ids).
 		Scan(&n.revisions, &n.embeddings, &n.queue)
 	return n, err
 }
@@ -172,23 +157,7 @@ func (s *Store) scrubJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope,
 		return 0, nil
 	}
 	var n int
-	err := tx.QueryRow(ctx, s.q(`
-		WITH t AS (
-			SELECT id, state, cardinality(erased_keys) = 0 AS fresh FROM {schema}.jobs
-			WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
-			  AND ($4::text[] IS NULL OR id = ANY ($4::text[]))
-			  AND state IN ('queued', 'leased')
-			  AND NOT ($5 = ANY (erased_keys))
-			FOR UPDATE
-		), u AS (
-			UPDATE {schema}.jobs j SET payload = '', updated_at = $6,
-				state = CASE WHEN t.state = 'queued' THEN 'failed' ELSE j.state END,
-				last_error = CASE WHEN t.state = 'queued' THEN $7 ELSE j.last_error END,
-				erased_keys = CASE WHEN t.state = 'leased' THEN array_append(j.erased_keys, $5) ELSE j.erased_keys END
-			FROM t WHERE j.id = t.id
-			RETURNING t.fresh
-		)
-		SELECT count(*) FROM u WHERE fresh`),
+	err := tx.QueryRow(ctx, s.stmt("scrub_jobs"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID, ids, digest, now, memorykit.ReasonErased).Scan(&n)
 	return n, err
 }
@@ -196,7 +165,7 @@ func (s *Store) scrubJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope,
 // erasedKeys returns the erase marks of a job, locked by the caller's tx.
 func (s *Store) erasedKeys(ctx context.Context, tx pgx.Tx, jobID string) ([]string, error) {
 	var keys []string
-	err := tx.QueryRow(ctx, s.q(`SELECT erased_keys FROM {schema}.jobs WHERE id = $1`), jobID).Scan(&keys)
+	err := tx.QueryRow(ctx, s.stmt("erased_keys"), jobID).Scan(&keys)
 	return keys, err
 }
 
@@ -205,10 +174,7 @@ func (s *Store) erasedKeys(ctx context.Context, tx pgx.Tx, jobID string) ([]stri
 // memorykit.ReasonErased. It reports whether the job was one; the caller's
 // tx holds the job's row lock and has checked the lease.
 func (s *Store) erasedHandback(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (memorykit.Job, bool, error) {
-	j, err := scanJob(tx.QueryRow(ctx, s.q(`UPDATE {schema}.jobs SET state = 'failed', payload = '',
-			last_error = $2, leased_by = '', lease_expires_at = NULL, erased_keys = '{}', updated_at = $3
-		WHERE id = $1 AND cardinality(erased_keys) > 0
-		RETURNING `+jobCols), jobID, memorykit.ReasonErased, now))
+	j, err := scanJob(tx.QueryRow(ctx, s.stmt("erased_handback"), jobID, memorykit.ReasonErased, now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memorykit.Job{}, false, nil
 	}
@@ -249,9 +215,7 @@ func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string
 // reapErased finishes scrubbed jobs whose lease expired as failed
 // tombstones with reason memorykit.ReasonErased.
 func (s *Store) reapErased(ctx context.Context, now time.Time) (int, error) {
-	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'failed', payload = '',
-			last_error = $2, leased_by = '', lease_expires_at = NULL, erased_keys = '{}', updated_at = $1
-		WHERE state = 'leased' AND lease_expires_at <= $1 AND cardinality(erased_keys) > 0`), now, memorykit.ReasonErased)
+	tag, err := s.pool.Exec(ctx, s.stmt("reap_erased"), now, memorykit.ReasonErased)
 	if err != nil {
 		return 0, err
 	}
@@ -277,14 +241,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.scopeLock(scope)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, s.q(`INSERT INTO {schema}.purges AS p (tenant_id, subject_type, subject_id,
-				actor_kind, actor_id, reason, started_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (tenant_id, subject_type, subject_id) DO UPDATE SET
-				actor_kind = excluded.actor_kind, actor_id = excluded.actor_id, reason = excluded.reason,
-				started_at = excluded.started_at, finished_at = NULL, records = 0, record_ids = '{}',
-				revisions = 0, embeddings = 0, jobs = 0, queue_entries = 0, digest = ''
-			WHERE p.finished_at IS NOT NULL`),
+		_, err := tx.Exec(ctx, s.stmt("start_purge"),
 			append(sc, string(actor.Kind), actor.ID, reason, s.now())...)
 		return err
 	})
@@ -310,8 +267,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.purges SET jobs = jobs + $4
-			WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`), append(sc, n)...)
+		_, err = tx.Exec(ctx, s.stmt("count_purged_jobs"), append(sc, n)...)
 		return err
 	})
 	if err != nil {
@@ -332,8 +288,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		}
 		rep.FinishedAt = now
 		rep.Digest = memorykit.PurgeReportDigest(rep)
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.purges SET finished_at = $4, digest = $5
-			WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`), append(sc, now, rep.Digest)...)
+		_, err = tx.Exec(ctx, s.stmt("finish_purge"), append(sc, now, rep.Digest)...)
 		return err
 	})
 	if err != nil {
@@ -360,9 +315,7 @@ func (s *Store) vacuum(ctx context.Context, op string) error {
 // and adds the counts to the purge row; it reports true when none was
 // left.
 func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope) (bool, error) {
-	rows, err := tx.Query(ctx, s.q(`SELECT id, key FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status <> 'erased'
-		ORDER BY id LIMIT $4 FOR UPDATE`), scope.TenantID, string(scope.SubjectType), scope.SubjectID, purgeBatch)
+	rows, err := tx.Query(ctx, s.stmt("purge_lock_records"), scope.TenantID, string(scope.SubjectType), scope.SubjectID, purgeBatch)
 	if err != nil {
 		return false, err
 	}
@@ -386,29 +339,16 @@ func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 	var p struct {
 		kind, id, reason string
 	}
-	if err := tx.QueryRow(ctx, s.q(`SELECT actor_kind, actor_id, reason FROM {schema}.purges
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`),
+	if err := tx.QueryRow(ctx, s.stmt("purge_actor"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&p.kind, &p.id, &p.reason); err != nil {
 		return false, err
 	}
 	var queued int
-	if err := tx.QueryRow(ctx, s.q(`WITH d AS (DELETE FROM {schema}.embedding_queue WHERE record_id = ANY ($1::text[]) RETURNING 1)
-		SELECT count(*) FROM d`), ids).Scan(&queued); err != nil {
+	if err := tx.QueryRow(ctx, s.stmt("purge_dequeue"), ids).Scan(&queued); err != nil {
 		return false, err
 	}
 	now := s.now()
-	if _, err := tx.Exec(ctx, s.q(`
-		WITH u AS (
-			UPDATE {schema}.records r SET status = 'erased', version = r.version + 1, key = d.digest,
-				content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector,
-				touched_by_kind = $3, touched_by_id = $4, updated_at = $5
-			FROM unnest($1::text[], $2::text[]) AS d(id, digest)
-			WHERE r.id = d.id
-			RETURNING r.*
-		)
-		INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-			status, content_hash, content, metadata, sources, at)
-		SELECT id, version, 'purge', $3, $4, $6, status, '', '', NULL, NULL, $5 FROM u`),
+	if _, err := tx.Exec(ctx, s.stmt("purge_erase_records"),
 		ids, digests, p.kind, p.id, now, p.reason); err != nil {
 		return false, err
 	}
@@ -416,10 +356,7 @@ func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 	if err != nil {
 		return false, err
 	}
-	_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.purges SET records = records + $4,
-			record_ids = record_ids || $5::text[], revisions = revisions + $6,
-			embeddings = embeddings + $7, queue_entries = queue_entries + $8
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`),
+	_, err = tx.Exec(ctx, s.stmt("purge_count_step"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID, len(ids), ids, n.revisions, n.embeddings, n.queue+queued)
 	return false, err
 }
@@ -428,9 +365,7 @@ func (s *Store) purgeStep(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 func (s *Store) readPurge(ctx context.Context, tx pgx.Tx, scope memorykit.Scope) (memorykit.PurgeReport, error) {
 	r := memorykit.PurgeReport{Scope: scope}
 	var kind string
-	err := tx.QueryRow(ctx, s.q(`SELECT actor_kind, actor_id, reason, started_at, records, record_ids,
-			revisions, embeddings, jobs, queue_entries
-		FROM {schema}.purges WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`),
+	err := tx.QueryRow(ctx, s.stmt("read_purge"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&kind, &r.Actor.ID, &r.Reason, &r.StartedAt,
 		&r.Records, &r.RecordIDs, &r.Revisions, &r.Embeddings, &r.Jobs, &r.QueueEntries)
 	r.Actor.Kind = memorykit.ActorKind(kind)
@@ -448,8 +383,7 @@ func (s *Store) readPurge(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 // migrations do not have, so Open and New do it; once no such row is left
 // it costs one read of the erased rows and writes nothing.
 func (s *Store) digestLegacyTombstones(ctx context.Context, op string) error {
-	rows, err := s.pool.Query(ctx, s.q(`SELECT id, tenant_id, subject_type, subject_id, key FROM {schema}.records
-		WHERE status = 'erased' AND key NOT LIKE $1`), memorykit.TombstoneKeyPrefix+"%")
+	rows, err := s.pool.Query(ctx, s.stmt("legacy_tombstones"), memorykit.TombstoneKeyPrefix+"%")
 	if err != nil {
 		return mapErr(op, err)
 	}
@@ -472,7 +406,7 @@ func (s *Store) digestLegacyTombstones(ctx context.Context, op string) error {
 		return mapErr(op, err)
 	}
 	for _, l := range todo {
-		if _, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.records SET key = $2 WHERE id = $1 AND status = 'erased'`), l.id, l.key); err != nil {
+		if _, err := s.pool.Exec(ctx, s.stmt("digest_tombstone"), l.id, l.key); err != nil {
 			return mapErr(op, err)
 		}
 	}

@@ -29,12 +29,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 			return err
 		}
 		var err error
-		job, err = scanJob(tx.QueryRow(ctx, s.q(`
-		INSERT INTO {schema}.jobs (id, tenant_id, subject_type, subject_id, payload, state,
-			attempt, max_attempts, available_at, created_at, updated_at, max_reaps, run_ref)
-		VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7, $8, $9)
-		ON CONFLICT (id) DO NOTHING
-		RETURNING `+jobCols),
+		job, err = scanJob(tx.QueryRow(ctx, s.stmt("enqueue_job"),
 			j.ID, j.Scope.TenantID, string(j.Scope.SubjectType), j.Scope.SubjectID, j.Payload, j.MaxAttempts, now, j.MaxReaps, j.RunRef))
 		if errors.Is(err, pgx.ErrNoRows) {
 			conflict = true
@@ -72,19 +67,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 		return nil, err
 	}
 	now := s.now()
-	rows, err := s.pool.Query(ctx, s.q(`
-		WITH picked AS (
-			SELECT id FROM {schema}.jobs
-			WHERE state = 'queued' AND available_at <= $1
-			ORDER BY available_at, id
-			LIMIT $4
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE {schema}.jobs j SET state = 'leased', attempt = j.attempt + 1,
-			leased_by = $2, lease_expires_at = $3, updated_at = $1,
-			lease_token = nextval('{schema}.lease_tokens')
-		FROM picked WHERE j.id = picked.id
-		RETURNING `+jobColsJ), now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
+	rows, err := s.pool.Query(ctx, s.stmt("lease_jobs"), now, p.WorkerID, pgTime(now.Add(p.TTL)), p.Max)
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
@@ -119,11 +102,11 @@ const jobColsJ = `j.id, j.tenant_id, j.subject_type, j.subject_id, j.payload, j.
 func (s *Store) jobByID(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, id string, lock bool) (memorykit.Job, bool, error) {
-	sql := `SELECT ` + jobCols + ` FROM {schema}.jobs WHERE id = $1`
+	name := "job_by_id"
 	if lock {
-		sql += ` FOR UPDATE`
+		name = "job_by_id_for_update"
 	}
-	j, err := scanJob(q.QueryRow(ctx, s.q(sql), id))
+	j, err := scanJob(q.QueryRow(ctx, s.stmt(name), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memorykit.Job{}, false, nil
 	}
@@ -209,7 +192,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		}
 		for _, p := range checked {
 			in := p.in
-			_, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
+			_, err := scanRecord(tx.QueryRow(ctx, s.stmt("insert_candidates"),
 				in.ID, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
 				string(in.Kind), in.Key, in.Content, p.meta, p.src, string(in.Status),
 				storekit.ContentHash(in.Content), p.from, p.until,
@@ -223,9 +206,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 			}
 			created++
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '', erased_keys = '{}',
-				leased_by = '', lease_expires_at = NULL, candidates = $2, updated_at = $3
-			WHERE id = $1`), c.JobID, created, now)
+		_, err = tx.Exec(ctx, s.stmt("finish_job"), c.JobID, created, now)
 		return err
 	})
 	if err != nil {
@@ -240,10 +221,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 // missing job from a lost lease.
 func (s *Store) completeEmpty(ctx context.Context, op string, c memorykit.JobCompletion) error {
 	now := s.now()
-	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET state = 'done', payload = '', erased_keys = '{}',
-			leased_by = '', lease_expires_at = NULL, candidates = 0, updated_at = $3
-		WHERE id = $1 AND state = 'leased' AND leased_by = $2 AND lease_expires_at > $3
-			AND lease_token = $4`),
+	tag, err := s.pool.Exec(ctx, s.stmt("complete_empty"),
 		c.JobID, c.WorkerID, now, c.LeaseToken)
 	if err != nil {
 		return mapErr(op, err)
@@ -294,14 +272,7 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 			return err
 		}
 		retry := !f.Final && job.Failures+1 < job.MaxAttempts
-		out, err = scanJob(tx.QueryRow(ctx, s.q(`UPDATE {schema}.jobs SET
-				last_error = $2, updated_at = $3, leased_by = '', lease_expires_at = NULL,
-				failures = failures + 1,
-				state = CASE WHEN $4::boolean THEN 'queued' ELSE 'failed' END,
-				available_at = CASE WHEN $4::boolean THEN $5 ELSE available_at END,
-				payload = CASE WHEN $4::boolean THEN payload ELSE '' END
-			WHERE id = $1
-			RETURNING `+jobCols), f.JobID, f.Reason, now, retry, retryAt))
+		out, err = scanJob(tx.QueryRow(ctx, s.stmt("fail_job"), f.JobID, f.Reason, now, retry, retryAt))
 		return err
 	})
 	if err != nil {
@@ -336,13 +307,7 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 			return err
 		}
 		retry := job.Reaps+job.HandBacks+1 < job.MaxReaps
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.jobs SET attempt = attempt - 1, hand_backs = hand_backs + 1,
-				leased_by = '', lease_expires_at = NULL, updated_at = $2,
-				state = CASE WHEN $3::boolean THEN 'queued' ELSE 'failed' END,
-				available_at = CASE WHEN $3::boolean THEN $2 ELSE available_at END,
-				payload = CASE WHEN $3::boolean THEN payload ELSE '' END,
-				last_error = CASE WHEN $3::boolean THEN last_error ELSE $4 END
-			WHERE id = $1`), r.JobID, now, retry, memorykit.ReasonHandBackLimit)
+		_, err = tx.Exec(ctx, s.stmt("release_job"), r.JobID, now, retry, memorykit.ReasonHandBackLimit)
 		return err
 	})
 }
@@ -359,12 +324,7 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
-	tag, err := s.pool.Exec(ctx, s.q(`UPDATE {schema}.jobs SET
-			last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL, reaps = reaps + 1,
-			state = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN 'queued' ELSE 'failed' END,
-			available_at = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN $1 ELSE available_at END,
-			payload = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN payload ELSE '' END
-		WHERE state = 'leased' AND lease_expires_at <= $1`), now, memorykit.ReasonLeaseExpired)
+	tag, err := s.pool.Exec(ctx, s.stmt("reap_job_leases"), now, memorykit.ReasonLeaseExpired)
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
@@ -380,8 +340,7 @@ func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (m
 	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Job{}, err
 	}
-	j, err := scanJob(s.pool.QueryRow(ctx, s.q(`SELECT `+jobCols+` FROM {schema}.jobs
-		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4`),
+	j, err := scanJob(s.pool.QueryRow(ctx, s.stmt("get_job"),
 		id, scope.TenantID, string(scope.SubjectType), scope.SubjectID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memorykit.Job{}, notFound(op)
@@ -399,12 +358,7 @@ func (s *Store) CountJobs(ctx context.Context) (memorykit.JobCounts, error) {
 		return memorykit.JobCounts{}, err
 	}
 	var c memorykit.JobCounts
-	err := s.pool.QueryRow(ctx, s.q(`SELECT
-			count(*) FILTER (WHERE state = 'queued'),
-			count(*) FILTER (WHERE state = 'leased'),
-			count(*) FILTER (WHERE state = 'done'),
-			count(*) FILTER (WHERE state = 'failed')
-		FROM {schema}.jobs`)).Scan(&c.Queued, &c.Leased, &c.Done, &c.Failed)
+	err := s.pool.QueryRow(ctx, s.stmt("count_jobs")).Scan(&c.Queued, &c.Leased, &c.Done, &c.Failed)
 	if err != nil {
 		return memorykit.JobCounts{}, mapErr(op, err)
 	}

@@ -11,65 +11,18 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// insertRecordSQL inserts a record and its "create" revision in one
-// statement. It returns no row when the ID is taken.
-const insertRecordSQL = `
-WITH ins AS (
-	INSERT INTO {schema}.records (id, tenant_id, subject_type, subject_id, kind, key, content,
-		metadata, sources, status, version, content_hash, effective_from, effective_until,
-		created_by_kind, created_by_id, touched_by_kind, touched_by_id, created_at, updated_at,
-		search_tsv)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, 1, $11, $12, $13,
-		$14, $15, $14, $15, $16, $16, array_to_tsvector($17::text[]))
-	ON CONFLICT (id) DO NOTHING
-	RETURNING *
-), rev AS (
-	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
-	SELECT id, version, 'create', created_by_kind, created_by_id, $18, status, content_hash,
-		content, metadata, sources, created_at
-	FROM ins
-)
-SELECT ` + recordCols + ` FROM ins`
-
-// touchSQL moves a record to a new status and version for a lifecycle
-// action and appends the revision snapshotting the result, in one
-// statement. extraSet adds assignments (numbered from $8).
-func touchSQL(extraSet string) string {
-	return `
-WITH u AS (
-	UPDATE {schema}.records SET status = $2, version = version + 1,
-		touched_by_kind = $3, touched_by_id = $4, updated_at = $5` + extraSet + `
-	WHERE id = $1
-	RETURNING *
-), rev AS (
-	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
-	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5
-	FROM u
-)
-SELECT ` + recordCols + ` FROM u`
-}
-
-var (
-	touchPlain = touchSQL("")
-	touchErase = touchSQL(`,
-		key = $8, content = '', content_hash = '', metadata = NULL, sources = NULL, search_tsv = ''::tsvector`)
-	touchCorrect = touchSQL(`,
-		content = $8, content_hash = $9, sources = $10::jsonb,
-		metadata = CASE WHEN $11::boolean THEN $12::jsonb ELSE metadata END,
-		search_tsv = array_to_tsvector($13::text[])`)
-)
-
-// touch runs a touch statement applying lifecycle rule r, which the caller
-// has checked, to rec: the record takes the rule's status.
-func (s *Store) touch(ctx context.Context, tx pgx.Tx, tmpl string, rec memorykit.Record, r storekit.LifecycleRule,
+// touch runs the named touch statement (touch_plain, touch_erase or
+// touch_correct in sql/lifecycle.sql) applying lifecycle rule r, which the
+// caller has checked, to rec: the record takes the rule's status.
+func (s *Store) touch(ctx context.Context, tx pgx.Tx, stmt string, rec memorykit.Record, r storekit.LifecycleRule,
 	actor memorykit.Actor, reason string, now time.Time, extra ...any) (memorykit.Record, error) {
 	args := append([]any{rec.ID, string(r.Target(rec.Status)), string(actor.Kind), actor.ID, now, string(r.Action()), reason}, extra...)
-	return scanRecord(tx.QueryRow(ctx, s.q(tmpl), args...))
+	return scanRecord(tx.QueryRow(ctx, s.stmt(stmt), args...))
 }
 
-// Create implements memorykit.LifecycleStore.
+// Create implements memorykit.LifecycleStore. It is a batch of one: after
+// CheckNew it takes the path of CreateBatch (writeBatch), with errors
+// reported without an item position.
 func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
 	const op = "pgstore.create"
 	if err := live(ctx, op); err != nil {
@@ -79,99 +32,22 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if err != nil {
 		return memorykit.Record{}, err
 	}
-	meta, err := encodeMetadata(in.Metadata)
-	if err != nil {
+	r := batchRow{in: in, superseder: -1}
+	if r.meta, err = encodeMetadata(in.Metadata); err != nil {
 		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "metadata_encoding", err)
 	}
-	src, err := encodeSources(in.Sources)
-	if err != nil {
+	if r.src, err = encodeSources(in.Sources); err != nil {
 		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err)
 	}
+	r.terms = tsvectorText(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
+	rows := []batchRow{r}
 	now := s.now()
-	var out memorykit.Record
-	idTaken := false
-	taken := func() error {
-		idTaken = true
-		return memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
-	}
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		if err := s.holdScope(ctx, tx, op, in.Scope); err != nil {
-			return err
-		}
-		if in.ID != "" {
-			if _, found, err := s.getAny(ctx, tx, in.ID); err != nil {
-				return err
-			} else if found {
-				return taken()
-			}
-		}
-		from := pgTime(in.EffectiveFrom)
-		if in.EffectiveFrom.IsZero() {
-			from = now
-		}
-		var until any
-		if !in.EffectiveUntil.IsZero() {
-			u := pgTime(in.EffectiveUntil)
-			if !u.After(from) {
-				return memorykit.FieldError(op, "effective_until", "not_after_effective_from")
-			}
-			until = u
-		}
-		if in.Status == memorykit.StatusActive {
-			if err := s.lockKey(ctx, tx, in.Scope, in.Key); err != nil {
-				return err
-			}
-			// cur is the zero Record when no record holds the key.
-			cur, found, err := s.activeForUpdate(ctx, tx, in.Scope, in.Kind, in.Key)
-			if err != nil {
-				return err
-			}
-			if in.Expect != nil {
-				if err := in.Expect.Check(op, cur.ID, cur.Version); err != nil {
-					return err
-				}
-				if o := in.Expect.KeyOwner; o != nil {
-					governed, err := s.keyGoverned(ctx, tx, in.Scope, in.Key, *o)
-					if err != nil {
-						return err
-					}
-					if governed {
-						return memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
-					}
-				}
-			}
-			if found {
-				if _, err := s.touch(ctx, tx, touchPlain, cur, storekit.RuleSupersede, in.Actor, in.Reason, now); err != nil {
-					return err
-				}
-			}
-		}
-		id := in.ID
-		if id == "" {
-			id = storekit.NewRecordID(now)
-		}
-		rec, err := scanRecord(tx.QueryRow(ctx, s.q(insertRecordSQL),
-			id, in.Scope.TenantID, string(in.Scope.SubjectType), in.Scope.SubjectID,
-			string(in.Kind), in.Key, in.Content, meta, src, string(in.Status),
-			storekit.ContentHash(in.Content), from, until,
-			string(in.Actor.Kind), in.Actor.ID, now,
-			ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return taken()
-		}
-		if isUniqueViolation(err, "records_one_active") {
-			return memorykit.WrapError(op, memorykit.ErrVersionConflict, "active_record_changed", err)
-		}
-		if err != nil {
-			return err
-		}
-		out = rec
-		return nil
+		return s.writeBatch(ctx, tx, op, rows, now, asIs)
 	})
-	if idTaken {
+	if in.ID != "" && errors.Is(err, memorykit.ErrAlreadyExists) {
 		// Report the holder of the ID when it is in the caller's Scope.
-		existing, gerr := s.Get(ctx, in.Scope, in.ID)
-		if gerr == nil {
+		if existing, gerr := s.Get(ctx, in.Scope, in.ID); gerr == nil {
 			return existing, err
 		}
 		return memorykit.Record{}, err
@@ -179,21 +55,8 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if err != nil {
 		return memorykit.Record{}, err
 	}
-	return out, nil
+	return rows[0].rec.Clone(), nil
 }
-
-// keyGovernedSQL is memorykit.GovernsKeyAgainst in SQL, over every record
-// of a Scope holding a canonical key under any kind: $5/$6 is the owner,
-// $7 the key's tombstone digest, which erased records hold instead of it.
-const keyGovernedSQL = `
-SELECT EXISTS (
-	SELECT 1 FROM {schema}.records
-	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
-	  AND (key = $4 OR (status = 'erased' AND key = $7))
-	  AND status <> 'candidate'
-	  AND NOT (created_by_kind = $5 AND created_by_id = $6
-	       AND touched_by_kind = $5 AND touched_by_id = $6
-	       AND (version = 1 OR (status = 'superseded' AND version = 2))))`
 
 // keyGoverned reports whether any record of scope holding the canonical
 // key governs it against owner (see memorykit.GovernsKeyAgainst). It is
@@ -203,27 +66,15 @@ SELECT EXISTS (
 // cannot both pass.
 func (s *Store) keyGoverned(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, key string, owner memorykit.Actor) (bool, error) {
 	var governed bool
-	err := tx.QueryRow(ctx, s.q(keyGovernedSQL), scope.TenantID, string(scope.SubjectType), scope.SubjectID, key,
+	err := tx.QueryRow(ctx, s.stmt("key_governed"), scope.TenantID, string(scope.SubjectType), scope.SubjectID, key,
 		string(owner.Kind), owner.ID, s.tombstoneKey(scope, key)).Scan(&governed)
 	return governed, err
-}
-
-// getAny reads a record by ID in any Scope.
-func (s *Store) getAny(ctx context.Context, q pgx.Tx, id string) (memorykit.Record, bool, error) {
-	rec, err := scanRecord(q.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records WHERE id = $1`), id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memorykit.Record{}, false, nil
-	}
-	return rec, err == nil, err
 }
 
 // activeForUpdate locks and returns the active record of a Scope, kind and
 // key, if any.
 func (s *Store) activeForUpdate(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, bool, error) {
-	rec, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
-		  AND status = 'active'
-		FOR UPDATE`), scope.TenantID, string(scope.SubjectType), scope.SubjectID, string(kind), key))
+	rec, err := scanRecord(tx.QueryRow(ctx, s.stmt("active_for_update"), scope.TenantID, string(scope.SubjectType), scope.SubjectID, string(kind), key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memorykit.Record{}, false, nil
 	}
@@ -239,8 +90,7 @@ func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memo
 	if err := storekit.CheckScopedID(op, scope, id); err != nil {
 		return memorykit.Record{}, err
 	}
-	rec, err := scanRecord(s.pool.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4`),
+	rec, err := scanRecord(s.pool.QueryRow(ctx, s.stmt("get"),
 		id, scope.TenantID, string(scope.SubjectType), scope.SubjectID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memorykit.Record{}, notFound(op)
@@ -262,9 +112,7 @@ func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memo
 	if err != nil {
 		return memorykit.Record{}, err
 	}
-	rec, err := scanRecord(s.pool.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND kind = $4 AND key = $5
-		  AND status = 'active'`),
+	rec, err := scanRecord(s.pool.QueryRow(ctx, s.stmt("find_active"),
 		scope.TenantID, string(scope.SubjectType), scope.SubjectID, string(kind), key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memorykit.Record{}, notFound(op)
@@ -289,14 +137,7 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	for _, st := range f.Statuses {
 		statuses = append(statuses, string(st))
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
-		  AND id > $4
-		  AND (cardinality($5::text[]) = 0 OR status = ANY ($5::text[]))
-		  AND ($6 = '' OR kind = $6)
-		  AND ($7 = '' OR key = $7 OR (status = 'erased' AND key = $9))
-		ORDER BY id
-		LIMIT $8`),
+	rows, err := s.pool.Query(ctx, s.stmt("list"),
 		f.Scope.TenantID, string(f.Scope.SubjectType), f.Scope.SubjectID, f.AfterID,
 		statuses, string(f.Kind), f.Key, f.Limit, s.tombstoneKey(f.Scope, f.Key))
 	if err != nil {
@@ -347,9 +188,7 @@ func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memoryki
 	if err := s.holdScope(ctx, tx, op, t.Scope); err != nil {
 		return memorykit.Record{}, err
 	}
-	rec, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4
-		FOR UPDATE`), t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
+	rec, err := scanRecord(tx.QueryRow(ctx, s.stmt("lock_target"), t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memorykit.Record{}, notFound(op)
 	}
@@ -372,8 +211,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 		if r.Action() == memorykit.ActionActivate {
 			// Kind and key never change, so they can be read before the
 			// key lock, which must come before any row lock.
-			peek, err := scanRecord(tx.QueryRow(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-				WHERE id = $1 AND tenant_id = $2 AND subject_type = $3 AND subject_id = $4`),
+			peek, err := scanRecord(tx.QueryRow(ctx, s.stmt("transition"),
 				t.ID, t.Scope.TenantID, string(t.Scope.SubjectType), t.Scope.SubjectID))
 			if errors.Is(err, pgx.ErrNoRows) {
 				return notFound(op)
@@ -396,7 +234,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 				return err
 			}
 			if found && cur.ID != rec.ID {
-				if _, err := s.touch(ctx, tx, touchPlain, cur, storekit.RuleSupersede, t.Actor, t.Reason, now); err != nil {
+				if _, err := s.touch(ctx, tx, "touch_plain", cur, storekit.RuleSupersede, t.Actor, t.Reason, now); err != nil {
 					return err
 				}
 			}
@@ -404,7 +242,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 			out, err = s.erase(ctx, tx, rec, r, t.Actor, t.Reason, now)
 			return err
 		}
-		out, err = s.touch(ctx, tx, touchPlain, rec, r, t.Actor, t.Reason, now)
+		out, err = s.touch(ctx, tx, "touch_plain", rec, r, t.Actor, t.Reason, now)
 		if isUniqueViolation(err, "records_one_active") {
 			return memorykit.WrapError(op, memorykit.ErrVersionConflict, "active_record_changed", err)
 		}
@@ -455,7 +293,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		if err != nil {
 			return err
 		}
-		out, err = s.touch(ctx, tx, touchCorrect, rec, storekit.RuleCorrect, c.Actor, c.Reason, now,
+		out, err = s.touch(ctx, tx, "touch_correct", rec, storekit.RuleCorrect, c.Actor, c.Reason, now,
 			c.Content, storekit.ContentHash(c.Content), src, c.Metadata != nil, meta,
 			ftsTerms(rec.Scope, memorykit.IndexTerms(rec.Key, c.Content)))
 		return err
@@ -477,13 +315,7 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 	}
 	// Every record has at least its "create" revision, so no row means no
 	// record in this Scope.
-	rows, err := s.pool.Query(ctx, s.q(`
-		SELECT v.record_id, v.version, v.action, v.actor_kind, v.actor_id, v.reason,
-			v.status, v.content_hash, v.content, v.metadata, v.sources, v.at
-		FROM {schema}.revisions v
-		JOIN {schema}.records r ON r.id = v.record_id
-		WHERE r.id = $1 AND r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4
-		ORDER BY v.version`), id, scope.TenantID, string(scope.SubjectType), scope.SubjectID)
+	rows, err := s.pool.Query(ctx, s.stmt("revisions"), id, scope.TenantID, string(scope.SubjectType), scope.SubjectID)
 	if err != nil {
 		return nil, mapErr(op, err)
 	}

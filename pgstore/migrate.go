@@ -36,14 +36,20 @@ const (
 	ReasonSchemaVersionUnknown = "schema_version_unknown"
 )
 
-//go:embed migrations/*.up.sql
+// Every version N has migrations/NNNN_name.up.sql, which brings a schema
+// from N-1 to N, and NNNN_name.down.sql, which brings it back (see
+// MigrateDown); a data step in Go may follow the up file (dataSteps).
+//
+//go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one numbered SQL file.
+// migration is one numbered pair of SQL files.
 type migration struct {
 	version int
 	name    string
 	sql     string
+	// down undoes sql (and the data step, as far as it can be undone).
+	down string
 }
 
 // extensionLockKey is the session advisory lock around CREATE EXTENSION,
@@ -96,7 +102,12 @@ func loadMigrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".up.sql"), sql: string(body)})
+		name := strings.TrimSuffix(base, ".up.sql")
+		down, err := migrationFS.ReadFile("migrations/" + name + ".down.sql")
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: no down file", name)
+		}
+		out = append(out, migration{version: v, name: name, sql: string(body), down: string(down)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, m := range out {

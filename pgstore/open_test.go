@@ -282,7 +282,7 @@ func TestPostgresNewLeavesCallerPoolOpen(t *testing.T) {
 	// An owned pool is closed by Close.
 	owned := openStore(t, schema, newClock())
 	owned.Close()
-	if err := owned.pool.Ping(ctx); err == nil {
+	if err := owned.conns.Ping(ctx); err == nil {
 		t.Fatal("Close left the store's own pool open")
 	}
 	if _, err := owned.Get(ctx, scope, "x"); !errors.Is(err, memorykit.ErrUnavailable) {

@@ -112,7 +112,10 @@ type PoolStats struct {
 
 // PoolStats reports the pool's current state.
 func (s *Store) PoolStats() PoolStats {
-	st := s.pool.Stat()
+	if s.conns == nil {
+		return PoolStats{}
+	}
+	st := s.conns.Stat()
 	return PoolStats{
 		MaxConns: st.MaxConns(), TotalConns: st.TotalConns(), AcquiredConns: st.AcquiredConns(),
 		NewConns: st.NewConnsCount(), EmptyAcquires: st.EmptyAcquireCount(),

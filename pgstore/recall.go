@@ -58,7 +58,36 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	return res, nil
 }
 
+// recall runs the recall statement and ranks what it returns, in three
+// phases: send the statement (sendRecall), read its rows by channel
+// (readRecallRows), rank each channel (rankRecall).
 func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Time, useVector bool) (memorykit.RecallResult, error) {
+	br := s.sendRecall(ctx, q, now, useVector)
+	defer func() { _ = br.Close() }()
+	if _, err := br.Exec(); err != nil {
+		return memorykit.RecallResult{}, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return memorykit.RecallResult{}, err
+	}
+	defer rows.Close()
+	got, err := readRecallRows(rows, q)
+	if err != nil {
+		return memorykit.RecallResult{}, err
+	}
+	return rankRecall(q, got), nil
+}
+
+// sendRecall sends the recall statement in one pipelined batch, one round
+// trip: the first statement makes the second run on its generic plan,
+// without parallel workers or JIT (set_config with is_local lasts until
+// the pipeline's implicit transaction ends). Planning the recall
+// statement for each call's values would cost milliseconds, and the right
+// plan does not depend on them: every scan it makes is chosen by the
+// indexes alone (see recallsql.go); starting workers or compiling would
+// cost more than the statement. The caller closes the results.
+func (s *Store) sendRecall(ctx context.Context, q memorykit.RecallQuery, now time.Time, useVector bool) pgx.BatchResults {
 	keys := q.ExactKeys
 	if keys == nil {
 		keys = []string{}
@@ -76,14 +105,6 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 		dims = len(q.Vector)
 		vec = pgvector.NewVector(append([]float32(nil), q.Vector...))
 	}
-	// One pipelined batch, one round trip: the first statement makes the
-	// second run on its generic plan, without parallel workers or JIT
-	// (set_config with is_local lasts until the pipeline's implicit
-	// transaction ends). Planning the recall statement for each call's
-	// values would cost milliseconds, and the right plan does not depend on
-	// them: every scan it makes is chosen by the indexes alone (see
-	// recallsql.go); starting workers or compiling would cost more than
-	// the statement.
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
 		set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)`)
@@ -91,24 +112,24 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 		q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID, now,
 		keys, q.ExactLimit, literals, terms, q.FullTextLimit,
 		q.Profile, dims, vec, fetchLimit(q.VectorLimit), max(vectorCandidates, fetchLimit(q.VectorLimit)))
-	br := s.pool.SendBatch(ctx, batch)
-	defer func() { _ = br.Close() }()
-	if _, err := br.Exec(); err != nil {
-		return memorykit.RecallResult{}, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return memorykit.RecallResult{}, err
-	}
-	defer rows.Close()
+	return s.pool.SendBatch(ctx, batch)
+}
 
-	res := memorykit.RecallResult{Records: make(map[string]memorykit.Record)}
-	records := make(map[string]memorykit.Record)
-	var (
-		exact   []memorykit.Record
-		ftCands []storekit.FullTextCandidate
-		vecHits []memorykit.Hit
-	)
+// recallRows are the recall statement's rows sorted by channel, before
+// ranking.
+type recallRows struct {
+	records map[string]memorykit.Record
+	exact   []memorykit.Record
+	ftCands []storekit.FullTextCandidate
+	vecHits []memorykit.Hit
+}
+
+// readRecallRows reads every row of the recall statement: exact hits,
+// full-text candidates and vector rows (scored by cosine similarity in
+// float64, like memorystore; a row whose vector is missing, zero or of
+// another dimension is skipped).
+func readRecallRows(rows pgx.Rows, q memorykit.RecallQuery) (recallRows, error) {
+	got := recallRows{records: make(map[string]memorykit.Record)}
 	qn := norm(q.Vector)
 	for rows.Next() {
 		var (
@@ -119,18 +140,18 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 			d       recordDest
 		)
 		if err := rows.Scan(append([]any{&ch, &matched, &weight, &emb}, d.targets()...)...); err != nil {
-			return memorykit.RecallResult{}, err
+			return recallRows{}, err
 		}
 		rec, err := d.record()
 		if err != nil {
-			return memorykit.RecallResult{}, err
+			return recallRows{}, err
 		}
-		records[rec.ID] = rec
+		got.records[rec.ID] = rec
 		switch ch {
 		case "e":
-			exact = append(exact, rec)
+			got.exact = append(got.exact, rec)
 		case "k", "b":
-			ftCands = append(ftCands, storekit.FullTextCandidate{
+			got.ftCands = append(got.ftCands, storekit.FullTextCandidate{
 				ID: rec.ID, Matched: matched, Weight: storekit.RoundWeight(weight), UpdatedAt: rec.UpdatedAt,
 			})
 		case "v":
@@ -146,13 +167,34 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 			for i := range q.Vector {
 				dot += float64(q.Vector[i]) * float64(v[i])
 			}
-			vecHits = append(vecHits, memorykit.Hit{ID: rec.ID, Score: dot / (qn * en)})
+			got.vecHits = append(got.vecHits, memorykit.Hit{ID: rec.ID, Score: dot / (qn * en)})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return memorykit.RecallResult{}, err
+		return recallRows{}, err
 	}
+	return got, nil
+}
 
+// rankRecall orders and cuts each channel to its limit and collects the
+// records the hits name.
+func rankRecall(q memorykit.RecallQuery, got recallRows) memorykit.RecallResult {
+	res := memorykit.RecallResult{Records: make(map[string]memorykit.Record)}
+	res.Exact = rankExact(got.exact, q.ExactLimit)
+	kept, below := storekit.FullTextRule(got.ftCands, q.FullTextLimit)
+	res.FullText = textHits(kept)
+	res.FullTextBelow = textHits(below)
+	res.Vector = rankVector(got.vecHits, got.records, q.VectorLimit)
+	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+		for _, h := range hits {
+			res.Records[h.ID] = got.records[h.ID]
+		}
+	}
+	return res
+}
+
+// rankExact ranks exact hits newer first, then by ID, up to limit.
+func rankExact(exact []memorykit.Record, limit int) []memorykit.Hit {
 	sort.Slice(exact, func(i, j int) bool {
 		a, b := exact[i], exact[j]
 		if !a.UpdatedAt.Equal(b.UpdatedAt) {
@@ -160,22 +202,23 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 		}
 		return a.ID < b.ID
 	})
-	if len(exact) > q.ExactLimit {
-		exact = exact[:q.ExactLimit]
+	if len(exact) > limit {
+		exact = exact[:limit]
 	}
+	var hits []memorykit.Hit
 	for i, r := range exact {
-		res.Exact = append(res.Exact, memorykit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
+		hits = append(hits, memorykit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
 	}
+	return hits
+}
 
-	kept, below := storekit.FullTextRule(ftCands, q.FullTextLimit)
-	res.FullText = textHits(kept)
-	res.FullTextBelow = textHits(below)
-
-	// Equal similarities (the same text under two keys a hash embedder
-	// does not tell apart, for instance) go newer first, then by ID, as
-	// memorystore orders them.
-	sort.Slice(vecHits, func(i, j int) bool {
-		a, b := vecHits[i], vecHits[j]
+// rankVector ranks vector hits by similarity up to limit; nil when none.
+// Equal similarities (the same text under two keys a hash embedder does
+// not tell apart, for instance) go newer first, then by ID, as memorystore
+// orders them.
+func rankVector(hits []memorykit.Hit, records map[string]memorykit.Record, limit int) []memorykit.Hit {
+	sort.Slice(hits, func(i, j int) bool {
+		a, b := hits[i], hits[j]
 		if a.Score != b.Score {
 			return a.Score > b.Score
 		}
@@ -184,22 +227,16 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 		}
 		return a.ID < b.ID
 	})
-	if len(vecHits) > q.VectorLimit {
-		vecHits = vecHits[:q.VectorLimit]
+	if len(hits) > limit {
+		hits = hits[:limit]
 	}
-	for i := range vecHits {
-		vecHits[i].Rank = i + 1
+	for i := range hits {
+		hits[i].Rank = i + 1
 	}
-	if len(vecHits) > 0 {
-		res.Vector = vecHits
+	if len(hits) == 0 {
+		return nil
 	}
-
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
-		for _, h := range hits {
-			res.Records[h.ID] = records[h.ID]
-		}
-	}
-	return res, nil
+	return hits
 }
 
 // fetchLimit is how many vector rows to fetch for limit hits.

@@ -9,6 +9,11 @@ import (
 	"github.com/goagents/memorykit"
 )
 
+// This file is the one place pgstore generates SQL at run time (every
+// other statement is a named statement of sql/*.sql, see sql.go): the
+// recall statement, whose full-text part depends on the number of query
+// lexemes. newStore renders it once per number of lexemes (recallSQLFor).
+//
 // The recall statement runs all three channels at once, so recall costs one
 // round trip and every channel sees the same snapshot. It reads the layout
 // of migration 0002 (see the comments there for why it looks this way).
@@ -242,7 +247,25 @@ fx AS (
 }
 
 // inlineFullText writes the pruned full-text CTEs for 1 <= k <=
-// maxInlineTerms terms (see the comment at the top of this file).
+// maxInlineTerms terms (see the comment at the top of this file), in
+// order: the query's terms and levels (qv, lv), then for each level l =
+// top..0 the records it reads (lC) and, above level 0, whether the records
+// read so far decide the result (xC, vC), then fx, the union of the
+// levels.
+func inlineFullText(b *strings.Builder, k int) {
+	top := min(k-1, maxPruneLevel)
+	writeTermsAndLevels(b, k, top)
+	f := newFullTextScan(k)
+	for c := top; c >= 0; c-- {
+		b.WriteString(f.levelCTE(c, top))
+		if c > 0 {
+			b.WriteString(levelCheckCTEs(c, top))
+		}
+	}
+	fmt.Fprintf(b, "fx AS (%s),", unionLevels(top, 0))
+}
+
+// writeTermsAndLevels writes qv and lv.
 //
 // qv is one row holding each term's tsquery (qN), IDF (wN) and whether any
 // recallable record holds it (dN), and cap, the largest c worth trying
@@ -250,8 +273,7 @@ fx AS (
 // l = top..0 with c = min(l, cap), the OR of the R terms (r), the term the
 // level adds (p) and W(C) (wc). Level l reads its records only when level
 // l+1 did not pass and has a larger c.
-func inlineFullText(b *strings.Builder, k int) {
-	top := min(k-1, maxPruneLevel)
+func writeTermsAndLevels(b *strings.Builder, k, top int) {
 	b.WriteString("qv AS MATERIALIZED (\n\tSELECT ")
 	for i := 1; i <= k; i++ {
 		fmt.Fprintf(b, "a.qa[%d] AS q%d, a.wa[%d] AS w%d, a.da[%d] AS d%d, ", i, i, i, i, i, i)
@@ -268,12 +290,17 @@ lv AS MATERIALIZED (
 	FROM (SELECT l, least(l, qv.cap) AS c FROM qv, generate_series(0, %d) AS l) g
 ),
 `, smallScope, top, top)
+}
 
-	// Each level's rows carry a bit mask of the terms they hold (the @@
-	// tests run once per row), from which the matched count m and the raw
-	// weight (IDFs added in query-term order) are derived. OFFSET 0 keeps
-	// the planner from folding the sub-selects, which would repeat the
-	// tests.
+// fullTextScan scores the rows a level reads. Each row carries a bit mask
+// of the terms it holds (the @@ tests run once per row), from which the
+// matched count m and the raw weight (IDFs added in query-term order) are
+// derived.
+type fullTextScan struct {
+	mask, score string
+}
+
+func newFullTextScan(k int) fullTextScan {
 	var mask, score strings.Builder
 	for i := 1; i <= k; i++ {
 		if i > 1 {
@@ -296,15 +323,19 @@ lv AS MATERIALIZED (
 		fmt.Fprintf(&score, "CASE WHEN a.mask & %d <> 0 THEN qv.w%d ELSE 0 END", uint64(1)<<(i-1), i)
 	}
 	score.WriteString(") AS raw")
-	// A level's rows, scored. where is its FROM ... WHERE; an ordered
-	// level keeps only the first $9 + ftSlack rows in rank order (see
-	// below).
-	scan := func(where string, ordered bool) string {
-		tail, row := "OFFSET 0", recallTextRow
-		if ordered {
-			tail, row = "ORDER BY t.updated_at DESC, t.record_id\n\t\t\tLIMIT $9 + "+ftSlack, recallTextRecent
-		}
-		return fmt.Sprintf(`SELECT s.id, s.updated_at, s.m, s.raw, `+roundedRaw+` AS w FROM (
+	return fullTextScan{mask: mask.String(), score: score.String()}
+}
+
+// scan is a level's rows, scored. where is its FROM ... WHERE; an ordered
+// level keeps only the first $9 + ftSlack rows in rank order (see
+// levelCTE). OFFSET 0 keeps the planner from folding the sub-selects,
+// which would repeat the tests.
+func (f fullTextScan) scan(where string, ordered bool) string {
+	tail, row := "OFFSET 0", recallTextRow
+	if ordered {
+		tail, row = "ORDER BY t.updated_at DESC, t.record_id\n\t\t\tLIMIT $9 + "+ftSlack, recallTextRecent
+	}
+	return fmt.Sprintf(`SELECT s.id, s.updated_at, s.m, s.raw, `+roundedRaw+` AS w FROM (
 		SELECT a.id, a.updated_at, %s
 		FROM qv, (
 			SELECT t.record_id AS id, t.updated_at, %s AS mask
@@ -313,61 +344,71 @@ lv AS MATERIALIZED (
 			%s
 		) a
 		OFFSET 0
-	) s`, score.String(), mask.String(), where, row, tail)
-	}
-	level := func(c int, parts ...string) string {
-		return fmt.Sprintf("l%d AS MATERIALIZED (\n\t%s\n),\n", c, strings.Join(parts, "\n\tUNION ALL\n\t"))
-	}
-	// A level whose C is empty adds rows that all hold the same single
-	// term (the only one any record holds, or the most common one, the
-	// others having been read already): they tie on matched count and
-	// weight, so they rank by recency alone and only the first $9 +
-	// ftSlack can reach either list. Those are read newest first through
-	// recall_text_recent; the term test is written so that no GIN scan
-	// is planned for it.
-	single := func(cond string) string {
-		return "CASE WHEN " + cond + " ELSE false END"
-	}
-	union := func(from, to int) string {
-		parts := make([]string, 0, from-to+1)
-		for c := from; c >= to; c-- {
-			parts = append(parts, fmt.Sprintf("SELECT * FROM l%d", c))
-		}
-		return strings.Join(parts, " UNION ALL ")
-	}
+	) s`, f.score, f.mask, where, row, tail)
+}
 
-	// lv values enter the scans as uncorrelated sub-selects (computed once,
-	// before the scan), so gates become one-time filters and the planner
-	// never drives a scan from a join with lv.
-	lvAt := func(col string, l int) string { return fmt.Sprintf("(SELECT %s FROM lv WHERE l = %d)", col, l) }
-	for c := top; c >= 0; c-- {
-		switch {
-		case c == top:
-			// The first level: every record holding an R term, unless R
-			// is a single term and C empty (then the newest few suffice).
-			b.WriteString(level(c,
-				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE (%s > 0 OR (SELECT kd FROM qv) > 1) AND t.terms @@ %s",
-					lvAt("c", c), lvAt("r", c)), false),
-				scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE %s = 0 AND (SELECT kd FROM qv) <= 1 AND %s", lvAt("c", c),
-					single("t.terms @@ "+lvAt("r", c)+" THEN true")), true)))
-		case c > 0:
-			b.WriteString(level(c, scan(fmt.Sprintf(`qv, {schema}.recall_text t
+// levelCTE is lC, the records level c reads.
+//
+// A level whose C is empty adds rows that all hold the same single term
+// (the only one any record holds, or the most common one, the others
+// having been read already): they tie on matched count and weight, so
+// they rank by recency alone and only the first $9 + ftSlack can reach
+// either list. Those are read newest first through recall_text_recent;
+// the term test is written so that no GIN scan is planned for it.
+func (f fullTextScan) levelCTE(c, top int) string {
+	switch {
+	case c == top:
+		// The first level: every record holding an R term, unless R is a
+		// single term and C empty (then the newest few suffice).
+		return levelCTE(c,
+			f.scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE (%s > 0 OR (SELECT kd FROM qv) > 1) AND t.terms @@ %s",
+				lvAt("c", c), lvAt("r", c)), false),
+			f.scan(fmt.Sprintf("qv, {schema}.recall_text t\n\t\t\tWHERE %s = 0 AND (SELECT kd FROM qv) <= 1 AND %s", lvAt("c", c),
+				singleTerm("t.terms @@ "+lvAt("r", c)+" THEN true")), true))
+	case c > 0:
+		return levelCTE(c, f.scan(fmt.Sprintf(`qv, {schema}.recall_text t
 			WHERE %s < %s AND NOT (SELECT ok FROM v%d)
 			  AND t.terms @@ %s AND NOT coalesce(t.terms @@ %s, false)`,
-				lvAt("c", c), lvAt("c", c+1), c+1, lvAt("p", c), lvAt("r", c+1)), false)))
-		default:
-			b.WriteString(level(c, scan(fmt.Sprintf(`qv, {schema}.recall_text t
+			lvAt("c", c), lvAt("c", c+1), c+1, lvAt("p", c), lvAt("r", c+1)), false))
+	default:
+		return levelCTE(c, f.scan(fmt.Sprintf(`qv, {schema}.recall_text t
 			WHERE %s < %s AND NOT (SELECT ok FROM v1)
 			  AND `, lvAt("c", 0), lvAt("c", 1))+
-				single("t.terms @@ "+lvAt("p", 0)+" THEN NOT coalesce(t.terms @@ "+lvAt("r", 1)+", false)"), true)))
-		}
-		if c == 0 {
-			break
-		}
-		// vC: whether the records read so far decide the result exactly.
-		// cb is the most terms an unread record below the threshold can
-		// hold, tb the most weight it can have (the cb largest IDFs of C).
-		fmt.Fprintf(b, `x%d AS (%s),
+			singleTerm("t.terms @@ "+lvAt("p", 0)+" THEN NOT coalesce(t.terms @@ "+lvAt("r", 1)+", false)"), true))
+	}
+}
+
+// levelCTE names the union of parts lC.
+func levelCTE(c int, parts ...string) string {
+	return fmt.Sprintf("l%d AS MATERIALIZED (\n\t%s\n),\n", c, strings.Join(parts, "\n\tUNION ALL\n\t"))
+}
+
+// singleTerm wraps a term test in a CASE (see levelCTE).
+func singleTerm(cond string) string {
+	return "CASE WHEN " + cond + " ELSE false END"
+}
+
+// unionLevels is the union of the levels from..to.
+func unionLevels(from, to int) string {
+	parts := make([]string, 0, from-to+1)
+	for c := from; c >= to; c-- {
+		parts = append(parts, fmt.Sprintf("SELECT * FROM l%d", c))
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
+
+// lvAt is column col of level l. lv values enter the scans as
+// uncorrelated sub-selects (computed once, before the scan), so gates
+// become one-time filters and the planner never drives a scan from a join
+// with lv.
+func lvAt(col string, l int) string { return fmt.Sprintf("(SELECT %s FROM lv WHERE l = %d)", col, l) }
+
+// levelCheckCTEs are xC, the records read down to level c, and vC,
+// whether they decide the result exactly. cb is the most terms an unread
+// record below the threshold can hold, tb the most weight it can have
+// (the cb largest IDFs of C).
+func levelCheckCTEs(c, top int) string {
+	return fmt.Sprintf(`x%d AS (%s),
 v%d AS MATERIALIZED (%s
 	SELECT coalesce(lv.c = 0 OR (s.best >= lv.c
 		AND (2 * lv.c <= s.best OR (kl.m IS NOT NULL AND (kl.m > lv.c OR (kl.m = lv.c AND kl.w > lv.wc))))
@@ -386,9 +427,7 @@ v%d AS MATERIALIZED (%s
 	) bl ON true
 	WHERE lv.l = %d%s
 ),
-`, c, union(top, c), c, prevPassed(c, top), c, c, c, c, c, prevFailed(c, top))
-	}
-	fmt.Fprintf(b, "fx AS (%s),", union(top, 0))
+`, c, unionLevels(top, c), c, prevPassed(c, top), c, c, c, c, c, prevFailed(c, top))
 }
 
 // weightSum sums the IDFs of qp rows in query-term order and rounds like

@@ -63,7 +63,7 @@ func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.T
 		return err
 	}
 	supersede := func(id string) error {
-		_, err := tx.Exec(ctx, q(touchPlain), id, string(memorykit.StatusSuperseded), string(migrationActor.Kind), migrationActor.ID,
+		_, err := tx.Exec(ctx, q(statements["touch_plain"]), id, string(memorykit.StatusSuperseded), string(migrationActor.Kind), migrationActor.ID,
 			now, string(memorykit.ActionSupersede), rekeyReason)
 		return err
 	}

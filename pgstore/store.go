@@ -28,6 +28,12 @@
 // to their number. Open and New also replace the plain key of any tombstone
 // erased before schema 6 by its keyed digest.
 //
+// Every version has a down file too: MigrateDown takes a schema back to
+// an earlier version (for an operator rolling a deployment back). The
+// static SQL lives in embedded sql/*.sql files run by name, and the one
+// statement generated at run time, full-text recall, in recallsql.go; see
+// sql.go for the layout.
+//
 // Errors are *memorykit.Error values. Driver messages are never printed,
 // because they may quote stored values: only SQLSTATE codes appear as reason
 // codes. Connection failures, serialization failures, deadlocks and server
@@ -120,7 +126,12 @@ func (c Config) check(op string) (string, error) {
 	if c.RecallCacheBytes < 0 {
 		return "", memorykit.ConfigError(op, "recall_cache_bytes", "negative")
 	}
-	schema := c.Schema
+	return schemaName(op, c.Schema)
+}
+
+// schemaName is schema, or DefaultSchema when empty, checked to be a
+// name pgstore may use.
+func schemaName(op, schema string) (string, error) {
 	if schema == "" {
 		schema = DefaultSchema
 	}
@@ -133,7 +144,13 @@ func (c Config) check(op string) (string, error) {
 // Store is a memorykit.Store on PostgreSQL. It is safe for concurrent use,
 // also by several processes sharing one database and schema.
 type Store struct {
-	pool     *pgxpool.Pool
+	// pool is the database handle every statement outside the Store's own
+	// transactions goes to: the connection pool, or in the package's
+	// tests one transaction (see dbtx).
+	pool dbtx
+	// conns is the connection pool (nil on a transaction), for PoolStats
+	// and Close.
+	conns    *pgxpool.Pool
 	ownsPool bool
 	clk      clock.Clock
 	guard    *memorykit.WriteGuard
@@ -141,6 +158,8 @@ type Store struct {
 	schema   string
 	// rep fills the {schema} and {ext} placeholders of SQL templates.
 	rep *strings.Replacer
+	// stmts are the statements of sql/*.sql rendered for this store.
+	stmts map[string]string
 	// recallSQL holds the rendered recall statements by number of query
 	// lexemes (see recallSQLFor).
 	recallSQL []string
@@ -209,7 +228,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, memorykit.ConfigError(op, "dsn", "pool_config")
 	}
-	s := newStore(pool, true, cfg, schema, ext)
+	s := newStore(pool, pool, true, cfg, schema, ext)
 	if err := s.checkVector(ctx, op); err != nil {
 		pool.Close()
 		return nil, err
@@ -258,7 +277,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(pool, false, cfg, schema, ext)
+	s := newStore(pool, pool, false, cfg, schema, ext)
 	if err := s.checkVector(ctx, op); err != nil {
 		return nil, err
 	}
@@ -268,9 +287,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *Store {
+// newStore builds a Store on db; conns is the pool behind db, or nil when
+// db is a transaction.
+func newStore(db dbtx, conns *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *Store {
 	s := &Store{
-		pool:     pool,
+		pool:     db,
+		conns:    conns,
 		ownsPool: owns,
 		clk:      cfg.Clock,
 		guard:    cfg.Guard,
@@ -278,6 +300,7 @@ func newStore(pool *pgxpool.Pool, owns bool, cfg Config, schema, ext string) *St
 		schema:   schema,
 		rep:      strings.NewReplacer("{schema}", quoteIdent(schema), "{ext}", quoteIdent(ext)),
 	}
+	s.stmts = renderStatements(s.rep)
 	for k := 0; k <= maxInlineTerms+1; k++ {
 		s.recallSQL = append(s.recallSQL, s.q(recallStatement(k)))
 	}
@@ -311,7 +334,7 @@ func checkRegistered(ctx context.Context, op string, conn *pgx.Conn, ext string)
 func (s *Store) checkVector(ctx context.Context, op string) error {
 	want := []float32{1, -2.5, 0.125, 3e-5}
 	var got pgvector.Vector
-	if err := s.pool.QueryRow(ctx, s.q(`SELECT $1::{ext}.vector`), pgvector.NewVector(want)).Scan(&got); err != nil {
+	if err := s.pool.QueryRow(ctx, s.stmt("check_vector"), pgvector.NewVector(want)).Scan(&got); err != nil {
 		me := mapErr(op, err).(*memorykit.Error)
 		if !me.Retry {
 			me.Reason = "vector_round_trip_failed"
@@ -336,7 +359,7 @@ func (s *Store) checkVector(ctx context.Context, op string) error {
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
 		if s.ownsPool {
-			s.pool.Close()
+			s.conns.Close()
 		}
 	})
 }

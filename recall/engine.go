@@ -164,50 +164,52 @@ type caps struct {
 }
 
 // Recall runs one recall. See the package documentation for the steps,
-// the degradation rules and what fails closed.
+// the degradation rules and what fails closed. Every failure that fails
+// closed leaves through one exit here, which logs it.
 func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	const op = "recall"
 	if err := ctx.Err(); err != nil {
 		return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", err)
 	}
+	res, err := e.recall(ctx, op, req)
+	if fc, ok := err.(failClosed); ok {
+		e.failed(req.Scope, fc.error)
+		return Result{}, fc.error
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// failClosed marks an error recall fails closed with: Recall logs it
+// (failed) before returning it. Errors without the mark (the caller's
+// context ended, admission turned the recall away) are returned unlogged.
+type failClosed struct{ error }
+
+// recallPlan is what a request asks for once checked: its budgets, the
+// sanitised query with its terms and exact keys, and the trace so far.
+type recallPlan struct {
+	c       caps
+	query   string
+	terms   []string
+	keys    []string
+	blank   bool
+	lexical bool
+	trace   Trace
+}
+
+// recall runs the phases of one recall: plan the request, embed the query,
+// search the store, choose the entries.
+func (e *Engine) recall(ctx context.Context, op string, req Request) (Result, error) {
 	start := e.clock.Now()
-	if err := memorykit.Authorize(ctx, e.az, req.Principal, memorykit.PermRead, req.Scope); err != nil {
-		e.failed(req.Scope, err)
-		return Result{}, err
-	}
-	c, err := e.caps(op, req)
+	pl, err := e.plan(ctx, op, req)
 	if err != nil {
-		e.failed(req.Scope, err)
 		return Result{}, err
 	}
-	explicit, err := e.explicitKeys(op, req.Keys)
-	if err != nil {
-		e.failed(req.Scope, err)
-		return Result{}, err
-	}
-	p := e.policy
-	query := memorykit.SanitizeQuery(req.Query, p.MaxQueryRunes)
-	trace := Trace{
-		PolicyVersion: p.Version,
-		TermsVersion:  memorykit.TermsVersion,
-		QueryRunes:    utf8.RuneCountInString(query),
-		QueryCut:      utf8.RuneCountInString(strings.ToValidUTF8(req.Query, "\uFFFD")) > p.MaxQueryRunes,
-		TokenBudget:   c.budget,
-		Channels: []ChannelTrace{
-			{Channel: memorykit.ChannelExact}, {Channel: memorykit.ChannelFullText}, {Channel: memorykit.ChannelVector},
-		},
-	}
-	terms := memorykit.SearchTerms(query, p.MaxQueryTerms)
-	keys := mergeKeys(explicit, memorykit.ExactKeys(query, p.MaxQueryTerms), p.MaxQueryTerms)
-	trace.Terms, trace.ExactKeys = len(terms), len(keys)
-	blank := strings.TrimSpace(query) == ""
-	trace.channel(memorykit.ChannelExact).Skipped = len(keys) == 0
-	trace.channel(memorykit.ChannelFullText).Skipped = len(terms) == 0
-	lexical := p.LexicalOnly()
-	trace.channel(memorykit.ChannelVector).Skipped = blank || lexical
-	if len(keys) == 0 && len(terms) == 0 && blank {
+	if len(pl.keys) == 0 && len(pl.terms) == 0 && pl.blank {
 		e.completed(req.Scope, nil, "empty_query", start)
-		return Result{Trace: trace}, nil
+		return Result{Trace: pl.trace}, nil
 	}
 
 	// One deadline on the injected clock covers the embedding and the store
@@ -216,44 +218,128 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	// not share.
 	dctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := e.clock.AfterFunc(p.Deadline, func() { cancel(errRecallDeadline) })
+	timer := e.clock.AfterFunc(e.policy.Deadline, func() { cancel(errRecallDeadline) })
 	defer timer.Stop()
 	ownDeadline := func() bool { return ctx.Err() == nil && errors.Is(context.Cause(dctx), errRecallDeadline) }
 
-	var vector []float32
-	if !blank && !lexical {
-		v, err := e.embedQuery(dctx, query)
-		switch {
-		case err == nil:
-			vector = v
-		case ctx.Err() != nil:
-			return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
-		case ownDeadline():
-			ch := trace.channel(memorykit.ChannelVector)
-			ch.Degraded, ch.Reason = true, "deadline"
-			return e.degraded(req.Scope, trace, "deadline", start), nil
-		case memorykit.IsRecoverable(err):
-			ch := trace.channel(memorykit.ChannelVector)
-			ch.Degraded, ch.Reason = true, memorykit.ReasonCode(err)
-			e.vectorDegraded(req.Scope, nil, ch.Reason)
-		default:
-			// The Embedder is the Host's: its error may quote the query.
-			err = memorykit.ContainAs("recall.embed", memorykit.ErrUnavailable, "embed_failed", err)
-			e.failed(req.Scope, err)
-			return Result{}, err
-		}
+	vector, late, err := e.queryVector(ctx, dctx, op, req, &pl, ownDeadline)
+	if err != nil {
+		return Result{}, err
 	}
+	if late {
+		return e.degraded(req.Scope, pl.trace, "deadline", start), nil
+	}
+	q := e.storeQuery(req, pl, vector)
+	before := e.clock.Now()
+	res, degraded, err := e.search(ctx, dctx, op, q, ownDeadline)
+	if err != nil {
+		return Result{}, err
+	}
+	if degraded != "" {
+		return e.degraded(req.Scope, pl.trace, degraded, start), nil
+	}
+	after := e.clock.Now()
+	if err := checkResult(op, q, res, before, after); err != nil {
+		return Result{}, failClosed{err}
+	}
+	if res.VectorErr != nil {
+		if !memorykit.IsRecoverable(res.VectorErr) {
+			return Result{}, failClosed{memorykit.ContainAs(op, memorykit.ErrIntegrity, "vector_failed", res.VectorErr)}
+		}
+		ch := pl.trace.channel(memorykit.ChannelVector)
+		ch.Degraded, ch.Reason = true, memorykit.ReasonCode(res.VectorErr)
+	}
+	if ownDeadline() {
+		// The store answered, but too late: nothing of it is used.
+		pl.trace.Records = traceAll(res, DroppedDeadline)
+		return e.degraded(req.Scope, pl.trace, "deadline", start), nil
+	}
+	return e.choose(req, pl.c, res, after, pl.trace, start), nil
+}
 
+// plan authorises the request, works out its budgets, keys and terms,
+// and starts its trace.
+func (e *Engine) plan(ctx context.Context, op string, req Request) (recallPlan, error) {
+	if err := memorykit.Authorize(ctx, e.az, req.Principal, memorykit.PermRead, req.Scope); err != nil {
+		return recallPlan{}, failClosed{err}
+	}
+	c, err := e.caps(op, req)
+	if err != nil {
+		return recallPlan{}, failClosed{err}
+	}
+	explicit, err := e.explicitKeys(op, req.Keys)
+	if err != nil {
+		return recallPlan{}, failClosed{err}
+	}
+	p := e.policy
+	query := memorykit.SanitizeQuery(req.Query, p.MaxQueryRunes)
+	pl := recallPlan{
+		c:     c,
+		query: query,
+		trace: Trace{
+			PolicyVersion: p.Version,
+			TermsVersion:  memorykit.TermsVersion,
+			QueryRunes:    utf8.RuneCountInString(query),
+			QueryCut:      utf8.RuneCountInString(strings.ToValidUTF8(req.Query, "\uFFFD")) > p.MaxQueryRunes,
+			TokenBudget:   c.budget,
+			Channels: []ChannelTrace{
+				{Channel: memorykit.ChannelExact}, {Channel: memorykit.ChannelFullText}, {Channel: memorykit.ChannelVector},
+			},
+		},
+		terms:   memorykit.SearchTerms(query, p.MaxQueryTerms),
+		keys:    mergeKeys(explicit, memorykit.ExactKeys(query, p.MaxQueryTerms), p.MaxQueryTerms),
+		blank:   strings.TrimSpace(query) == "",
+		lexical: p.LexicalOnly(),
+	}
+	pl.trace.Terms, pl.trace.ExactKeys = len(pl.terms), len(pl.keys)
+	pl.trace.channel(memorykit.ChannelExact).Skipped = len(pl.keys) == 0
+	pl.trace.channel(memorykit.ChannelFullText).Skipped = len(pl.terms) == 0
+	pl.trace.channel(memorykit.ChannelVector).Skipped = pl.blank || pl.lexical
+	return pl, nil
+}
+
+// queryVector embeds the query when the vector channel runs. A recoverable
+// embedder failure degrades the vector channel (recorded in pl.trace); late
+// reports that recall's own deadline passed while embedding (the vector
+// channel is then marked degraded too).
+func (e *Engine) queryVector(ctx, dctx context.Context, op string, req Request, pl *recallPlan, ownDeadline func() bool) (vector []float32, late bool, err error) {
+	if pl.blank || pl.lexical {
+		return nil, false, nil
+	}
+	v, err := e.embedQuery(dctx, pl.query)
+	switch {
+	case err == nil:
+		return v, false, nil
+	case ctx.Err() != nil:
+		return nil, false, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+	case ownDeadline():
+		ch := pl.trace.channel(memorykit.ChannelVector)
+		ch.Degraded, ch.Reason = true, "deadline"
+		return nil, true, nil
+	case memorykit.IsRecoverable(err):
+		ch := pl.trace.channel(memorykit.ChannelVector)
+		ch.Degraded, ch.Reason = true, memorykit.ReasonCode(err)
+		e.vectorDegraded(req.Scope, nil, ch.Reason)
+		return nil, false, nil
+	default:
+		// The Embedder is the Host's: its error may quote the query.
+		return nil, false, failClosed{memorykit.ContainAs("recall.embed", memorykit.ErrUnavailable, "embed_failed", err)}
+	}
+}
+
+// storeQuery is the store's query for the plan and the query vector.
+func (e *Engine) storeQuery(req Request, pl recallPlan, vector []float32) memorykit.RecallQuery {
+	p := e.policy
 	q := memorykit.RecallQuery{
 		Scope:         req.Scope,
-		ExactKeys:     keys,
-		Terms:         terms,
+		ExactKeys:     pl.keys,
+		Terms:         pl.terms,
 		Vector:        vector,
 		ExactLimit:    p.ExactLimit,
 		FullTextLimit: p.FullTextLimit,
 		VectorLimit:   p.VectorLimit,
 	}
-	if lexical {
+	if pl.lexical {
 		// Stores check every limit but read VectorLimit only with a
 		// Vector, which a lexical query never has.
 		q.VectorLimit = 1
@@ -261,46 +347,30 @@ func (e *Engine) Recall(ctx context.Context, req Request) (Result, error) {
 	if vector != nil {
 		q.Profile = p.EmbeddingProfile
 	}
-	before := e.clock.Now()
+	return q
+}
+
+// search asks the store. A failure recall degrades on (its own deadline,
+// a recoverable store failure) is reported as the degradation reason.
+func (e *Engine) search(ctx, dctx context.Context, op string, q memorykit.RecallQuery, ownDeadline func() bool) (memorykit.RecallResult, string, error) {
 	res, err := e.store.Recall(dctx, q)
 	switch {
 	case err == nil:
+		return res, "", nil
 	case ctx.Err() != nil:
-		return Result{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+		return res, "", memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
 	case errors.Is(err, memorykit.ErrOverloaded):
 		// The Runtime's admission turned the recall away: the caller
 		// answers overload (a Host: 503 and Retry-After), not an empty
 		// recall.
-		return Result{}, memorykit.Contain(op, err)
+		return res, "", memorykit.Contain(op, err)
 	case ownDeadline():
-		return e.degraded(req.Scope, trace, "deadline", start), nil
+		return res, "deadline", nil
 	case memorykit.IsRecoverable(err):
-		return e.degraded(req.Scope, trace, "store_unavailable", start), nil
+		return res, "store_unavailable", nil
 	default:
-		err = memorykit.ContainAs(op, memorykit.ErrUnavailable, "store_failed", err)
-		e.failed(req.Scope, err)
-		return Result{}, err
+		return res, "", failClosed{memorykit.ContainAs(op, memorykit.ErrUnavailable, "store_failed", err)}
 	}
-	after := e.clock.Now()
-	if err := checkResult(op, q, res, before, after); err != nil {
-		e.failed(req.Scope, err)
-		return Result{}, err
-	}
-	if res.VectorErr != nil {
-		if !memorykit.IsRecoverable(res.VectorErr) {
-			err := memorykit.ContainAs(op, memorykit.ErrIntegrity, "vector_failed", res.VectorErr)
-			e.failed(req.Scope, err)
-			return Result{}, err
-		}
-		ch := trace.channel(memorykit.ChannelVector)
-		ch.Degraded, ch.Reason = true, memorykit.ReasonCode(res.VectorErr)
-	}
-	if ownDeadline() {
-		// The store answered, but too late: nothing of it is used.
-		trace.Records = traceAll(res, DroppedDeadline)
-		return e.degraded(req.Scope, trace, "deadline", start), nil
-	}
-	return e.choose(req, c, res, after, trace, start), nil
 }
 
 // choose fuses the channels and applies the budgets.

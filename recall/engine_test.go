@@ -261,7 +261,49 @@ func TestRecallFailsClosedOnNonRecoverableFailures(t *testing.T) {
 			if strings.Contains(err.Error(), "boom") {
 				t.Fatalf("error prints its cause: %v", err)
 			}
+			// Every fail-closed path leaves through one exit, which logs
+			// the failure once.
+			if n := b.logs.FilterMessage("recall failed closed").Len(); n != 1 {
+				t.Fatalf("%d failed-closed log entries, want 1", n)
+			}
 		})
+	}
+}
+
+// TestRecallFailureLogs: an unauthorised recall fails closed and is
+// logged once; a recall admission turned away (ErrOverloaded) or one whose
+// caller's context ended is returned without a failed-closed log entry.
+func TestRecallFailureLogs(t *testing.T) {
+	b := setup(t, memoryBackend())
+	other := b.req("deploy region")
+	other.Principal = testkit.Principal("tenant-a", memorykit.ActorModel, "model-2")
+	if _, err := b.eng.Recall(b.ctx, other); err == nil {
+		t.Fatal("an unauthorised recall succeeded")
+	}
+	if n := b.logs.FilterMessage("recall failed closed").Len(); n != 1 {
+		t.Fatalf("unauthorised: %d failed-closed log entries, want 1", n)
+	}
+
+	over := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		return &testkit.FaultStore{Inner: s, Err: memorykit.NewError("test.admission", memorykit.ErrOverloaded, "overloaded")}
+	}))
+	if _, err := over.eng.Recall(over.ctx, over.req("deploy region")); !errors.Is(err, memorykit.ErrOverloaded) {
+		t.Fatalf("overloaded store: %v", err)
+	}
+	if n := over.logs.FilterMessage("recall failed closed").Len(); n != 0 {
+		t.Fatalf("overloaded: %d failed-closed log entries, want 0", n)
+	}
+
+	blocked := testkit.NewFaultEmbedder(embedder.NewLocal())
+	blocked.Block = true
+	gone := setup(t, memoryBackend(), withEmbedder(blocked))
+	ctx, cancel := context.WithCancel(gone.ctx)
+	go func() { <-blocked.Blocked(); cancel() }()
+	if _, err := gone.eng.Recall(ctx, gone.req("deploy region")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled recall: %v", err)
+	}
+	if n := gone.logs.FilterMessage("recall failed closed").Len(); n != 0 {
+		t.Fatalf("cancelled: %d failed-closed log entries, want 0", n)
 	}
 }
 

@@ -23,6 +23,10 @@ type env struct {
 	s     memorykit.Store
 	ctx   context.Context
 	scope memorykit.Scope
+
+	// session: the store came from Harness.NewSession (see
+	// runSessionCases).
+	session bool
 }
 
 // tcase is one named, independent conformance case.
@@ -34,23 +38,54 @@ type tcase struct {
 // runCases runs each case as a parallel subtest on its own store.
 func runCases(t *testing.T, h Harness, cases []tcase) {
 	t.Helper()
+	runCasesOn(t, h, cases, false)
+}
+
+// runSessionCases is runCases for cases that need a store with database
+// sessions of its own (Harness.NewSession): they call the store from
+// several goroutines at once, cancel a call while its statement runs, or
+// purge.
+func runSessionCases(t *testing.T, h Harness, cases []tcase) {
+	t.Helper()
+	runCasesOn(t, h, cases, true)
+}
+
+func runCasesOn(t *testing.T, h Harness, cases []tcase, session bool) {
+	t.Helper()
 	checkHarness(t, h)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.run(t, setup(t, h))
+			c.run(t, setupOn(t, h, session))
 		})
 	}
 }
 
 func setup(t *testing.T, h Harness) *env {
 	t.Helper()
+	return setupOn(t, h, false)
+}
+
+// setupOn builds a case's env on h.NewSession when session is set and
+// the harness has one, and on h.New otherwise.
+func setupOn(t *testing.T, h Harness, session bool) *env {
+	t.Helper()
 	clk := NewClock()
-	s := h.New(t, clk, NewGuard(t))
-	if s == nil {
-		t.Fatal("storetest: Harness.New returned a nil store")
+	newStore := h.New
+	if session && h.NewSession != nil {
+		newStore = h.NewSession
 	}
-	return &env{h: h, t: t, clk: clk, s: s, ctx: context.Background(), scope: Scope(t, "tenant-a", "project-1")}
+	s := newStore(t, clk, NewGuard(t))
+	if s == nil {
+		t.Fatal("storetest: the Harness returned a nil store")
+	}
+	return &env{h: h, session: session, t: t, clk: clk, s: s, ctx: context.Background(), scope: Scope(t, "tenant-a", "project-1")}
+}
+
+// sibling is a fresh env for t built the way e was (New or NewSession).
+func (e *env) sibling(t *testing.T) *env {
+	t.Helper()
+	return setupOn(t, e.h, e.session)
 }
 
 // Actors used throughout the suites.

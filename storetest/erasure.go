@@ -27,6 +27,8 @@ func RunErasureConformance(t *testing.T, h Harness) {
 		{"EraseEverywhere", testEraseEverywhere},
 		{"EraseLeasedJobHandback", testEraseLeasedHandback},
 		{"TombstoneKeyDigest", testTombstoneKeyDigest},
+	})
+	runSessionCases(t, h, []tcase{
 		{"Purge", testPurge},
 		{"PurgeHoldsWrites", testPurgeHoldsWrites},
 		{"PurgeResumesAfterKill", testPurgeResume},
@@ -431,9 +433,9 @@ func (k *killCtx) uses() int {
 
 // calibratePurge purges a fresh copy of the fixture with a counting
 // context and returns the report and how many context uses it took.
-func calibratePurge(t *testing.T, h Harness, records int) (memorykit.PurgeReport, int) {
+func calibratePurge(t *testing.T, e *env, records int) (memorykit.PurgeReport, int) {
 	t.Helper()
-	ref := setup(t, h)
+	ref := e.sibling(t)
 	ref.purgeFixture(ref.scope, records, eraseCanary, "r")
 	ctx := newKillCtx(0)
 	defer ctx.cancel()
@@ -445,7 +447,7 @@ func calibratePurge(t *testing.T, h Harness, records int) (memorykit.PurgeReport
 }
 
 func testPurgeHoldsWrites(t *testing.T, e *env) {
-	_, uses := calibratePurge(t, e.h, 24)
+	_, uses := calibratePurge(t, e, 24)
 	e.purgeFixture(e.scope, 24, eraseCanary, "r")
 	other := Scope(t, "tenant-b", "project-2")
 	ctx := newKillCtx(uses / 2)
@@ -479,30 +481,33 @@ func testPurgeHoldsWrites(t *testing.T, e *env) {
 // purge of the same fixture: the union of both runs, exactly.
 func testPurgeResume(t *testing.T, e *env) {
 	const records = 24
-	want, uses := calibratePurge(t, e.h, records)
+	want, uses := calibratePurge(t, e, records)
 	if uses < 2 {
 		t.Fatalf("the uncut purge used its context %d times; nothing to cut", uses)
 	}
 	cut := 0
 	for seed := int64(1); seed <= 20; seed++ {
-		limit := 1 + rand.New(rand.NewSource(seed)).Intn(uses-1)
-		v := setup(t, e.h)
-		v.purgeFixture(v.scope, records, eraseCanary, "r")
-		ctx := newKillCtx(limit)
-		_, err := v.purger(t).Purge(ctx, v.scope, operator, "project_closed")
-		ctx.cancel()
-		if err == nil {
-			continue // the cut came after the last step
-		}
-		cut++
-		got, err := v.purger(t).Purge(v.ctx, v.scope, operator, "project_closed")
-		if err != nil {
-			t.Fatalf("seed %d (cut at use %d of %d): resumed purge: %v", seed, limit, uses, err)
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Fatalf("seed %d (cut at use %d of %d): report of the resumed purge (-uncut +resumed):\n%s", seed, limit, uses, d)
-		}
-		v.noCanaryIn(t, fmt.Sprintf("seed %d", seed), eraseCanary)
+		// A subtest per seed, so its store is cleaned up before the next.
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			limit := 1 + rand.New(rand.NewSource(seed)).Intn(uses-1)
+			v := e.sibling(t)
+			v.purgeFixture(v.scope, records, eraseCanary, "r")
+			ctx := newKillCtx(limit)
+			_, err := v.purger(t).Purge(ctx, v.scope, operator, "project_closed")
+			ctx.cancel()
+			if err == nil {
+				return // the cut came after the last step
+			}
+			cut++
+			got, err := v.purger(t).Purge(v.ctx, v.scope, operator, "project_closed")
+			if err != nil {
+				t.Fatalf("seed %d (cut at use %d of %d): resumed purge: %v", seed, limit, uses, err)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatalf("seed %d (cut at use %d of %d): report of the resumed purge (-uncut +resumed):\n%s", seed, limit, uses, d)
+			}
+			v.noCanaryIn(t, fmt.Sprintf("seed %d", seed), eraseCanary)
+		})
 	}
 	t.Logf("%d of 20 purges cut short and resumed (%d context uses uncut)", cut, uses)
 	if cut < 10 {

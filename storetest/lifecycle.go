@@ -42,13 +42,15 @@ func RunLifecycleConformance(t *testing.T, h Harness) {
 		{"InvalidTransitions", testInvalidTransitions},
 		{"ExpectVersion", testExpectVersion},
 		{"RevisionTrail", testRevisionTrail},
-		{"ConcurrentActivation", testConcurrentActivation},
-		{"ConcurrentActiveCreates", testConcurrentCreates},
 		{"EraseCanary", testEraseCanary},
 		{"KeyOwnerAcrossKinds", testKeyOwnerAcrossKinds},
 		{"KeyOwnerAfterForgetRejectErase", testKeyOwnerAfterForgetRejectErase},
-		{"ConcurrentKeyOwnerCreates", testConcurrentKeyOwnerCreates},
 		{"InvisibleCharactersInKeys", testInvisibleCharactersInKeys},
+	})
+	runSessionCases(t, h, []tcase{
+		{"ConcurrentActivation", testConcurrentActivation},
+		{"ConcurrentActiveCreates", testConcurrentCreates},
+		{"ConcurrentKeyOwnerCreates", testConcurrentKeyOwnerCreates},
 	})
 }
 

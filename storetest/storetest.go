@@ -9,8 +9,9 @@
 //		storetest.RunAll(t, storetest.Harness{New: newStore, Dump: dumpStore})
 //	}
 //
-// Every case builds its own store with h.New and its own mock clock set to a
-// fixed 2026 date, and calls t.Parallel: cases share nothing.
+// Every case builds its own store with h.New (h.NewSession, when set, for
+// the few cases that need sessions of their own) and its own mock clock
+// set to a fixed 2026 date, and calls t.Parallel: cases share nothing.
 //
 // # Decisions where the contract is silent
 //
@@ -99,6 +100,14 @@ type Harness struct {
 	// writes with guard and digests erased keys with NewTombstones(t). It
 	// registers its own cleanup with t.Cleanup.
 	New func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store
+	// NewSession, when set, is used instead of New by the cases that need
+	// a store with database sessions of its own: they call it from several
+	// goroutines at once, cut calls off mid-statement with a cancelled
+	// context, or purge (which may run maintenance outside any
+	// transaction). A store whose New serves a case on one session (one
+	// transaction, rolled back when the case ends) sets it; nil means New
+	// serves every case.
+	NewSession func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store
 	// Dump renders everything the store holds as text (every table / map).
 	Dump func(t *testing.T, s memorykit.Store) string
 }

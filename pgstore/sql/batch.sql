@@ -1,0 +1,33 @@
+-- Statements of batch.go (see sql.go for the layout).
+
+-- name: batch_taken_ids
+SELECT id FROM {schema}.records WHERE id = ANY ($1::text[])
+
+-- name: batch_active_holders
+SELECT r.id, r.version, r.tenant_id, r.subject_type, r.subject_id, r.kind, r.key
+	FROM {schema}.records r
+	JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS k(t, st, sid, kind, key)
+	  ON r.tenant_id = k.t AND r.subject_type = k.st AND r.subject_id = k.sid AND r.kind = k.kind AND r.key = k.key
+	WHERE r.status = 'active'
+	ORDER BY r.id
+	FOR UPDATE OF r
+
+-- name: batch_supersede
+WITH x AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(id, actor_kind, actor_id, reason, at)
+), u AS (
+	UPDATE {schema}.records r SET status = 'superseded', version = r.version + 1,
+		touched_by_kind = x.actor_kind, touched_by_id = x.actor_id, updated_at = x.at
+	FROM x WHERE r.id = x.id
+	RETURNING r.*, x.reason AS why
+)
+INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
+	status, content_hash, content, metadata, sources, at)
+SELECT id, version, 'supersede', touched_by_kind, touched_by_id, why, status, content_hash,
+	content, metadata, sources, updated_at
+FROM u
+
+-- name: batch_dequeue_embedded
+DELETE FROM {schema}.embedding_queue q
+	USING {schema}.embeddings e
+	WHERE e.record_id = ANY ($1::text[]) AND q.record_id = e.record_id AND q.profile = e.profile
