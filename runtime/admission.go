@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,11 +21,21 @@ import (
 // list, find-active, revisions) and writes (create, every transition,
 // correction and job enqueue). Past its class's bound a call waits in a
 // queue bounded in length (MaxQueue) and time (MaxWait, measured on the
-// Runtime's Clock); a call that finds the queue full, or waits MaxWait
+// Runtime's Clock); a call that finds the queue full, or waits its bound
 // without getting a slot, fails with a recoverable ErrOverloaded (reason
 // ReasonQueueFull or ReasonQueueWait) having done nothing. Background
 // workers are not admitted here: their concurrency is their own batch
 // size and schedule.
+//
+// A queue that has not once been empty for MaxWait is a standing queue:
+// the slots are not keeping up, and a call joining it would most likely
+// wait MaxWait only to be refused. So while a class's queue has stood
+// that long, a call that cannot take a slot at once waits at most
+// CongestedWait (with zero, it is refused at once, reason
+// ReasonCongested). Refusals then come back fast instead of MaxWait late,
+// and the queue still absorbs a short burst once it has drained. (This is
+// the adaptive timeout of CoDel-style queue management: the long wait is
+// for bursts, the short one for sustained overload.)
 type Admission struct {
 	// MaxReads bounds the concurrent read calls (recalls included).
 	MaxReads int
@@ -36,14 +47,22 @@ type Admission struct {
 	// MaxWait bounds how long a queued call waits. It must be positive
 	// when MaxQueue is.
 	MaxWait time.Duration
+	// CongestedWait bounds the wait instead of MaxWait while the class's
+	// queue has not been empty for MaxWait (see above). Zero refuses such
+	// a call at once; it must not exceed MaxWait.
+	CongestedWait time.Duration
 }
 
 // Reason codes of ErrOverloaded.
 const (
 	// ReasonQueueFull: the class was at its bound and its queue full.
 	ReasonQueueFull = "queue_full"
-	// ReasonQueueWait: the call waited MaxWait in the queue without a slot.
+	// ReasonQueueWait: the call waited its bound (MaxWait, or
+	// CongestedWait in a standing queue) without a slot.
 	ReasonQueueWait = "queue_wait"
+	// ReasonCongested: the class's queue has not been empty for MaxWait
+	// and CongestedWait is zero, so the call was refused without waiting.
+	ReasonCongested = "congested"
 )
 
 // admissionLimit caps every Admission bound: larger is a mistake.
@@ -51,12 +70,14 @@ const admissionLimit = 1 << 20
 
 // DefaultAdmission is the preset a zero Config.Admission stands for:
 // 4×GOMAXPROCS concurrent reads and as many writes (at least 8 each),
-// 64 queued calls per class and a 100 ms wait. A Host that sizes its
-// database pool should set Admission explicitly and give the pool at
-// least MaxReads + MaxWrites connections plus one per worker.
+// 64 queued calls per class, a 100 ms wait and 10 ms in a standing queue.
+// A Host that sizes its database pool should set Admission explicitly and
+// give the pool at least MaxReads + MaxWrites connections plus one per
+// worker.
 func DefaultAdmission() Admission {
 	n := max(8, 4*runtime.GOMAXPROCS(0))
-	return Admission{MaxReads: n, MaxWrites: n, MaxQueue: 64, MaxWait: 100 * time.Millisecond}
+	return Admission{MaxReads: n, MaxWrites: n, MaxQueue: 64, MaxWait: 100 * time.Millisecond,
+		CongestedWait: 10 * time.Millisecond}
 }
 
 func (a Admission) validate() error {
@@ -83,6 +104,10 @@ func (a Admission) validate() error {
 		return invalid("admission.max_wait", "negative")
 	case a.MaxQueue > 0 && a.MaxWait == 0:
 		return invalid("admission.max_wait", "must_be_positive")
+	case a.CongestedWait < 0:
+		return invalid("admission.congested_wait", "negative")
+	case a.CongestedWait > a.MaxWait:
+		return invalid("admission.congested_wait", "exceeds_max_wait")
 	}
 	return nil
 }
@@ -101,14 +126,19 @@ type class struct {
 	slots   chan struct{}
 	queue   int64
 	wait    time.Duration
+	short   time.Duration // the wait in a standing queue
 	clk     clock.Clock
 	queued  atomic.Int64 // calls waiting now
 	running atomic.Int64 // calls holding a slot now
 	refused atomic.Int64 // calls turned away since New
+
+	mu        sync.Mutex // guards joining and leaving the queue
+	busySince time.Time  // when the queue last stopped being empty
 }
 
-func newClass(name string, limit, queue int, wait time.Duration, clk clock.Clock) *class {
-	return &class{name: name, slots: make(chan struct{}, limit), queue: int64(queue), wait: wait, clk: clk}
+func newClass(name string, a Admission, limit int, clk clock.Clock) *class {
+	return &class{name: name, slots: make(chan struct{}, limit), queue: int64(a.MaxQueue), wait: a.MaxWait,
+		short: a.CongestedWait, clk: clk}
 }
 
 // acquire takes a slot, waiting in the queue if allowed. On success the
@@ -121,12 +151,12 @@ func (c *class) acquire(ctx context.Context, op string) error {
 		return nil
 	default:
 	}
-	if c.queued.Add(1) > c.queue {
-		c.queued.Add(-1)
-		return c.refuse(op, ReasonQueueFull)
+	wait, reason := c.join()
+	if reason != "" {
+		return c.refuse(op, reason)
 	}
-	defer c.queued.Add(-1)
-	t := c.clk.Timer(c.wait)
+	defer c.leave()
+	t := c.clk.Timer(wait)
 	defer t.Stop()
 	select {
 	case c.slots <- struct{}{}:
@@ -137,6 +167,43 @@ func (c *class) acquire(ctx context.Context, op string) error {
 	case <-ctx.Done():
 		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
 	}
+}
+
+// join enters the queue and returns how long to wait there, or the reason
+// the call may not wait at all. A call that joins must leave.
+func (c *class) join() (time.Duration, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.queued.Load()
+	if n >= c.queue {
+		return 0, ReasonQueueFull
+	}
+	now := c.clk.Now()
+	wait := c.wait
+	switch {
+	case n == 0:
+		c.busySince = now
+	case now.Sub(c.busySince) >= c.wait:
+		if c.short == 0 {
+			return 0, ReasonCongested
+		}
+		wait = c.short
+	}
+	c.queued.Add(1)
+	return wait, ""
+}
+
+func (c *class) leave() {
+	c.mu.Lock()
+	c.queued.Add(-1)
+	c.mu.Unlock()
+}
+
+// congested reports a standing queue (see Admission).
+func (c *class) congested() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queued.Load() > 0 && c.clk.Now().Sub(c.busySince) >= c.wait
 }
 
 func (c *class) refuse(op, reason string) error {
@@ -156,8 +223,8 @@ type admitter struct {
 
 func newAdmitter(a Admission, clk clock.Clock) *admitter {
 	return &admitter{
-		reads:  newClass("reads", a.MaxReads, a.MaxQueue, a.MaxWait, clk),
-		writes: newClass("writes", a.MaxWrites, a.MaxQueue, a.MaxWait, clk),
+		reads:  newClass("reads", a, a.MaxReads, clk),
+		writes: newClass("writes", a, a.MaxWrites, clk),
 	}
 }
 
@@ -172,6 +239,9 @@ type Load struct {
 	// Saturated reports that a class has every slot taken and a full
 	// queue: the next call of that class is refused at once.
 	Saturated bool
+	// Congested reports that a class's queue has not been empty for
+	// MaxWait: its next queued call waits at most CongestedWait.
+	Congested bool
 }
 
 func (a *admitter) load() Load {
@@ -183,6 +253,9 @@ func (a *admitter) load() Load {
 	for _, c := range []*class{a.reads, a.writes} {
 		if len(c.slots) == cap(c.slots) && c.queued.Load() >= c.queue {
 			l.Saturated = true
+		}
+		if c.queue > 0 && c.congested() {
+			l.Congested = true
 		}
 	}
 	return l
