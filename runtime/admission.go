@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"container/list"
 	"context"
 	"runtime"
 	"sync"
@@ -120,66 +121,81 @@ func (a Admission) effective() Admission {
 	return a
 }
 
-// class is one admission class: a counting semaphore and a bounded queue.
+// class is one admission class: a counting semaphore with a bounded FIFO
+// queue. A freed slot passes straight to the oldest waiter under the lock,
+// so the counts never show a call as both waiting and running, and a call
+// arriving just as a slot frees never finds a queue still full of callers
+// that already have their slots.
 type class struct {
 	name    string
-	slots   chan struct{}
-	queue   int64
+	limit   int
+	queue   int
 	wait    time.Duration
 	short   time.Duration // the wait in a standing queue
 	clk     clock.Clock
-	queued  atomic.Int64 // calls waiting now
-	running atomic.Int64 // calls holding a slot now
 	refused atomic.Int64 // calls turned away since New
 
-	mu        sync.Mutex // guards joining and leaving the queue
-	busySince time.Time  // when the queue last stopped being empty
+	mu        sync.Mutex
+	running   int       // calls holding a slot
+	waiters   list.List // of chan struct{}, closed when given a slot
+	busySince time.Time // when the queue last stopped being empty
 }
 
 func newClass(name string, a Admission, limit int, clk clock.Clock) *class {
-	return &class{name: name, slots: make(chan struct{}, limit), queue: int64(a.MaxQueue), wait: a.MaxWait,
-		short: a.CongestedWait, clk: clk}
+	return &class{name: name, limit: limit, queue: a.MaxQueue, wait: a.MaxWait, short: a.CongestedWait, clk: clk}
 }
 
 // acquire takes a slot, waiting in the queue if allowed. On success the
 // caller must call release once. A ctx that ends while queued returns the
 // context's error (wrapped as context_done), not ErrOverloaded.
 func (c *class) acquire(ctx context.Context, op string) error {
-	select {
-	case c.slots <- struct{}{}:
-		c.running.Add(1)
+	c.mu.Lock()
+	if c.running < c.limit && c.waiters.Len() == 0 {
+		c.running++
+		c.mu.Unlock()
 		return nil
-	default:
 	}
-	wait, reason := c.join()
+	wait, reason := c.joinLocked()
 	if reason != "" {
+		c.mu.Unlock()
 		return c.refuse(op, reason)
 	}
-	defer c.leave()
+	ready := make(chan struct{})
+	elem := c.waiters.PushBack(ready)
+	c.mu.Unlock()
+
 	t := c.clk.Timer(wait)
 	defer t.Stop()
+	var err error
 	select {
-	case c.slots <- struct{}{}:
-		c.running.Add(1)
+	case <-ready:
 		return nil
 	case <-t.C:
-		return c.refuse(op, ReasonQueueWait)
+		err = c.refuse(op, ReasonQueueWait)
 	case <-ctx.Done():
-		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+		err = memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
 	}
+	c.mu.Lock()
+	select {
+	case <-ready:
+		// Given a slot while giving up: hand it on.
+		c.mu.Unlock()
+		c.release()
+	default:
+		c.waiters.Remove(elem)
+		c.mu.Unlock()
+	}
+	return err
 }
 
-// join enters the queue and returns how long to wait there, or the reason
-// the call may not wait at all. A call that joins must leave.
-func (c *class) join() (time.Duration, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.queued.Load()
+// joinLocked decides whether a call that found no free slot may queue, and
+// for how long: the reason it may not, or its wait. c.mu is held.
+func (c *class) joinLocked() (time.Duration, string) {
+	n := c.waiters.Len()
 	if n >= c.queue {
 		return 0, ReasonQueueFull
 	}
 	now := c.clk.Now()
-	wait := c.wait
 	switch {
 	case n == 0:
 		c.busySince = now
@@ -187,33 +203,42 @@ func (c *class) join() (time.Duration, string) {
 		if c.short == 0 {
 			return 0, ReasonCongested
 		}
-		wait = c.short
+		return c.short, ""
 	}
-	c.queued.Add(1)
-	return wait, ""
+	return c.wait, ""
 }
 
-func (c *class) leave() {
-	c.mu.Lock()
-	c.queued.Add(-1)
-	c.mu.Unlock()
-}
-
-// congested reports a standing queue (see Admission).
-func (c *class) congested() bool {
+// release frees a slot, giving it to the oldest waiter if there is one.
+func (c *class) release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.queued.Load() > 0 && c.clk.Now().Sub(c.busySince) >= c.wait
+	if front := c.waiters.Front(); front != nil {
+		close(c.waiters.Remove(front).(chan struct{}))
+		return
+	}
+	c.running--
+}
+
+// classLoad is one class's share of a Load.
+type classLoad struct {
+	running, queued      int
+	saturated, congested bool
+}
+
+func (c *class) load() classLoad {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.waiters.Len()
+	return classLoad{
+		running: c.running, queued: n,
+		saturated: c.running >= c.limit && n >= c.queue,
+		congested: n > 0 && c.clk.Now().Sub(c.busySince) >= c.wait,
+	}
 }
 
 func (c *class) refuse(op, reason string) error {
 	c.refused.Add(1)
 	return &memorykit.Error{Op: op, Kind: memorykit.ErrOverloaded, Field: c.name, Reason: reason, Retry: true}
-}
-
-func (c *class) release() {
-	c.running.Add(-1)
-	<-c.slots
 }
 
 // admitter holds a Runtime's classes.
@@ -245,20 +270,14 @@ type Load struct {
 }
 
 func (a *admitter) load() Load {
-	l := Load{
-		ReadsRunning: int(a.reads.running.Load()), WritesRunning: int(a.writes.running.Load()),
-		ReadsQueued: int(a.reads.queued.Load()), WritesQueued: int(a.writes.queued.Load()),
-		Refused: a.reads.refused.Load() + a.writes.refused.Load(),
+	r, w := a.reads.load(), a.writes.load()
+	return Load{
+		ReadsRunning: r.running, WritesRunning: w.running,
+		ReadsQueued: r.queued, WritesQueued: w.queued,
+		Refused:   a.reads.refused.Load() + a.writes.refused.Load(),
+		Saturated: r.saturated || w.saturated,
+		Congested: r.congested || w.congested,
 	}
-	for _, c := range []*class{a.reads, a.writes} {
-		if len(c.slots) == cap(c.slots) && c.queued.Load() >= c.queue {
-			l.Saturated = true
-		}
-		if c.queue > 0 && c.congested() {
-			l.Congested = true
-		}
-	}
-	return l
 }
 
 // Load reports the Runtime's admission state, for a Host's health check
