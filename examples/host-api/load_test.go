@@ -267,7 +267,8 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 				clients, all.reasons, all.other, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99))
 		}
 	}
-	b.Logf("backoff on 503: %v\n%s", backoff, strings.Join(lines, "\n"))
+	// Printed, not logged: a benchmark's log is cut after a few lines.
+	fmt.Printf("%s, backoff on 503: %v\n%s\n", b.Name(), backoff, strings.Join(lines, "\n"))
 }
 
 func pct(d []time.Duration, p int) string {

@@ -25,9 +25,8 @@ import (
 // The runtime behind it admits a bounded number of concurrent store calls
 // (mkruntime.Admission) and refuses the excess with memorykit.ErrOverloaded,
 // which the Host answers the same way. The edge bound is the runtime's
-// slots plus its queue, so the edge, not the runtime's queue, turns away
-// the surplus; the runtime's bounded wait covers the short bursts the edge
-// lets through.
+// slots, so the edge, not the runtime's queue, turns away the surplus of
+// searches, reads and writes (see hostLimits).
 //
 // Both answers are 503 with Retry-After and the JSON error shape
 // ({"error":"overloaded","reason":...,"field":<class>}). The PostgreSQL pool
@@ -56,27 +55,30 @@ type overloadLimits struct {
 }
 
 // hostLimits derives every bound from the CPUs the Host runs on and the
-// recall deadline, so that admitted work finishes inside the deadline:
+// recall deadline, so that admitted work finishes inside the deadline and
+// the surplus is refused fast:
 //
 //   - 4 recalls per CPU run at once. A recall is CPU work, in this process
 //     (memorystore) or in the database (pgstore, here on the same cores):
 //     more at once adds latency, not throughput, and a recall that waits
 //     its turn for a core misses its deadline. Writes get as many slots.
-//   - The queue holds one waiting call per slot: a waiter should need
-//     about one recall's time to get a slot.
-//   - A queued call waits at most a fifth of the deadline, so an admitted
-//     recall keeps four fifths of it for the store; in a standing queue it
-//     waits a fiftieth (see mkruntime.Admission.CongestedWait).
-//   - The edge lets in what the runtime can hold (slots plus queue) and a
-//     chat per two read slots' worth (chats mostly wait for the model).
+//     The PostgreSQL pool has a connection for each (hostPoolSize).
+//   - The edge lets in as many reads and writes as the runtime has slots:
+//     the surplus is turned away before any work (no body read, no query
+//     embedded), which is what keeps a refusal fast, and an admitted
+//     request never waits for a slot, so it keeps its whole deadline. It
+//     lets in a chat per two read slots (chats mostly wait for the model).
+//   - The runtime's queue is then only for the store calls the edge does
+//     not count one by one (a chat's recall and writes): one waiter per
+//     slot, for at most a hundredth of the deadline (5 ms of 500 ms), and
+//     not at all once the queue has stood that long (CongestedWait zero),
+//     so a refusal out of the queue is still fast.
 func hostLimits(cpus int, deadline time.Duration) overloadLimits {
 	cpus = max(1, cpus)
 	reads, writes := 4*cpus, 4*cpus
-	queue := reads
 	return overloadLimits{
-		Admission: mkruntime.Admission{MaxReads: reads, MaxWrites: writes, MaxQueue: queue,
-			MaxWait: deadline / 5, CongestedWait: deadline / 50},
-		EdgeReads: reads + queue, EdgeWrites: writes + queue, EdgeChats: 2 * reads,
+		Admission: mkruntime.Admission{MaxReads: reads, MaxWrites: writes, MaxQueue: reads, MaxWait: deadline / 100},
+		EdgeReads: reads, EdgeWrites: writes, EdgeChats: 2 * reads,
 	}
 }
 
