@@ -54,15 +54,19 @@ type overloadLimits struct {
 	EdgeReads, EdgeWrites, EdgeChats int
 }
 
-// hostLimits derives every bound from the CPUs the Host runs on and the
-// recall deadline, so that admitted work finishes inside the deadline and
-// the surplus is refused fast:
+// hostLimits derives every bound from the CPUs the Host runs on, where a
+// recall does its work and the recall deadline, so that admitted work
+// finishes inside the deadline and the surplus is refused fast:
 //
-//   - 4 recalls per CPU run at once. A recall is CPU work, in this process
-//     (memorystore) or in the database (pgstore, here on the same cores):
-//     more at once adds latency, not throughput, and a recall that waits
-//     its turn for a core misses its deadline. Writes get as many slots.
-//     The PostgreSQL pool has a connection for each (hostPoolSize).
+//   - Recalls at once: one per CPU when the store is in this process
+//     (memorystore: a recall is CPU work here, so one per core keeps the
+//     cores busy and more only wait for a core, which also delays the HTTP
+//     server's reading of new requests), four per CPU with PostgreSQL
+//     (the work is split between this process, round trips and the
+//     database, here on the same cores). Past that, more at once adds
+//     latency, not throughput, and a recall that waits its turn for a core
+//     misses its deadline. Writes get four per CPU either way. The
+//     PostgreSQL pool has a connection for each (hostPoolSize).
 //   - The edge lets in as many reads and writes as the runtime has slots:
 //     the surplus is turned away before any work (no body read, no query
 //     embedded), which is what keeps a refusal fast, and an admitted
@@ -73,9 +77,12 @@ type overloadLimits struct {
 //     slot, for at most a hundredth of the deadline (5 ms of 500 ms), and
 //     not at all once the queue has stood that long (CongestedWait zero),
 //     so a refusal out of the queue is still fast.
-func hostLimits(cpus int, deadline time.Duration) overloadLimits {
+func hostLimits(cpus int, inProcess bool, deadline time.Duration) overloadLimits {
 	cpus = max(1, cpus)
 	reads, writes := 4*cpus, 4*cpus
+	if inProcess {
+		reads = cpus
+	}
 	return overloadLimits{
 		Admission: mkruntime.Admission{MaxReads: reads, MaxWrites: writes, MaxQueue: reads, MaxWait: deadline / 100},
 		EdgeReads: reads, EdgeWrites: writes, EdgeChats: 2 * reads,
@@ -88,7 +95,7 @@ func (o Options) limitsOr(deadline time.Duration) overloadLimits {
 	if o.limits != nil {
 		return *o.limits
 	}
-	return hostLimits(runtime.GOMAXPROCS(0), deadline)
+	return hostLimits(runtime.GOMAXPROCS(0), o.DSN == "", deadline)
 }
 
 // hostWorkerConns is how many background workers hold a connection at

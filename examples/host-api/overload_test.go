@@ -54,33 +54,38 @@ func TestDegradedRecallHeader(t *testing.T) {
 }
 
 func TestHostPoolCoversAdmission(t *testing.T) {
-	a := hostLimits(2, 500*time.Millisecond).Admission
+	a := hostLimits(2, false, 500*time.Millisecond).Admission
 	c := pgConfig(pgstore.Config{}, a)
 	if c.MaxConns < int32(a.MaxReads+a.MaxWrites) || c.Workers != hostWorkerConns {
 		t.Fatalf("pool %d for %+v", c.MaxConns, a)
 	}
 }
 
-// TestHostLimitsFollowCPUsAndDeadline: the bounds scale with the CPUs, a
+// TestHostLimitsFollowCPUsAndDeadline: the bounds scale with the CPUs
+// (reads one per CPU for an in-process store, four with PostgreSQL), a
 // queued call waits at most a hundredth of the recall deadline and not at
 // all in a standing queue, and the edge lets in as many searches, reads
 // and writes as the runtime has slots, so none of them waits in the
 // runtime's queue.
 func TestHostLimitsFollowCPUsAndDeadline(t *testing.T) {
 	for _, c := range []struct {
-		cpus     int
-		deadline time.Duration
-	}{{1, 500 * time.Millisecond}, {2, 500 * time.Millisecond}, {8, 300 * time.Millisecond}, {0, time.Second}} {
-		l := hostLimits(c.cpus, c.deadline)
+		cpus      int
+		inProcess bool
+		deadline  time.Duration
+		reads     int
+	}{
+		{1, false, 500 * time.Millisecond, 4}, {2, false, 500 * time.Millisecond, 8}, {8, false, 300 * time.Millisecond, 32},
+		{0, false, time.Second, 4}, {2, true, 500 * time.Millisecond, 2}, {8, true, time.Second, 8},
+	} {
+		l := hostLimits(c.cpus, c.inProcess, c.deadline)
 		a := l.Admission
-		cpus := max(1, c.cpus)
-		if a.MaxReads != 4*cpus || a.MaxWrites != 4*cpus {
+		if a.MaxReads != c.reads || a.MaxWrites != 4*max(1, c.cpus) {
 			t.Errorf("%+v: slots %+v", c, a)
 		}
 		if a.MaxWait != c.deadline/100 || a.CongestedWait != 0 {
 			t.Errorf("%+v: waits %v / %v", c, a.MaxWait, a.CongestedWait)
 		}
-		if l.EdgeReads != a.MaxReads || l.EdgeWrites != a.MaxWrites || l.EdgeChats <= 0 || a.MaxQueue != a.MaxReads {
+		if l.EdgeReads != a.MaxReads || l.EdgeWrites != a.MaxWrites || l.EdgeChats != 2*a.MaxReads || a.MaxQueue != a.MaxReads {
 			t.Errorf("%+v: edge %+v", c, l)
 		}
 	}
