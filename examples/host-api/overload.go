@@ -58,12 +58,13 @@ type overloadLimits struct {
 // recall does its work and the recall deadline, so that admitted work
 // finishes inside the deadline and the surplus is refused fast:
 //
-//   - Recalls at once: one per CPU when the store is in this process
-//     (memorystore: a recall is CPU work here, so one per core keeps the
-//     cores busy and more only wait for a core, which also delays the HTTP
-//     server's reading of new requests), four per CPU with PostgreSQL
-//     (the work is split between this process, round trips and the
-//     database, here on the same cores). Past that, more at once adds
+//   - Recalls at once: one per CPU (at least two, so that one request's
+//     HTTP and JSON work overlaps another's recall) when the store is in
+//     this process (memorystore: a recall is CPU work here, so one per
+//     core keeps the cores busy and more only wait for a core, which also
+//     delays the HTTP server's reading of new requests), four per CPU with
+//     PostgreSQL (the work is split between this process, round trips and
+//     the database, here on the same cores). Past that, more at once adds
 //     latency, not throughput, and a recall that waits its turn for a core
 //     misses its deadline. Writes get four per CPU either way. The
 //     PostgreSQL pool has a connection for each (hostPoolSize).
@@ -81,7 +82,7 @@ func hostLimits(cpus int, inProcess bool, deadline time.Duration) overloadLimits
 	cpus = max(1, cpus)
 	reads, writes := 4*cpus, 4*cpus
 	if inProcess {
-		reads = cpus
+		reads = max(2, cpus)
 	}
 	return overloadLimits{
 		Admission: mkruntime.Admission{MaxReads: reads, MaxWrites: writes, MaxQueue: reads, MaxWait: deadline / 100},

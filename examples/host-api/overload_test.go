@@ -62,7 +62,8 @@ func TestHostPoolCoversAdmission(t *testing.T) {
 }
 
 // TestHostLimitsFollowCPUsAndDeadline: the bounds scale with the CPUs
-// (reads one per CPU for an in-process store, four with PostgreSQL), a
+// (reads one per CPU, at least two, for an in-process store; four per CPU
+// with PostgreSQL), a
 // queued call waits at most a hundredth of the recall deadline and not at
 // all in a standing queue, and the edge lets in as many searches, reads
 // and writes as the runtime has slots, so none of them waits in the
@@ -75,7 +76,8 @@ func TestHostLimitsFollowCPUsAndDeadline(t *testing.T) {
 		reads     int
 	}{
 		{1, false, 500 * time.Millisecond, 4}, {2, false, 500 * time.Millisecond, 8}, {8, false, 300 * time.Millisecond, 32},
-		{0, false, time.Second, 4}, {2, true, 500 * time.Millisecond, 2}, {8, true, time.Second, 8},
+		{0, false, time.Second, 4}, {1, true, 500 * time.Millisecond, 2}, {2, true, 500 * time.Millisecond, 2},
+		{8, true, time.Second, 8},
 	} {
 		l := hostLimits(c.cpus, c.inProcess, c.deadline)
 		a := l.Admission
