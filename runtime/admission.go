@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"container/list"
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,11 +22,21 @@ import (
 // list, find-active, revisions) and writes (create, every transition,
 // correction and job enqueue). Past its class's bound a call waits in a
 // queue bounded in length (MaxQueue) and time (MaxWait, measured on the
-// Runtime's Clock); a call that finds the queue full, or waits MaxWait
+// Runtime's Clock); a call that finds the queue full, or waits its bound
 // without getting a slot, fails with a recoverable ErrOverloaded (reason
 // ReasonQueueFull or ReasonQueueWait) having done nothing. Background
 // workers are not admitted here: their concurrency is their own batch
 // size and schedule.
+//
+// A queue that has not once been empty for MaxWait is a standing queue:
+// the slots are not keeping up, and a call joining it would most likely
+// wait MaxWait only to be refused. So while a class's queue has stood
+// that long, a call that cannot take a slot at once waits at most
+// CongestedWait (with zero, it is refused at once, reason
+// ReasonCongested). Refusals then come back fast instead of MaxWait late,
+// and the queue still absorbs a short burst once it has drained. (This is
+// the adaptive timeout of CoDel-style queue management: the long wait is
+// for bursts, the short one for sustained overload.)
 type Admission struct {
 	// MaxReads bounds the concurrent read calls (recalls included).
 	MaxReads int
@@ -36,14 +48,22 @@ type Admission struct {
 	// MaxWait bounds how long a queued call waits. It must be positive
 	// when MaxQueue is.
 	MaxWait time.Duration
+	// CongestedWait bounds the wait instead of MaxWait while the class's
+	// queue has not been empty for MaxWait (see above). Zero refuses such
+	// a call at once; it must not exceed MaxWait.
+	CongestedWait time.Duration
 }
 
 // Reason codes of ErrOverloaded.
 const (
 	// ReasonQueueFull: the class was at its bound and its queue full.
 	ReasonQueueFull = "queue_full"
-	// ReasonQueueWait: the call waited MaxWait in the queue without a slot.
+	// ReasonQueueWait: the call waited its bound (MaxWait, or
+	// CongestedWait in a standing queue) without a slot.
 	ReasonQueueWait = "queue_wait"
+	// ReasonCongested: the class's queue has not been empty for MaxWait
+	// and CongestedWait is zero, so the call was refused without waiting.
+	ReasonCongested = "congested"
 )
 
 // admissionLimit caps every Admission bound: larger is a mistake.
@@ -51,12 +71,14 @@ const admissionLimit = 1 << 20
 
 // DefaultAdmission is the preset a zero Config.Admission stands for:
 // 4×GOMAXPROCS concurrent reads and as many writes (at least 8 each),
-// 64 queued calls per class and a 100 ms wait. A Host that sizes its
-// database pool should set Admission explicitly and give the pool at
-// least MaxReads + MaxWrites connections plus one per worker.
+// 64 queued calls per class, a 100 ms wait and 10 ms in a standing queue.
+// A Host that sizes its database pool should set Admission explicitly and
+// give the pool at least MaxReads + MaxWrites connections plus one per
+// worker.
 func DefaultAdmission() Admission {
 	n := max(8, 4*runtime.GOMAXPROCS(0))
-	return Admission{MaxReads: n, MaxWrites: n, MaxQueue: 64, MaxWait: 100 * time.Millisecond}
+	return Admission{MaxReads: n, MaxWrites: n, MaxQueue: 64, MaxWait: 100 * time.Millisecond,
+		CongestedWait: 10 * time.Millisecond}
 }
 
 func (a Admission) validate() error {
@@ -83,6 +105,10 @@ func (a Admission) validate() error {
 		return invalid("admission.max_wait", "negative")
 	case a.MaxQueue > 0 && a.MaxWait == 0:
 		return invalid("admission.max_wait", "must_be_positive")
+	case a.CongestedWait < 0:
+		return invalid("admission.congested_wait", "negative")
+	case a.CongestedWait > a.MaxWait:
+		return invalid("admission.congested_wait", "exceeds_max_wait")
 	}
 	return nil
 }
@@ -95,58 +121,124 @@ func (a Admission) effective() Admission {
 	return a
 }
 
-// class is one admission class: a counting semaphore and a bounded queue.
+// class is one admission class: a counting semaphore with a bounded FIFO
+// queue. A freed slot passes straight to the oldest waiter under the lock,
+// so the counts never show a call as both waiting and running, and a call
+// arriving just as a slot frees never finds a queue still full of callers
+// that already have their slots.
 type class struct {
 	name    string
-	slots   chan struct{}
-	queue   int64
+	limit   int
+	queue   int
 	wait    time.Duration
+	short   time.Duration // the wait in a standing queue
 	clk     clock.Clock
-	queued  atomic.Int64 // calls waiting now
-	running atomic.Int64 // calls holding a slot now
 	refused atomic.Int64 // calls turned away since New
+
+	mu        sync.Mutex
+	running   int       // calls holding a slot
+	waiters   list.List // of chan struct{}, closed when given a slot
+	busySince time.Time // when the queue last stopped being empty
 }
 
-func newClass(name string, limit, queue int, wait time.Duration, clk clock.Clock) *class {
-	return &class{name: name, slots: make(chan struct{}, limit), queue: int64(queue), wait: wait, clk: clk}
+func newClass(name string, a Admission, limit int, clk clock.Clock) *class {
+	return &class{name: name, limit: limit, queue: a.MaxQueue, wait: a.MaxWait, short: a.CongestedWait, clk: clk}
 }
 
 // acquire takes a slot, waiting in the queue if allowed. On success the
 // caller must call release once. A ctx that ends while queued returns the
 // context's error (wrapped as context_done), not ErrOverloaded.
 func (c *class) acquire(ctx context.Context, op string) error {
-	select {
-	case c.slots <- struct{}{}:
-		c.running.Add(1)
+	c.mu.Lock()
+	if c.running < c.limit && c.waiters.Len() == 0 {
+		c.running++
+		c.mu.Unlock()
 		return nil
-	default:
 	}
-	if c.queued.Add(1) > c.queue {
-		c.queued.Add(-1)
-		return c.refuse(op, ReasonQueueFull)
+	wait, reason := c.joinLocked()
+	if reason != "" {
+		c.mu.Unlock()
+		return c.refuse(op, reason)
 	}
-	defer c.queued.Add(-1)
-	t := c.clk.Timer(c.wait)
+	ready := make(chan struct{})
+	elem := c.waiters.PushBack(ready)
+	c.mu.Unlock()
+
+	t := c.clk.Timer(wait)
 	defer t.Stop()
+	var err error
 	select {
-	case c.slots <- struct{}{}:
-		c.running.Add(1)
+	case <-ready:
 		return nil
 	case <-t.C:
-		return c.refuse(op, ReasonQueueWait)
+		err = c.refuse(op, ReasonQueueWait)
 	case <-ctx.Done():
-		return memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+		err = memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
+	}
+	c.mu.Lock()
+	select {
+	case <-ready:
+		// Given a slot while giving up: hand it on.
+		c.mu.Unlock()
+		c.release()
+	default:
+		c.waiters.Remove(elem)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// joinLocked decides whether a call that found no free slot may queue, and
+// for how long: the reason it may not, or its wait. c.mu is held.
+func (c *class) joinLocked() (time.Duration, string) {
+	n := c.waiters.Len()
+	if n >= c.queue {
+		return 0, ReasonQueueFull
+	}
+	now := c.clk.Now()
+	switch {
+	case n == 0:
+		c.busySince = now
+	case now.Sub(c.busySince) >= c.wait:
+		if c.short == 0 {
+			return 0, ReasonCongested
+		}
+		return c.short, ""
+	}
+	return c.wait, ""
+}
+
+// release frees a slot, giving it to the oldest waiter if there is one.
+func (c *class) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if front := c.waiters.Front(); front != nil {
+		close(c.waiters.Remove(front).(chan struct{}))
+		return
+	}
+	c.running--
+}
+
+// classLoad is one class's share of a Load.
+type classLoad struct {
+	running, queued      int
+	saturated, congested bool
+}
+
+func (c *class) load() classLoad {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.waiters.Len()
+	return classLoad{
+		running: c.running, queued: n,
+		saturated: c.running >= c.limit && n >= c.queue,
+		congested: n > 0 && c.clk.Now().Sub(c.busySince) >= c.wait,
 	}
 }
 
 func (c *class) refuse(op, reason string) error {
 	c.refused.Add(1)
 	return &memorykit.Error{Op: op, Kind: memorykit.ErrOverloaded, Field: c.name, Reason: reason, Retry: true}
-}
-
-func (c *class) release() {
-	c.running.Add(-1)
-	<-c.slots
 }
 
 // admitter holds a Runtime's classes.
@@ -156,8 +248,8 @@ type admitter struct {
 
 func newAdmitter(a Admission, clk clock.Clock) *admitter {
 	return &admitter{
-		reads:  newClass("reads", a.MaxReads, a.MaxQueue, a.MaxWait, clk),
-		writes: newClass("writes", a.MaxWrites, a.MaxQueue, a.MaxWait, clk),
+		reads:  newClass("reads", a, a.MaxReads, clk),
+		writes: newClass("writes", a, a.MaxWrites, clk),
 	}
 }
 
@@ -172,20 +264,20 @@ type Load struct {
 	// Saturated reports that a class has every slot taken and a full
 	// queue: the next call of that class is refused at once.
 	Saturated bool
+	// Congested reports that a class's queue has not been empty for
+	// MaxWait: its next queued call waits at most CongestedWait.
+	Congested bool
 }
 
 func (a *admitter) load() Load {
-	l := Load{
-		ReadsRunning: int(a.reads.running.Load()), WritesRunning: int(a.writes.running.Load()),
-		ReadsQueued: int(a.reads.queued.Load()), WritesQueued: int(a.writes.queued.Load()),
-		Refused: a.reads.refused.Load() + a.writes.refused.Load(),
+	r, w := a.reads.load(), a.writes.load()
+	return Load{
+		ReadsRunning: r.running, WritesRunning: w.running,
+		ReadsQueued: r.queued, WritesQueued: w.queued,
+		Refused:   a.reads.refused.Load() + a.writes.refused.Load(),
+		Saturated: r.saturated || w.saturated,
+		Congested: r.congested || w.congested,
 	}
-	for _, c := range []*class{a.reads, a.writes} {
-		if len(c.slots) == cap(c.slots) && c.queued.Load() >= c.queue {
-			l.Saturated = true
-		}
-	}
-	return l
 }
 
 // Load reports the Runtime's admission state, for a Host's health check

@@ -60,9 +60,9 @@ type Options struct {
 	// workers use, built around the Host's store: a test seam to make the
 	// workers' store fail while the request path works.
 	workerStores func(memorykit.Store) mkruntime.Stores
-	// admission, if set, replaces hostAdmission(): a test seam to make
-	// overload reachable with a few requests.
-	admission *mkruntime.Admission
+	// limits, if set, replace hostLimits: a test seam to make overload
+	// reachable with a few requests.
+	limits *overloadLimits
 }
 
 // DataFile is the name of the SQLite file in Options.DataDir.
@@ -87,6 +87,8 @@ type Host struct {
 	closing atomic.Bool
 	// obs serves GET /metrics (see metrics.go).
 	obs *observability
+	// edge bounds the requests in flight per class (see overload.go).
+	edge edge
 }
 
 // NewHost opens the store, composes memorykit's runtime and starts it.
@@ -115,6 +117,8 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		return nil, err
 	}
 
+	emb := embedder.NewLocalV2()
+	limits := o.limitsOr(memorykit.RecallPolicyV1(emb.Profile(), emb.Dimension()).Deadline)
 	var (
 		store      memorykit.Store
 		closeStore = func() {}
@@ -136,7 +140,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		}
 		store = ms
 	default:
-		ps, err := pgstore.Open(ctx, o.DSN, pgConfig(pgstore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones, Schema: o.Schema}))
+		ps, err := pgstore.Open(ctx, o.DSN, pgConfig(pgstore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones, Schema: o.Schema}, limits.Admission))
 		if err != nil {
 			return nil, err
 		}
@@ -149,14 +153,14 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		return nil, err
 	}
 	cfg := mkruntime.Preset(mkruntime.Essentials{
-		Guard: guard, Store: store, Authorizer: o.Directory, Embedder: embedder.NewLocalV2(),
+		Guard: guard, Store: store, Authorizer: o.Directory, Embedder: emb,
 		Extractor: quietExtractor{}, Clock: o.Clock, WorkerID: o.WorkerID,
 		Logger: o.Logger.Named("memorykit"), Events: logEvents{log: o.Logger.Named("events")},
 	})
 	if o.workerStores != nil {
 		cfg.Stores = o.workerStores(store)
 	}
-	cfg.Admission = o.admissionOr()
+	cfg.Admission = limits.Admission
 	obs.instrument(&cfg, o.Clock) // metrics from events, spans around the parts (metrics.go)
 	rt, err := mkruntime.New(cfg)
 	if err == nil {
@@ -185,6 +189,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	h := &Host{
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
 		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(), obs: obs,
+		edge: newEdge(limits),
 	}
 	h.registerRoutes()
 	return h, nil

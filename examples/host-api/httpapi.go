@@ -28,9 +28,11 @@ type call struct {
 
 // route registers a project route. Before fn runs, the request passes, in
 // order: authentication, the header check, the query check (only the
-// listed parameters are allowed), and the Scope from the trusted route.
+// listed parameters are allowed), the Scope from the trusted route, and
+// the edge bound of the route's class (see overload.go).
 func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter, *http.Request, call)) {
 	h.routes = append(h.routes, pattern)
+	class := h.edge[classOf(pattern)]
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if h.closing.Load() {
 			writeError(w, http.StatusServiceUnavailable, "draining", "shutting_down", "")
@@ -57,6 +59,13 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			writeErr(w, err)
 			return
 		}
+		// The edge bound comes before the body is read (overload.go).
+		if !class.enter() {
+			h.obs.refused(r.Context(), class.name)
+			writeErr(w, overloadedAt(class.name))
+			return
+		}
+		defer class.leave()
 		fn(w, r, call{caller: caller, project: project, scope: scope, query: values})
 	})
 }

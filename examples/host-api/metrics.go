@@ -8,7 +8,9 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
@@ -27,6 +29,8 @@ type observability struct {
 	tel     *mkotel.Telemetry
 	mp      *sdkmetric.MeterProvider
 	handler http.Handler
+	// overloaded counts the requests the edge turned away, per class.
+	overloaded metric.Int64Counter
 }
 
 // newObservability builds the providers; next is the Host's own event sink.
@@ -44,7 +48,20 @@ func newObservability(next memorykit.EventSink) (*observability, error) {
 		_ = mp.Shutdown(context.Background())
 		return nil, err
 	}
-	return &observability{tel: tel, mp: mp, handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}, nil
+	overloaded, err := mp.Meter("github.com/goagents/memorykit/examples/host-api").Int64Counter("host.http.overloaded",
+		metric.WithDescription("Requests the Host turned away at its in-flight bound, by class."),
+		metric.WithUnit("{request}"))
+	if err != nil {
+		_ = tel.Close()
+		_ = mp.Shutdown(context.Background())
+		return nil, memorykit.WrapError("host.metrics", memorykit.ErrInvalidConfig, "instrument_failed", err)
+	}
+	return &observability{tel: tel, mp: mp, handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), overloaded: overloaded}, nil
+}
+
+// refused counts a request the edge turned away.
+func (o *observability) refused(ctx context.Context, class string) {
+	o.overloaded.Add(ctx, 1, metric.WithAttributes(attribute.String("host_class", class)))
 }
 
 // instrument points cfg's event sink at the Telemetry and wraps its stores,

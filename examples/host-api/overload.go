@@ -3,23 +3,38 @@ package main
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/pgstore"
 	mkruntime "github.com/goagents/memorykit/runtime"
 )
 
-// Overload handling of the example Host.
+// Overload handling of the example Host, in two layers.
 //
-// The runtime admits a bounded number of concurrent store calls (see
-// hostAdmission) and turns the excess away with memorykit.ErrOverloaded,
-// which the Host answers 503 with Retry-After and the JSON error shape.
-// The PostgreSQL pool has a connection for every admitted call and every
-// worker, so an admitted call never waits for a connection. Every request
-// runs under a per-route deadline on the Host's clock, and a recall that
-// degraded says so in the X-Memory-Degraded header (its reason code), not
-// only in the body.
+// The edge: every project route belongs to a class (reads, writes, chats),
+// and each class has a bound on the requests the Host works on at once. A
+// request past it is answered 503 at once, after the cheap checks
+// (authentication, headers, query string) and before its body is read, its
+// query embedded or anything queued: an overloaded Host spends almost
+// nothing on the requests it turns away, so their answers stay fast.
+//
+// The runtime behind it admits a bounded number of concurrent store calls
+// (mkruntime.Admission) and refuses the excess with memorykit.ErrOverloaded,
+// which the Host answers the same way. The edge bound is the runtime's
+// slots, so the edge, not the runtime's queue, turns away the surplus of
+// searches, reads and writes (see hostLimits).
+//
+// Both answers are 503 with Retry-After and the JSON error shape
+// ({"error":"overloaded","reason":...,"field":<class>}). The PostgreSQL pool
+// has a connection for every admitted call and every worker, so an
+// admitted call never waits for a connection. Every request runs under a
+// per-route deadline on the Host's clock, and a recall that degraded says
+// so in the X-Memory-Degraded header (its reason code), not only in the
+// body.
 
 // degradedHeader carries the reason code of a degraded recall.
 const degradedHeader = "X-Memory-Degraded"
@@ -27,17 +42,61 @@ const degradedHeader = "X-Memory-Degraded"
 // retryAfterSeconds is the Retry-After of an overloaded answer.
 const retryAfterSeconds = "1"
 
-// hostAdmission bounds the runtime's concurrent request-path store calls.
-func hostAdmission() mkruntime.Admission {
-	return mkruntime.Admission{MaxReads: 16, MaxWrites: 8, MaxQueue: 32, MaxWait: 50 * time.Millisecond}
+// reasonInFlight is the reason code of a request the edge turned away.
+const reasonInFlight = "in_flight_limit"
+
+// overloadLimits are the Host's overload bounds: the runtime's admission
+// and the edge's bound per request class.
+type overloadLimits struct {
+	Admission mkruntime.Admission
+	// EdgeReads, EdgeWrites and EdgeChats bound the requests of each
+	// class the Host works on at once.
+	EdgeReads, EdgeWrites, EdgeChats int
 }
 
-// admissionOr is the Admission the Host gives its runtime.
-func (o Options) admissionOr() mkruntime.Admission {
-	if o.admission != nil {
-		return *o.admission
+// hostLimits derives every bound from the CPUs the Host runs on, where a
+// recall does its work and the recall deadline, so that admitted work
+// finishes inside the deadline and the surplus is refused fast:
+//
+//   - Recalls at once: one per CPU (at least two, so that one request's
+//     HTTP and JSON work overlaps another's recall) when the store is in
+//     this process (memorystore: a recall is CPU work here, so one per
+//     core keeps the cores busy and more only wait for a core, which also
+//     delays the HTTP server's reading of new requests), four per CPU with
+//     PostgreSQL (the work is split between this process, round trips and
+//     the database, here on the same cores). Past that, more at once adds
+//     latency, not throughput, and a recall that waits its turn for a core
+//     misses its deadline. Writes get four per CPU either way. The
+//     PostgreSQL pool has a connection for each (hostPoolSize).
+//   - The edge lets in as many reads and writes as the runtime has slots:
+//     the surplus is turned away before any work (no body read, no query
+//     embedded), which is what keeps a refusal fast, and an admitted
+//     request never waits for a slot, so it keeps its whole deadline. It
+//     lets in a chat per two read slots (chats mostly wait for the model).
+//   - The runtime's queue is then only for the store calls the edge does
+//     not count one by one (a chat's recall and writes): one waiter per
+//     slot, for at most a hundredth of the deadline (5 ms of 500 ms), and
+//     not at all once the queue has stood that long (CongestedWait zero),
+//     so a refusal out of the queue is still fast.
+func hostLimits(cpus int, inProcess bool, deadline time.Duration) overloadLimits {
+	cpus = max(1, cpus)
+	reads, writes := 4*cpus, 4*cpus
+	if inProcess {
+		reads = max(2, cpus)
 	}
-	return hostAdmission()
+	return overloadLimits{
+		Admission: mkruntime.Admission{MaxReads: reads, MaxWrites: writes, MaxQueue: reads, MaxWait: deadline / 100},
+		EdgeReads: reads, EdgeWrites: writes, EdgeChats: 2 * reads,
+	}
+}
+
+// limitsOr are the limits the Host runs with: hostLimits, unless a test
+// set its own.
+func (o Options) limitsOr(deadline time.Duration) overloadLimits {
+	if o.limits != nil {
+		return *o.limits
+	}
+	return hostLimits(runtime.GOMAXPROCS(0), o.DSN == "", deadline)
 }
 
 // hostWorkerConns is how many background workers hold a connection at
@@ -51,10 +110,69 @@ func hostPoolSize(a mkruntime.Admission) int32 {
 }
 
 // pgConfig completes the pgstore configuration with the pool size.
-func pgConfig(c pgstore.Config) pgstore.Config {
-	c.MaxConns = hostPoolSize(hostAdmission())
+func pgConfig(c pgstore.Config, a mkruntime.Admission) pgstore.Config {
+	c.MaxConns = hostPoolSize(a)
 	c.Workers = hostWorkerConns
 	return c
+}
+
+// Request classes at the edge.
+const (
+	classReads  = "reads"
+	classWrites = "writes"
+	classChats  = "chats"
+)
+
+// classOf is a route pattern's class: chat, reads (GET and search) or
+// writes (every other POST).
+func classOf(pattern string) string {
+	switch {
+	case strings.HasSuffix(pattern, "/chat"):
+		return classChats
+	case strings.HasPrefix(pattern, "GET "), strings.HasSuffix(pattern, "/search"):
+		return classReads
+	}
+	return classWrites
+}
+
+// edgeClass bounds the requests of one class in flight. It never waits:
+// a request that finds every slot taken is turned away.
+type edgeClass struct {
+	name    string
+	slots   chan struct{}
+	refused atomic.Int64
+}
+
+// edge holds the Host's classes.
+type edge map[string]*edgeClass
+
+func newEdge(l overloadLimits) edge {
+	e := edge{}
+	for name, n := range map[string]int{classReads: l.EdgeReads, classWrites: l.EdgeWrites, classChats: l.EdgeChats} {
+		e[name] = &edgeClass{name: name, slots: make(chan struct{}, max(1, n))}
+	}
+	return e
+}
+
+// enter takes a slot of the class, or reports that there is none.
+func (c *edgeClass) enter() bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+		c.refused.Add(1)
+		return false
+	}
+}
+
+func (c *edgeClass) leave() { <-c.slots }
+
+// full reports a class whose next request is turned away.
+func (c *edgeClass) full() bool { return len(c.slots) == cap(c.slots) }
+
+// overloadedAt is the error of a request the edge turned away.
+func overloadedAt(class string) error {
+	return &memorykit.Error{Op: "host.edge", Kind: memorykit.ErrOverloaded, Field: class, Reason: reasonInFlight, Retry: true}
 }
 
 // Per-route deadlines: chat waits for the model, everything else only for
@@ -94,5 +212,13 @@ func markDegraded(w http.ResponseWriter, degraded bool, reason string) {
 	w.Header().Set(degradedHeader, reason)
 }
 
-// overloaded reports whether the runtime is turning requests away now.
-func (h *Host) overloaded() bool { return h.rt.Load().Saturated }
+// overloaded reports whether the Host is turning requests away now: an
+// edge class is full or a runtime admission class is saturated.
+func (h *Host) overloaded() bool {
+	for _, c := range h.edge {
+		if c.full() {
+			return true
+		}
+	}
+	return h.rt.Load().Saturated
+}

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/pgstore"
@@ -52,14 +54,70 @@ func TestDegradedRecallHeader(t *testing.T) {
 }
 
 func TestHostPoolCoversAdmission(t *testing.T) {
-	a := hostAdmission()
-	c := pgConfig(pgstoreConfigForTest())
+	a := hostLimits(2, false, 500*time.Millisecond).Admission
+	c := pgConfig(pgstore.Config{}, a)
 	if c.MaxConns < int32(a.MaxReads+a.MaxWrites) || c.Workers != hostWorkerConns {
 		t.Fatalf("pool %d for %+v", c.MaxConns, a)
 	}
 }
 
-func pgstoreConfigForTest() pgstore.Config { return pgstore.Config{} }
+// TestHostLimitsFollowCPUsAndDeadline: the bounds scale with the CPUs
+// (reads one per CPU, at least two, for an in-process store; four per CPU
+// with PostgreSQL), a
+// queued call waits at most a hundredth of the recall deadline and not at
+// all in a standing queue, and the edge lets in as many searches, reads
+// and writes as the runtime has slots, so none of them waits in the
+// runtime's queue.
+func TestHostLimitsFollowCPUsAndDeadline(t *testing.T) {
+	for _, c := range []struct {
+		cpus      int
+		inProcess bool
+		deadline  time.Duration
+		reads     int
+	}{
+		{1, false, 500 * time.Millisecond, 4}, {2, false, 500 * time.Millisecond, 8}, {8, false, 300 * time.Millisecond, 32},
+		{0, false, time.Second, 4}, {1, true, 500 * time.Millisecond, 2}, {2, true, 500 * time.Millisecond, 2},
+		{8, true, time.Second, 8},
+	} {
+		l := hostLimits(c.cpus, c.inProcess, c.deadline)
+		a := l.Admission
+		if a.MaxReads != c.reads || a.MaxWrites != 4*max(1, c.cpus) {
+			t.Errorf("%+v: slots %+v", c, a)
+		}
+		if a.MaxWait != c.deadline/100 || a.CongestedWait != 0 {
+			t.Errorf("%+v: waits %v / %v", c, a.MaxWait, a.CongestedWait)
+		}
+		if l.EdgeReads != a.MaxReads || l.EdgeWrites != a.MaxWrites || l.EdgeChats != 2*a.MaxReads || a.MaxQueue != a.MaxReads {
+			t.Errorf("%+v: edge %+v", c, l)
+		}
+	}
+}
+
+// TestRouteClasses: every project route has a class; chat is its own,
+// searches and GETs are reads, every other POST is a write.
+func TestRouteClasses(t *testing.T) {
+	e := newEnv(t, memoryBackend, nil)
+	n := 0
+	for _, p := range e.host.routes {
+		if !strings.Contains(p, "/v1/projects/") {
+			continue
+		}
+		n++
+		want := classWrites
+		switch {
+		case strings.HasSuffix(p, "/chat"):
+			want = classChats
+		case strings.HasPrefix(p, "GET "), strings.HasSuffix(p, "/search"):
+			want = classReads
+		}
+		if got := classOf(p); got != want || e.host.edge[got] == nil {
+			t.Errorf("%s: class %q, want %q", p, got, want)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d project routes", n)
+	}
+}
 
 // blockingRecall holds every Recall while blocked is set, after telling
 // entered.
@@ -81,9 +139,11 @@ func (s blockingRecall) Recall(ctx context.Context, q memorykit.RecallQuery) (me
 // "overloaded" (503) until the slot is free again.
 func TestHostAnswersOverload503(t *testing.T) {
 	block := blockingRecall{entered: make(chan struct{}, 4), release: make(chan struct{})}
-	adm := mkruntime.Admission{MaxReads: 1, MaxWrites: 1}
+	// The edge lets both searches in; the runtime's one read slot and
+	// empty queue turn the second away.
+	lim := overloadLimits{Admission: mkruntime.Admission{MaxReads: 1, MaxWrites: 1}, EdgeReads: 8, EdgeWrites: 8, EdgeChats: 8}
 	b := backend{name: "memorystore", options: func(*testing.T) Options {
-		return Options{TombstoneSecret: testTombstoneSecret, admission: &adm, workerStores: func(s memorykit.Store) mkruntime.Stores {
+		return Options{TombstoneSecret: testTombstoneSecret, limits: &lim, workerStores: func(s memorykit.Store) mkruntime.Stores {
 			st := mkruntime.StoresOf(s)
 			block.RecallStore = s
 			st.Recall = block
@@ -126,6 +186,100 @@ func TestHostAnswersOverload503(t *testing.T) {
 	release()
 	if r := <-first; r.status != http.StatusOK {
 		t.Fatalf("admitted search: %d %s", r.status, r.raw)
+	}
+	if r := e.must(http.StatusOK, "", "GET", "/healthz", ""); r.str("status") != "ok" {
+		t.Fatalf("health at rest: %s", r.raw)
+	}
+}
+
+// bodyProbe is a request body that records whether anything read it.
+type bodyProbe struct {
+	io.Reader
+	read bool
+}
+
+func (b *bodyProbe) Read(p []byte) (int, error) {
+	b.read = true
+	return b.Reader.Read(p)
+}
+
+func (b *bodyProbe) Close() error { return nil }
+
+// TestEdgeTurnsAwayBeforeTheBody: with one search in flight and an edge
+// bound of one read, the next search is answered 503 overloaded
+// (in_flight_limit, field reads) with Retry-After and the JSON error shape,
+// without its body being read and without reaching recall; /healthz says
+// overloaded and the refusal is counted in /metrics. A write, another
+// class, still goes through. Once the search finishes, searches and health
+// are back to normal.
+func TestEdgeTurnsAwayBeforeTheBody(t *testing.T) {
+	block := blockingRecall{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	lim := overloadLimits{Admission: mkruntime.Admission{MaxReads: 8, MaxWrites: 8}, EdgeReads: 1, EdgeWrites: 4, EdgeChats: 1}
+	b := backend{name: "memorystore", options: func(*testing.T) Options {
+		return Options{TombstoneSecret: testTombstoneSecret, limits: &lim, workerStores: func(s memorykit.Store) mkruntime.Stores {
+			st := mkruntime.StoresOf(s)
+			block.RecallStore = s
+			st.Recall = block
+			return st
+		}}
+	}}
+	e := newEnv(t, b, nil)
+	var once sync.Once
+	release := func() { once.Do(func() { close(block.release) }) }
+	t.Cleanup(release)
+
+	first := make(chan resp, 1)
+	go func() { first <- e.do(aliceToken, "POST", apollo+"/search", `{"query":"deploy region"}`) }()
+	<-block.entered
+
+	// Straight into the handler, to see whether the body was touched.
+	probe := &bodyProbe{Reader: strings.NewReader(`{"query":"deploy region"}`)}
+	req := httptest.NewRequest("POST", apollo+"/search", probe)
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		e.host.Handler().ServeHTTP(rec, req)
+	}()
+	select {
+	case <-served:
+	case <-block.entered:
+		release()
+		<-served
+		t.Fatal("the second search reached recall instead of being turned away at the edge")
+	}
+	var body errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("body %q: %v", rec.Body.String(), err)
+	}
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != retryAfterSeconds ||
+		!strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") ||
+		body != (errorBody{Error: "overloaded", Reason: reasonInFlight, Field: classReads}) {
+		t.Fatalf("refused search: %d %v %+v", rec.Code, rec.Header(), body)
+	}
+	if probe.read {
+		t.Fatal("the edge read the body of a request it turned away")
+	}
+	// The bound is per class: a write is not a read.
+	e.write(aliceToken, "apollo", "fact", "deploy region", "The API runs in eu-west-1")
+	// Unauthenticated requests are still told so, not overloaded.
+	e.must(http.StatusUnauthorized, "", "POST", apollo+"/search", `{"query":"x"}`)
+	if r := e.must(http.StatusServiceUnavailable, "", "GET", "/healthz", ""); r.str("status") != "overloaded" {
+		t.Fatalf("health while the edge is full: %s", r.raw)
+	}
+	m := e.must(http.StatusOK, "", "GET", "/metrics", "")
+	if !strings.Contains(m.raw, `host_http_overloaded_total{host_class="reads"} 1`) {
+		t.Fatalf("refusal not counted:\n%s", m.raw)
+	}
+
+	release()
+	if r := <-first; r.status != http.StatusOK {
+		t.Fatalf("admitted search: %d %s", r.status, r.raw)
+	}
+	if ids := e.searchIDs(aliceToken, "apollo", "deploy region"); len(ids) != 1 {
+		t.Fatalf("search after the overload found %v", ids)
 	}
 	if r := e.must(http.StatusOK, "", "GET", "/healthz", ""); r.str("status") != "ok" {
 		t.Fatalf("health at rest: %s", r.raw)
