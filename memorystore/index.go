@@ -135,7 +135,7 @@ func (s *Store) unindex(e *entry) {
 	x := s.indexes[e.rec.Scope]
 	x.docs[e.ix.slot] = nil
 	x.holes++
-	for t := range e.ix.terms {
+	for t := range e.indexedTerms() {
 		if x.df[t]--; x.df[t] == 0 {
 			delete(x.df, t)
 			delete(x.postings, t)
@@ -161,6 +161,16 @@ func (s *Store) unindex(e *entry) {
 	}
 }
 
+// indexedTerms is the set of terms e was indexed with. A snapshot drops
+// the set once indexed; its records never change in place, so their text
+// still yields the same terms.
+func (e *entry) indexedTerms() map[string]struct{} {
+	if e.ix.terms != nil {
+		return e.ix.terms
+	}
+	return termSet(e.rec.Key, e.rec.Content)
+}
+
 // compact renumbers the live slots without holes.
 func (x *scopeIndex) compact() {
 	old := x.docs
@@ -175,7 +185,7 @@ func (x *scopeIndex) compact() {
 		slot := int32(len(x.docs))
 		x.docs = append(x.docs, e)
 		e.ix.slot = slot
-		for t := range e.ix.terms {
+		for t := range e.indexedTerms() {
 			x.postings[t] = append(x.postings[t], slot)
 		}
 		x.keys[e.rec.Key] = append(x.keys[e.rec.Key], slot)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
@@ -23,16 +24,20 @@ import (
 //
 // A recall reads the Scope's committed version (one round trip). A cached
 // snapshot at that version or a later one holds every change committed
-// before the recall began, so recall ranks in it; otherwise the Scope is
-// loaded again, whole, in one REPEATABLE READ transaction that reads the
-// version and the rows from the same database snapshot. Nothing is ever
-// served from a snapshot older than the version just read, so an erase or
-// forget committed by any process is seen by the next recall.
+// before the recall began, so recall ranks in it. When the version moved,
+// the snapshot is refreshed (a second round trip): one pipelined REPEATABLE
+// READ transaction reads the version again, the records whose change
+// version (table scope_changes, written by the same triggers) is above the
+// snapshot's, and the current active rows and vectors of those records;
+// they leave the snapshot and what is still active comes back. A Scope not
+// cached at all is loaded whole. Nothing is ever served from a snapshot
+// older than the version just read, so an erase or forget committed by any
+// process is seen by the next recall.
 //
-// Snapshots are accounted by an estimate of their heap size (snapshotBytes)
-// and evicted least recently used first to stay within the budget. A Scope
-// larger than the whole budget is not cached; its recalls take the SQL
-// path.
+// Snapshots are accounted by an estimate of their heap size
+// (memorystore.Snapshot.Bytes) and evicted least recently used first to
+// stay within the budget. A Scope larger than the whole budget is not
+// cached; its recalls take the SQL path.
 type recallCache struct {
 	clk    clock.Clock
 	budget int64
@@ -45,15 +50,22 @@ type recallCache struct {
 	// did not fit the budget, so their recalls skip the load until they
 	// change. It is cleared when it reaches tooBigLimit entries.
 	tooBig map[memorykit.Scope]int64
-	loads  singleflight.Group
+	// refreshes serialises the loads and refreshes of each Scope and
+	// shares them among concurrent recalls.
+	refreshes singleflight.Group
+	// loads and deltas count whole-Scope loads and incremental refreshes.
+	loads, deltas atomic.Int64
 }
 
 const tooBigLimit = 1024
 
+// cachedScope is one Scope's snapshot. The snapshot changes only inside a
+// refresh of its Scope (one at a time, see recallCache.refreshes); version
+// and bytes change only under the cache's mu.
 type cachedScope struct {
 	scope   memorykit.Scope
-	version int64
 	snap    *memorystore.Snapshot
+	version int64
 	bytes   int64
 }
 
@@ -95,6 +107,19 @@ func (c *recallCache) get(scope memorykit.Scope, version int64) (*memorystore.Sn
 	return cs.snap, true
 }
 
+// entry returns the cached snapshot of scope at whatever version it is,
+// and that version.
+func (c *recallCache) entry(scope memorykit.Scope) (*cachedScope, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.scopes[scope]
+	if el == nil {
+		return nil, 0
+	}
+	cs := el.Value.(*cachedScope)
+	return cs, cs.version
+}
+
 // put caches cs unless it is too big for the whole budget or an entry at a
 // later version is already there, evicting the least recently used
 // Scopes to make room. A Scope too big to cache is still served once from
@@ -102,6 +127,10 @@ func (c *recallCache) get(scope memorykit.Scope, version int64) (*memorystore.Sn
 func (c *recallCache) put(cs *cachedScope) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(cs)
+}
+
+func (c *recallCache) putLocked(cs *cachedScope) {
 	if cs.bytes > c.budget {
 		if len(c.tooBig) >= tooBigLimit {
 			clear(c.tooBig)
@@ -125,6 +154,19 @@ func (c *recallCache) put(cs *cachedScope) {
 	c.used += cs.bytes
 }
 
+// refreshed records that cs's snapshot now holds the Scope at version and
+// takes bytes, evicting other Scopes (or cs itself, when it no longer fits
+// the budget) as put would.
+func (c *recallCache) refreshed(cs *cachedScope, version, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.scopes[cs.scope]; el != nil && el.Value.(*cachedScope) == cs {
+		c.removeLocked(cs.scope)
+	}
+	cs.version, cs.bytes = version, bytes
+	c.putLocked(cs)
+}
+
 func (c *recallCache) removeLocked(scope memorykit.Scope) {
 	el := c.scopes[scope]
 	if el == nil {
@@ -142,15 +184,13 @@ func (c *recallCache) usage() (int64, int) {
 	return c.used, len(c.scopes)
 }
 
-// cachedRecall serves q from the cache, loading the Scope when its cached
-// snapshot is missing or stale. errNotCached (or any load failure while
-// ctx is live) sends the caller to the SQL path.
+// cachedRecall serves q from the cache, loading or refreshing the Scope
+// when its cached snapshot is missing or stale. errNotCached (or any load
+// failure while ctx is live) sends the caller to the SQL path.
 func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVector bool) (memorykit.RecallResult, error) {
 	c := s.cache
 	var version int64
-	err := s.pool.QueryRow(ctx, s.q(`SELECT COALESCE((SELECT version FROM {schema}.scope_versions
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3), 0)`),
-		q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID).Scan(&version)
+	err := s.pool.QueryRow(ctx, s.q(scopeVersionSQL), q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID).Scan(&version)
 	if err != nil {
 		return memorykit.RecallResult{}, err
 	}
@@ -158,25 +198,20 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 		return memorykit.RecallResult{}, errNotCached
 	}
 	snap, ok := c.get(q.Scope, version)
-	// A load shared with another recall may have begun before this one's
-	// version was committed; then it is loaded again.
+	// A refresh shared with another recall may have read the Scope before
+	// this one's version was committed; then it is refreshed again.
 	for tries := 0; !ok; tries++ {
 		if tries == 2 {
 			return memorykit.RecallResult{}, errNotCached
 		}
-		v, err, _ := c.loads.Do(q.Scope.String(), func() (any, error) {
-			cs, err := s.loadScope(ctx, q.Scope)
-			if err != nil {
-				return nil, err
-			}
-			c.put(cs)
-			return cs, nil
+		v, err, _ := c.refreshes.Do(q.Scope.String(), func() (any, error) {
+			return s.refreshScope(ctx, q.Scope)
 		})
 		if err != nil {
 			return memorykit.RecallResult{}, err
 		}
-		if cs := v.(*cachedScope); cs.version >= version {
-			snap, ok = cs.snap, true
+		if r := v.(refreshResult); r.version >= version {
+			snap, ok = r.snap, true
 		}
 	}
 	if !useVector {
@@ -185,50 +220,184 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 	return snap.Recall(ctx, q)
 }
 
+const scopeVersionSQL = `SELECT COALESCE((SELECT version FROM {schema}.scope_versions
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3), 0)`
+
+// refreshResult is what a refresh brought a Scope's snapshot to.
+type refreshResult struct {
+	snap    *memorystore.Snapshot
+	version int64
+}
+
+// refreshScope brings the Scope's cached snapshot up to the committed
+// version: by the rows changed since the snapshot's version when it is
+// cached, else by a whole load. Only one refresh of a Scope runs at a time
+// (recallCache.refreshes).
+func (s *Store) refreshScope(ctx context.Context, scope memorykit.Scope) (refreshResult, error) {
+	c := s.cache
+	cs, from := c.entry(scope)
+	if cs != nil {
+		d, err := s.readDelta(ctx, scope, from)
+		if err != nil {
+			return refreshResult{}, err
+		}
+		if d.version >= from {
+			cs.snap.Apply(d.changed, d.recs, d.embs)
+			c.deltas.Add(1)
+			c.refreshed(cs, d.version, cs.snap.Bytes())
+			return refreshResult{snap: cs.snap, version: d.version}, nil
+		}
+		// The version went back (the schema was rebuilt): start over.
+	}
+	cs, err := s.loadScope(ctx, scope)
+	if err != nil {
+		return refreshResult{}, err
+	}
+	c.loads.Add(1)
+	c.put(cs)
+	return refreshResult{snap: cs.snap, version: cs.version}, nil
+}
+
+// scopeDelta is what changed in a Scope after a version: the ids of every
+// record changed since (changed), the current rows of those that are
+// active (recs) and their current vectors (embs), all read at version.
+type scopeDelta struct {
+	version int64
+	changed []string
+	recs    []memorykit.Record
+	embs    []memorystore.SnapshotEmbedding
+}
+
+// readDelta reads the Scope's version and the rows changed after from, in
+// one round trip: a pipelined REPEATABLE READ transaction, so the version
+// and the rows come from one database snapshot.
+func (s *Store) readDelta(ctx context.Context, scope memorykit.Scope, from int64) (scopeDelta, error) {
+	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID, from}
+	const changed = `SELECT c.record_id FROM {schema}.scope_changes c
+		WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4`
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	batch.Queue(s.q(scopeVersionSQL), args[:3]...)
+	batch.Queue(s.q(changed), args...)
+	batch.Queue(s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status = 'active'
+		AND id IN (`+changed+`)`), args...)
+	batch.Queue(s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
+		FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
+		WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
+		AND r.status = 'active' AND r.content_hash = e.content_hash
+		AND e.record_id IN (`+changed+`)`), args...)
+	batch.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, batch)
+	defer func() { _ = br.Close() }()
+	var d scopeDelta
+	if _, err := br.Exec(); err != nil {
+		return d, err
+	}
+	if err := br.QueryRow().Scan(&d.version); err != nil {
+		return d, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return d, err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return d, err
+		}
+		d.changed = append(d.changed, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return d, err
+	}
+	if d.recs, err = scanRecords(br); err != nil {
+		return d, err
+	}
+	if d.embs, err = scanEmbeddings(br); err != nil {
+		return d, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return d, err
+	}
+	return d, br.Close()
+}
+
 // loadScope reads the Scope's version, active records and current vectors
-// from one database snapshot and indexes them.
+// from one database snapshot (one round trip, as readDelta) and indexes
+// them.
 func (s *Store) loadScope(ctx context.Context, scope memorykit.Scope) (*cachedScope, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID}
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	batch.Queue(s.q(scopeVersionSQL), args...)
+	batch.Queue(s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status = 'active'`), args...)
+	batch.Queue(s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
+		FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
+		WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
+		AND r.status = 'active' AND r.content_hash = e.content_hash`), args...)
+	batch.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, batch)
+	defer func() { _ = br.Close() }()
 	cs := &cachedScope{scope: scope}
-	if err := tx.QueryRow(ctx, s.q(`SELECT COALESCE((SELECT version FROM {schema}.scope_versions
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3), 0)`), args...).Scan(&cs.version); err != nil {
+	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status = 'active'`), args...)
+	if err := br.QueryRow().Scan(&cs.version); err != nil {
+		return nil, err
+	}
+	recs, err := scanRecords(br)
 	if err != nil {
 		return nil, err
 	}
+	embs, err := scanEmbeddings(br)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	cs.snap = memorystore.NewSnapshot(s.cache.clk, recs, embs)
+	cs.bytes = cs.snap.Bytes()
+	return cs, nil
+}
+
+// scanRecords reads the batch's next result: rows of recordCols.
+func scanRecords(br pgx.BatchResults) ([]memorykit.Record, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	var recs []memorykit.Record
 	for rows.Next() {
 		var d recordDest
 		if err := rows.Scan(d.targets()...); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		rec, err := d.record()
 		if err != nil {
-			rows.Close()
 			return nil, err
 		}
 		recs = append(recs, rec)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = tx.Query(ctx, s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
-		FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
-		WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
-		AND r.status = 'active' AND r.content_hash = e.content_hash`), args...)
+	return recs, rows.Err()
+}
+
+// scanEmbeddings reads the batch's next result: record_id, profile,
+// content_hash and embedding rows.
+func scanEmbeddings(br pgx.BatchResults) ([]memorystore.SnapshotEmbedding, error) {
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	var embs []memorystore.SnapshotEmbedding
 	for rows.Next() {
 		var (
@@ -236,54 +405,12 @@ func (s *Store) loadScope(ctx context.Context, scope memorykit.Scope) (*cachedSc
 			vec pgvector.Vector
 		)
 		if err := rows.Scan(&m.RecordID, &m.Profile, &m.ContentHash, &vec); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		m.Vector = vec.Slice()
 		embs = append(embs, m)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	cs.snap = memorystore.NewSnapshot(s.cache.clk, recs, embs)
-	cs.bytes = snapshotBytes(recs, embs)
-	return cs, nil
-}
-
-// Per-item overheads of snapshotBytes, from the heap of a 10k-record Scope
-// measured after GC (BenchmarkRecallCacheLoad: 4,016 bytes per record on
-// the heap, 4,155 accounted): the record's entry and slot, a term's place
-// in the posting lists, and a vector's slab row. Keep the accounted figure
-// above the heap's when the snapshot's layout changes.
-const (
-	scopeOverhead  = 2048 // the snapshot's store, index maps and cache entry, so empty Scopes count too
-	recordOverhead = 1152
-	termOverhead   = 16
-	vectorOverhead = 96
-)
-
-// snapshotBytes estimates the heap a snapshot of recs and embs holds: the
-// strings of each record, its index terms (about one per 6 bytes of text,
-// each in a posting list), and each vector once
-// (its slab row; the snapshot keeps no other copy).
-func snapshotBytes(recs []memorykit.Record, embs []memorystore.SnapshotEmbedding) int64 {
-	n := int64(scopeOverhead)
-	for _, r := range recs {
-		text := len(r.Content) + len(r.Key)
-		n += recordOverhead + int64(len(r.ID)+len(r.ContentHash)+len(r.CreatedBy.ID)+len(r.TouchedBy.ID)+2*text)
-		n += int64(text/6+1) * termOverhead
-		for k, v := range r.Metadata {
-			n += int64(len(k)+len(v)) + 48
-		}
-		for _, src := range r.Sources {
-			n += int64(len(src.Kind)+len(src.Ref)) + 32
-		}
-	}
-	for _, e := range embs {
-		n += vectorOverhead + 4*int64(len(e.Vector))
-	}
-	return n
+	return embs, rows.Err()
 }
 
 // RecallCacheUsage reports the recall cache's accounted size in bytes (an

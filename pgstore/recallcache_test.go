@@ -87,14 +87,23 @@ func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	only("erase")
+	// The forget and the erase reached a's warm copy as deltas, not as
+	// reloads.
+	if loads, deltas := a.cache.loads.Load(), a.cache.deltas.Load(); loads != 1 || deltas != 2 {
+		t.Fatalf("the cache loaded the scope %d times and refreshed it %d times; want 1 load, 2 refreshes", loads, deltas)
+	}
 }
 
 // TestRecallCacheMatchesSQL is the randomized differential test of the
 // recall cache: two caching Stores on separate pools (two Hosts) write to
 // a few Scopes in turn (creates, batches, corrections, forgets, erases,
-// activations, rejections, embeddings), and after every step a recall
+// activations and supersessions, rejections, embeddings put and deleted,
+// purges, and rows deleted outright), and after most steps a recall
 // through one of them must equal the reference SQL path (a third Store
 // with no cache) at that point: same hits, ranks, scores and records.
+// Recalls are skipped at random, so a cached Scope is often refreshed over
+// several writes at once; the large-budget Store must have taken most of
+// its refreshes incrementally.
 func TestRecallCacheMatchesSQL(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	if testing.Short() {
@@ -122,6 +131,22 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 	r := rand.New(rand.NewPCG(seed, 99))
 	const profile = "diff/v1"
 	ids := make([][]string, len(scopes))
+	conn := adminConn(t)
+	// hardDelete removes a record and every row naming it, as no Store
+	// operation does today: the cache must notice rows that vanish.
+	hardDelete := func(id string) {
+		for _, stmt := range []string{
+			`DELETE FROM {schema}.embedding_queue WHERE record_id = $1`,
+			`DELETE FROM {schema}.embedding_leases WHERE record_id = $1`,
+			`DELETE FROM {schema}.embeddings WHERE record_id = $1`,
+			`DELETE FROM {schema}.revisions WHERE record_id = $1`,
+			`DELETE FROM {schema}.records WHERE id = $1`,
+		} {
+			if _, err := conn.Exec(ctx, renderSQL(stmt, schema, ""), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	embed := func(s *Store, scope memorykit.Scope, rec memorykit.Record) {
 		vec := make([]float32, 4)
 		for i := range vec {
@@ -225,6 +250,26 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 					t.Fatalf("step %d: erase: %v", step, err)
 				}
 			}
+		case op < 14 && r.IntN(4) == 0:
+			if _, err := w.DeleteEmbeddings(ctx, profile, &scope); err != nil {
+				t.Fatalf("step %d: delete embeddings: %v", step, err)
+			}
+		case op < 15 && r.IntN(30) == 0:
+			if _, err := w.Purge(ctx, scope, reviewer, "diff"); err != nil {
+				t.Fatalf("step %d: purge: %v", step, err)
+			}
+		case op < 16 && r.IntN(3) == 0:
+			k := r.IntN(len(ids[si]))
+			hardDelete(ids[si][k])
+			ids[si] = append(ids[si][:k], ids[si][k+1:]...)
+			if len(ids[si]) == 0 {
+				continue
+			}
+		}
+		if r.IntN(3) == 0 {
+			// No recall this step: the next one refreshes over more
+			// writes.
+			continue
 		}
 		// A recall after every step, through either host, compared with
 		// the reference.
@@ -260,6 +305,11 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 			t.Fatalf("cache uses %d bytes over its budget of %d", used, h.cache.budget)
 		}
 	}
+	if loads, deltas := hosts[0].cache.loads.Load(), hosts[0].cache.deltas.Load(); deltas < int64(steps)/8 || loads > int64(len(scopes)) {
+		t.Fatalf("the large cache loaded %d Scopes whole and refreshed %d times incrementally in %d steps; want most refreshes incremental", loads, deltas, steps)
+	}
+	t.Logf("large cache: %d loads, %d incremental refreshes; small cache: %d loads, %d incremental refreshes",
+		hosts[0].cache.loads.Load(), hosts[0].cache.deltas.Load(), hosts[1].cache.loads.Load(), hosts[1].cache.deltas.Load())
 }
 
 // TestRecallCacheStaysWithinBudget puts snapshots of random sizes into a

@@ -23,7 +23,9 @@
 // counters of jobs; 8, a version per Scope bumped by triggers in every
 // transaction that changes its records or embeddings, which the optional
 // in-process recall cache (Config.RecallCacheBytes) reads to know when its
-// copy of a Scope is stale. Opening a store on an older schema applies the missing
+// copy of a Scope is stale; 9, the Scope version of each record's latest
+// change, so the cache refreshes a stale copy by the changed rows alone.
+// Opening a store on an older schema applies the missing
 // versions in order; 2, 4 and 5 fill or rewrite rows in time proportional
 // to their number. Open and New also replace the plain key of any tombstone
 // erased before schema 6 by its keyed digest.
