@@ -25,7 +25,7 @@ func (s *Store) pending(e *entry, profile string) bool {
 	if e.rec.Status != memorykit.StatusActive {
 		return false
 	}
-	emb := e.embeddings[profile]
+	emb := e.embeddings.get(profile)
 	return emb == nil || emb.hash != e.rec.ContentHash
 }
 
@@ -174,13 +174,10 @@ func (s *Store) putLocked(op string, p memorykit.EmbeddingPut) error {
 	}
 	k := embKey{recordID: p.RecordID, profile: p.Profile}
 	delete(s.embStates, k)
-	if old := e.embeddings[p.Profile]; old != nil && old.hash == p.ContentHash && slices.Equal(old.vector, p.Vector) {
+	if old := e.embeddings.get(p.Profile); old != nil && old.hash == p.ContentHash && slices.Equal(s.vectorOf(e, old), p.Vector) {
 		return nil
 	}
-	if e.embeddings == nil {
-		e.embeddings = make(map[string]*embedding)
-	}
-	e.embeddings[p.Profile] = &embedding{hash: p.ContentHash, vector: cloneVector(p.Vector), norm: norm(p.Vector), at: s.now()}
+	e.embeddings = e.embeddings.put(embedding{profile: p.Profile, hash: p.ContentHash, vector: cloneVector(p.Vector), norm: norm(p.Vector), at: s.now()})
 	s.syncVector(e, p.Profile)
 	return nil
 }
@@ -286,8 +283,11 @@ func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope *mem
 	}
 	n := 0
 	for _, e := range s.records {
-		if _, ok := e.embeddings[profile]; ok && (scope == nil || e.rec.Scope == *scope) {
-			delete(e.embeddings, profile)
+		if scope != nil && e.rec.Scope != *scope {
+			continue
+		}
+		var ok bool
+		if e.embeddings, ok = e.embeddings.del(profile); ok {
 			s.syncVector(e, profile)
 			n++
 		}

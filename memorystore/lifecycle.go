@@ -93,7 +93,6 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		},
 	}
 	e.rec = canonical(e.rec)
-	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
 	s.records[id] = e
 	scoped := s.byScope[in.Scope]
@@ -154,15 +153,6 @@ func canonical(r memorykit.Record) memorykit.Record {
 		r.Sources = nil
 	}
 	return r
-}
-
-func termSet(key, content string) map[string]struct{} {
-	terms := memorykit.IndexTerms(key, content)
-	set := make(map[string]struct{}, len(terms))
-	for _, t := range terms {
-		set[t] = struct{}{}
-	}
-	return set
 }
 
 // record appends a revision snapshotting the record as it is now.
@@ -379,7 +369,6 @@ func (s *Store) scrub(e *entry) {
 	e.rec.ContentHash = ""
 	e.rec.Metadata = nil
 	e.rec.Sources = nil
-	e.terms = nil
 	for i := range e.revisions {
 		v := &e.revisions[i]
 		v.Content, v.ContentHash, v.Metadata, v.Sources = "", "", nil, nil
@@ -430,14 +419,19 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		return memorykit.Record{}, err
 	}
 	defer s.mu.Unlock()
+	hash := memorykit.ContentHash(c.Content)
+	if e.ix != nil && e.ix.hash != hash {
+		// Out of the recall index while the record still holds the text
+		// it was indexed with (see unindex).
+		s.unindex(e)
+	}
 	e.rec.Content = c.Content
-	e.rec.ContentHash = memorykit.ContentHash(c.Content)
+	e.rec.ContentHash = hash
 	e.rec.Sources = c.Sources
 	if c.Metadata != nil {
 		e.rec.Metadata = c.Metadata
 	}
 	e.rec = canonical(e.rec)
-	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.touch(memorykit.RuleCorrect, c.Actor, c.Reason, s.now())
 	s.sync(e)
 	return e.rec.Clone(), nil

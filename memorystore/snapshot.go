@@ -87,13 +87,9 @@ func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding) {
 				s.unindex(old)
 			}
 		}
-		e := &entry{rec: r.Clone(), terms: termSet(r.Key, r.Content)}
+		e := &entry{rec: r.Clone()}
 		s.records[r.ID] = e
 		s.sync(e)
-		// The posting lists now hold the record's terms; the set is
-		// rebuilt from the record's text if it is ever unindexed.
-		e.terms = nil
-		e.ix.terms = nil
 		x.bytes += entryBytes(e)
 	}
 	for _, m := range embs {
@@ -101,16 +97,14 @@ func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding) {
 		if e == nil {
 			continue
 		}
-		if e.embeddings == nil {
-			e.embeddings = make(map[string]*embedding)
-		}
-		e.embeddings[m.Profile] = &embedding{hash: m.ContentHash, vector: m.Vector, norm: norm(m.Vector)}
+		e.embeddings = embeddingSet{{profile: m.Profile, hash: m.ContentHash, vector: m.Vector, norm: norm(m.Vector)}}
 		x.bytes -= entryBytes(e)
 		s.syncVector(e, m.Profile)
 		// The scope's slab now holds a copy of the vector, which is all
-		// recall reads; the record need not keep its own (unindexing
-		// removes the slab rows through e.ix.rows).
-		delete(e.embeddings, m.Profile)
+		// recall reads; the record need not keep the embedding (unindexing
+		// removes the slab rows through e.ix.rows, and with no embedding
+		// left to return to, drops the vectors).
+		e.embeddings = nil
 		x.bytes += entryBytes(e)
 	}
 }
@@ -132,21 +126,24 @@ func (x *Snapshot) Bytes() int64 {
 	return x.bytes
 }
 
-// Per-item overheads of Snapshot.Bytes.
+// Per-item overheads of Snapshot.Bytes, from BenchmarkSnapshotBytes (20k
+// records of about 40 words, 384-d: 2,959 bytes per record on the heap)
+// with a margin: the entry, its map slot, index state and key list; a
+// term's bytes in its posting list and share of the term dictionary; a
+// vector's norms and slot beside its slab row.
 const (
 	snapshotOverhead = 2048 // the store, its index maps and the cache entry, so empty Scopes count too
-	recordOverhead   = 1152
-	termOverhead     = 16
-	vectorOverhead   = 96
+	recordOverhead   = 768
+	termOverhead     = 4
+	vectorOverhead   = 32
 )
 
 // entryBytes is e's share of Snapshot.Bytes: its strings, its index terms
-// (about one per 6 bytes of text, each in a posting list) and each of its
-// slab rows.
+// (about one per 6 bytes of text) and each of its slab rows.
 func entryBytes(e *entry) int64 {
 	r := &e.rec
 	text := len(r.Content) + len(r.Key)
-	n := recordOverhead + int64(len(r.ID)+len(r.ContentHash)+len(r.CreatedBy.ID)+len(r.TouchedBy.ID)+2*text)
+	n := recordOverhead + int64(len(r.ID)+len(r.ContentHash)+len(r.CreatedBy.ID)+len(r.TouchedBy.ID)+text)
 	n += int64(text/6+1) * termOverhead
 	for k, v := range r.Metadata {
 		n += int64(len(k)+len(v)) + 48
