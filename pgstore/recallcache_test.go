@@ -296,6 +296,9 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 		if len(want.FullText)+len(want.Vector) > 0 {
 			compared++
 		}
+		for _, h := range hosts {
+			checkAccounting(t, h.cache)
+		}
 	}
 	if compared < steps/4 {
 		t.Fatalf("only %d of %d recalls found anything; the comparison proves little", compared, steps)
@@ -310,6 +313,26 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 	}
 	t.Logf("large cache: %d loads, %d incremental refreshes; small cache: %d loads, %d incremental refreshes",
 		hosts[0].cache.loads.Load(), hosts[0].cache.deltas.Load(), hosts[1].cache.loads.Load(), hosts[1].cache.deltas.Load())
+}
+
+// checkAccounting fails unless c's accounted bytes are within its budget
+// and are the sum of its entries' sizes, each what its snapshot now holds
+// by Snapshot.Bytes (so refreshes keep the accounting current).
+func checkAccounting(t *testing.T, c *recallCache) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum := int64(0)
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		cs := el.Value.(*cachedScope)
+		if b := cs.snap.Bytes(); b != cs.bytes {
+			t.Fatalf("a cached Scope is accounted %d bytes, its snapshot holds %d", cs.bytes, b)
+		}
+		sum += cs.bytes
+	}
+	if c.used > c.budget || c.used != sum || c.lru.Len() != len(c.scopes) {
+		t.Fatalf("cache accounts %d bytes for entries of %d, budget %d", c.used, sum, c.budget)
+	}
 }
 
 // TestRecallCacheStaysWithinBudget puts snapshots of random sizes into a
