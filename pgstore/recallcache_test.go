@@ -11,6 +11,9 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/goagents/memorykit"
 )
@@ -21,6 +24,19 @@ func openCached(t testing.TB, schema string, clk clock.Clock, budget int64) *Sto
 	t.Helper()
 	s, err := Open(context.Background(), testDSN(t), Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema,
 		MaxConns: 4, RecallCacheBytes: budget})
+	if err != nil {
+		unusable(t, "open pgstore", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// openSQL opens a Store with its own pool and the recall cache off (the
+// reference SQL path) on schema, closed when the test ends.
+func openSQL(t testing.TB, schema string, clk clock.Clock) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), testDSN(t), Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema,
+		MaxConns: 4, SQLRecall: true})
 	if err != nil {
 		unusable(t, "open pgstore", err)
 	}
@@ -121,7 +137,7 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 	ctx := context.Background()
 	clk := newClock()
 	schema := uniqueSchema(t)
-	ref := openStore(t, schema, clk)
+	ref := openSQL(t, schema, clk)
 	// A small budget on one of them, so evictions and reloads happen too.
 	hosts := []*Store{openCached(t, schema, clk, 64<<20), openCached(t, schema, clk, 6<<10)}
 	scopes := make([]memorykit.Scope, 4)
@@ -398,7 +414,7 @@ func TestRecallCacheConcurrentRecalls(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	schema := uniqueSchema(t)
-	ref := openStore(t, schema, clk)
+	ref := openSQL(t, schema, clk)
 	c := openCached(t, schema, clk, 64<<20)
 	scopes := make([]memorykit.Scope, 3)
 	for i := range scopes {
@@ -450,5 +466,68 @@ func TestRecallCacheConcurrentRecalls(t *testing.T) {
 		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("scope %d: cached recall differs after concurrent loads (-sql +cached):\n%s", i, d)
 		}
+	}
+}
+
+// TestRecallCacheRoundTrips counts what a cached recall sends: two round
+// trips for a Scope not cached yet (the version, then the load in one
+// pipelined transaction), one when nothing changed since (the version),
+// two after another Store wrote to the Scope (the version, then the rows
+// changed since), and the refresh is incremental, not a reload.
+func TestRecallCacheRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	schema := uniqueSchema(t)
+	clk := newClock()
+	writer := openSQL(t, schema, clk)
+	pcfg, err := pgxpool.ParseConfig(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &countingTracer{}
+	pcfg.ConnConfig.Tracer = tracer
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
+	if err != nil {
+		unusable(t, "new", err)
+	}
+	defer s.Close()
+	scope, _ := memorykit.ProjectScope("tenant-r", "trips")
+	add := func(key string) {
+		t.Helper()
+		if _, err := writer.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: key,
+			Content: "the " + key + " runs in the eu region", Status: memorykit.StatusActive, Actor: author}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("api")
+	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"api"}, Terms: memorykit.SearchTerms("which eu region", 16),
+		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
+	recall := func(wantTrips, wantHits int) {
+		t.Helper()
+		before := tracer.n.Load()
+		res, err := s.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tracer.n.Load() - before; got != int64(wantTrips) {
+			t.Fatalf("recall sent %d round trips, want %d", got, wantTrips)
+		}
+		if len(res.FullText) != wantHits {
+			t.Fatalf("%d full-text hits, want %d", len(res.FullText), wantHits)
+		}
+	}
+	recall(2, 1) // cold: version, load
+	recall(1, 1) // warm: version only
+	recall(1, 1)
+	add("worker")
+	recall(2, 2) // version, delta
+	recall(1, 2)
+	if loads, deltas := s.cache.loads.Load(), s.cache.deltas.Load(); loads != 1 || deltas != 1 {
+		t.Fatalf("%d loads and %d incremental refreshes, want 1 and 1", loads, deltas)
 	}
 }
