@@ -29,6 +29,39 @@ type Snapshot struct {
 	// bytes is the estimate of the heap the snapshot holds (see Bytes);
 	// it changes only under s.mu held for writing.
 	bytes int64
+	// strs interns the short strings records repeat (Scope, kind, status,
+	// actors), so a Scope's records share one copy of each.
+	strs map[string]string
+}
+
+// str returns the snapshot's copy of v.
+func (x *Snapshot) str(v string) string {
+	if c, ok := x.strs[v]; ok {
+		return c
+	}
+	if len(x.strs) >= maxInterned {
+		// Many distinct actors: stop sharing rather than grow without
+		// bound (each record then keeps its own copy, as it came).
+		return v
+	}
+	x.strs[v] = v
+	return v
+}
+
+// maxInterned bounds Snapshot.strs.
+const maxInterned = 4096
+
+// share makes r use the snapshot's copies of its repeated strings.
+func (x *Snapshot) share(r *memorykit.Record) {
+	r.Scope.TenantID = x.str(r.Scope.TenantID)
+	r.Scope.SubjectType = memorykit.SubjectType(x.str(string(r.Scope.SubjectType)))
+	r.Scope.SubjectID = x.str(r.Scope.SubjectID)
+	r.Kind = memorykit.Kind(x.str(string(r.Kind)))
+	r.Status = memorykit.Status(x.str(string(r.Status)))
+	r.CreatedBy.Kind = memorykit.ActorKind(x.str(string(r.CreatedBy.Kind)))
+	r.CreatedBy.ID = x.str(r.CreatedBy.ID)
+	r.TouchedBy.Kind = memorykit.ActorKind(x.str(string(r.TouchedBy.Kind)))
+	r.TouchedBy.ID = x.str(r.TouchedBy.ID)
 }
 
 // NewSnapshot indexes recs (records of any status; only active ones take
@@ -43,6 +76,7 @@ func NewSnapshot(clk clock.Clock, recs []memorykit.Record, embs []SnapshotEmbedd
 			indexes: make(map[memorykit.Scope]*scopeIndex),
 		},
 		bytes: snapshotOverhead,
+		strs:  make(map[string]string),
 	}
 	x.add(recs, embs)
 	return x
@@ -88,6 +122,7 @@ func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding) {
 			}
 		}
 		e := &entry{rec: r.Clone()}
+		x.share(&e.rec)
 		s.records[r.ID] = e
 		s.sync(e)
 		x.bytes += entryBytes(e)
@@ -127,13 +162,15 @@ func (x *Snapshot) Bytes() int64 {
 }
 
 // Per-item overheads of Snapshot.Bytes, from BenchmarkSnapshotBytes (20k
-// records of about 40 words, 384-d: 2,959 bytes per record on the heap)
-// with a margin: the entry, its map slot, index state and key list; a
-// term's bytes in its posting list and share of the term dictionary; a
+// records of about 40 words, 384-d: 2,958 bytes per record on the heap)
+// and pgstore's BenchmarkRecallCacheLoad (10k records of about 36 words
+// and a larger vocabulary: 2,956), with a margin: the entry, its map slot,
+// index state and key list, and the share of the term dictionary of a
+// Scope with many distinct words; a term's bytes in its posting list; a
 // vector's norms and slot beside its slab row.
 const (
 	snapshotOverhead = 2048 // the store, its index maps and the cache entry, so empty Scopes count too
-	recordOverhead   = 768
+	recordOverhead   = 896
 	termOverhead     = 4
 	vectorOverhead   = 32
 )
