@@ -34,6 +34,14 @@ import (
 // older than the version just read, so an erase or forget committed by any
 // process is seen by the next recall.
 //
+// Ranking is memorystore's, which the SQL path reproduces (the
+// differential test TestRecallCacheMatchesSQL holds them to the same
+// hits, ranks, scores and records) with one difference at scale: the
+// cache's vector channel scans every current vector exactly, where the SQL
+// statement re-ranks exactly only the 64 nearest by the half-precision
+// index. They differ only when a record of the exact top k is not among
+// those 64, and then the cache's answer is the exact one.
+//
 // Snapshots are accounted by an estimate of their heap size
 // (memorystore.Snapshot.Bytes) and evicted least recently used first to
 // stay within the budget. A Scope larger than the whole budget is not
@@ -275,18 +283,24 @@ func (s *Store) readDelta(ctx context.Context, scope memorykit.Scope, from int64
 	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID, from}
 	const changed = `SELECT c.record_id FROM {schema}.scope_changes c
 		WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4`
+	// The rows of the changed records are looked up by primary key, one
+	// probe per changed record, whatever the planner knows about the
+	// tables: the ids come as an array, and no other indexed condition is
+	// left beside them for the planner to prefer (OFFSET 0 keeps the
+	// status filter out of the scan; the record of an embedding is read
+	// by a correlated probe). Right after a bulk load the planner knows
+	// nothing, and joins it estimated at one row became scans of the Scope
+	// (or of every active record) per changed record.
+	const ids = `(SELECT coalesce(array_agg(record_id), '{}') FROM (` + changed + `) ch)::text[]`
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	batch.Queue(s.q(scopeVersionSQL), args[:3]...)
 	batch.Queue(s.q(changed), args...)
-	batch.Queue(s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status = 'active'
-		AND id IN (`+changed+`)`), args...)
+	batch.Queue(s.q(`SELECT `+recordCols+` FROM (SELECT * FROM {schema}.records WHERE id = ANY (`+ids+`) OFFSET 0) r
+		WHERE status = 'active'`), args...)
 	batch.Queue(s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
-		FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
-		WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
-		AND r.status = 'active' AND r.content_hash = e.content_hash
-		AND e.record_id IN (`+changed+`)`), args...)
+		FROM (SELECT * FROM {schema}.embeddings WHERE record_id = ANY (`+ids+`) OFFSET 0) e
+		WHERE e.content_hash = (SELECT r.content_hash FROM {schema}.records r WHERE r.id = e.record_id AND r.status = 'active')`), args...)
 	batch.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, batch)
 	defer func() { _ = br.Close() }()
