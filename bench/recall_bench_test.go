@@ -177,8 +177,13 @@ func BenchmarkRecall(b *testing.B) {
 						}
 						return q
 					}
-					// Warm up: caches, and prepared statements past the
-					// planner's custom-plan phase.
+					// Warm up: the recall cache, caches, and prepared
+					// statements past the planner's custom-plan phase.
+					if ps, ok := rs.(*pgstore.Store); ok {
+						if err := ps.WarmRecallCache(ctx, set.scope); err != nil {
+							b.Fatal(err)
+						}
+					}
 					for i := range set.queries {
 						if _, err := rs.Recall(ctx, query(i)); err != nil {
 							b.Fatal(err)

@@ -30,7 +30,8 @@ import (
 // version (table scope_changes, written by the same triggers) is above the
 // snapshot's, and the current active rows and vectors of those records;
 // they leave the snapshot and what is still active comes back. A Scope not
-// cached at all is loaded whole. Nothing is ever served from a snapshot
+// cached at all is answered in SQL while it is loaded whole in the
+// background (or loaded at once by WarmRecallCache). Nothing is ever served from a snapshot
 // older than the version just read, so an erase or forget committed by any
 // process is seen by the next recall.
 //
@@ -63,6 +64,14 @@ type recallCache struct {
 	refreshes singleflight.Group
 	// loads and deltas count whole-Scope loads and incremental refreshes.
 	loads, deltas atomic.Int64
+
+	// Loads of Scopes not cached yet run in the background (see
+	// loadInBackground) under bgCtx; close cancels them and waits.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bgCtx    context.Context
+	bgStop   context.CancelFunc
+	bg       sync.WaitGroup
 }
 
 const tooBigLimit = 1024
@@ -78,13 +87,44 @@ type cachedScope struct {
 }
 
 func newRecallCache(clk clock.Clock, budget int64) *recallCache {
+	ctx, stop := context.WithCancel(context.Background())
 	return &recallCache{
 		clk:    clk,
 		budget: budget,
 		lru:    list.New(),
 		scopes: make(map[memorykit.Scope]*list.Element),
 		tooBig: make(map[memorykit.Scope]int64),
+		bgCtx:  ctx,
+		bgStop: stop,
 	}
+}
+
+// close cancels the background loads and waits for them to end; no new
+// one starts afterwards.
+func (c *recallCache) close() {
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgStop()
+	c.bgMu.Unlock()
+	c.bg.Wait()
+}
+
+// loadInBackground starts loading scope on a goroutine of its own, unless
+// the cache is closed; a load or refresh of the Scope already running is
+// joined instead.
+func (s *Store) loadInBackground(scope memorykit.Scope) {
+	c := s.cache
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed {
+		return
+	}
+	c.bg.Add(1)
+	done := c.refreshes.DoChan(scope.String(), func() (any, error) { return s.refreshScope(c.bgCtx, scope) })
+	go func() {
+		defer c.bg.Done()
+		<-done
+	}()
 }
 
 // errNotCached says the Scope cannot be served from the cache; the caller
@@ -206,8 +246,18 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 		return memorykit.RecallResult{}, errNotCached
 	}
 	snap, ok := c.get(q.Scope, version)
-	// A refresh shared with another recall may have read the Scope before
-	// this one's version was committed; then it is refreshed again.
+	if !ok {
+		if cs, _ := c.entry(q.Scope); cs == nil {
+			// Not cached: loading a large Scope takes far longer than
+			// one recall in SQL, so the SQL path answers while the Scope
+			// loads in the background.
+			s.loadInBackground(q.Scope)
+			return memorykit.RecallResult{}, errNotCached
+		}
+	}
+	// Cached but stale: refreshed by the rows changed since (a round
+	// trip). A refresh shared with another recall may have read the Scope
+	// before this one's version was committed; then it is refreshed again.
 	for tries := 0; !ok; tries++ {
 		if tries == 2 {
 			return memorykit.RecallResult{}, errNotCached
@@ -425,6 +475,29 @@ func scanEmbeddings(br pgx.BatchResults) ([]memorystore.SnapshotEmbedding, error
 		embs = append(embs, m)
 	}
 	return embs, rows.Err()
+}
+
+// WarmRecallCache loads scope into the recall cache now, or brings it up
+// to the committed version if it is cached already, so its next recall is
+// served from memory (a Host may warm its busiest Scopes at startup;
+// otherwise a Scope's first recall is answered in SQL while it loads in
+// the background). It does nothing when the cache is off or the Scope does
+// not fit the budget.
+func (s *Store) WarmRecallCache(ctx context.Context, scope memorykit.Scope) error {
+	const op = "pgstore.warm_recall_cache"
+	if err := live(ctx, op); err != nil {
+		return err
+	}
+	if err := scope.Validate(); err != nil {
+		return err
+	}
+	if s.cache == nil {
+		return nil
+	}
+	if _, err, _ := s.cache.refreshes.Do(scope.String(), func() (any, error) { return s.refreshScope(ctx, scope) }); err != nil {
+		return mapErr(op, withCtx(ctx, err))
+	}
+	return nil
 }
 
 // RecallCacheUsage reports the recall cache's accounted size in bytes (an

@@ -31,6 +31,10 @@ func openCached(t testing.TB, schema string, clk clock.Clock, budget int64) *Sto
 	return s
 }
 
+// settle waits for the cache's background loads to end. No recall may
+// run meanwhile.
+func (c *recallCache) settle() { c.bg.Wait() }
+
 // openSQL opens a Store with its own pool and the recall cache off (the
 // reference SQL path) on schema, closed when the test ends.
 func openSQL(t testing.TB, schema string, clk clock.Clock) *Store {
@@ -71,8 +75,12 @@ func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
 	}
 	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"deploy target", "other"}, Terms: memorykit.SearchTerms("zebra canary", 8),
 		Vector: []float32{1, 0, 0}, Profile: "p/v1", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
-	res, err := a.Recall(ctx, q)
+	res, err := a.Recall(ctx, q) // in SQL, while the Scope loads
 	if err != nil {
+		t.Fatal(err)
+	}
+	a.cache.settle()
+	if res, err = a.Recall(ctx, q); err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Exact) != 2 || len(res.FullText) == 0 || len(res.Vector) != 1 {
@@ -469,11 +477,12 @@ func TestRecallCacheConcurrentRecalls(t *testing.T) {
 	}
 }
 
-// TestRecallCacheRoundTrips counts what a cached recall sends: two round
-// trips for a Scope not cached yet (the version, then the load in one
-// pipelined transaction), one when nothing changed since (the version),
-// two after another Store wrote to the Scope (the version, then the rows
-// changed since), and the refresh is incremental, not a reload.
+// TestRecallCacheRoundTrips counts what a cached recall sends: for a
+// Scope not cached yet the version and the recall in SQL, while the load
+// (one pipelined transaction) runs in the background; one round trip when
+// nothing changed since (the version), two after another Store wrote to
+// the Scope (the version, then the rows changed since), and the refresh is
+// incremental, not a reload.
 func TestRecallCacheRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	schema := uniqueSchema(t)
@@ -486,6 +495,9 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 	tracer := &countingTracer{}
 	pcfg.ConnConfig.Tracer = tracer
 	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	// One connection, so the background load never opens another (whose
+	// setup queries would be counted too).
+	pcfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -514,6 +526,7 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.cache.settle()
 		if got := tracer.n.Load() - before; got != int64(wantTrips) {
 			t.Fatalf("recall sent %d round trips, want %d", got, wantTrips)
 		}
@@ -521,7 +534,7 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 			t.Fatalf("%d full-text hits, want %d", len(res.FullText), wantHits)
 		}
 	}
-	recall(2, 1) // cold: version, load
+	recall(3, 1) // cold: version, SQL recall; the load in the background
 	recall(1, 1) // warm: version only
 	recall(1, 1)
 	add("worker")
@@ -529,5 +542,24 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 	recall(1, 2)
 	if loads, deltas := s.cache.loads.Load(), s.cache.deltas.Load(); loads != 1 || deltas != 1 {
 		t.Fatalf("%d loads and %d incremental refreshes, want 1 and 1", loads, deltas)
+	}
+	// A Scope warmed ahead is served from memory from its first recall.
+	q.Scope, _ = memorykit.ProjectScope("tenant-r", "warmed")
+	if err := s.WarmRecallCache(ctx, q.Scope); err != nil {
+		t.Fatal(err)
+	}
+	recall(1, 0)
+	if _, n := s.cache.usage(); n != 2 {
+		t.Fatalf("%d Scopes cached, want 2", n)
+	}
+	// Close stops the background loads: a cold recall's load started
+	// right before Close ends with it (goleak checks no goroutine stays).
+	q.Scope, _ = memorykit.ProjectScope("tenant-r", "closing")
+	if _, err := s.Recall(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if !s.cache.bgClosed {
+		t.Fatal("the cache still takes background loads after Close")
 	}
 }

@@ -356,11 +356,15 @@ func (s *Store) checkVector(ctx context.Context, op string) error {
 	return nil
 }
 
-// Close closes the pool when the Store created it (Open); a caller-owned
+// Close stops the recall cache's background loads (and waits for them),
+// then closes the pool when the Store created it (Open); a caller-owned
 // pool (New) stays open. Calling Close twice is harmless. Stop every worker
 // that uses the Store before closing it.
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
+		if s.cache != nil {
+			s.cache.close()
+		}
 		if s.ownsPool {
 			s.pool.Close()
 		}
