@@ -131,7 +131,8 @@ type indexState struct {
 }
 
 // postingList is the ascending slots of one term, each stored as its gap
-// from the one before (the first from -1) in unsigned varint form.
+// from the one before (the first from -1) in unsigned varint form (read
+// with nextSlot).
 type postingList struct {
 	data []byte
 	last int32
@@ -143,19 +144,6 @@ func (p *postingList) add(slot int32) {
 	}
 	p.data = binary.AppendUvarint(p.data, uint64(slot-p.last))
 	p.last = slot
-}
-
-// each calls f with every slot of the list in order until f returns false.
-func (p *postingList) each(f func(slot int32) bool) {
-	slot := int32(-1)
-	for i := 0; i < len(p.data); {
-		d, n := binary.Uvarint(p.data[i:])
-		i += n
-		slot += int32(d)
-		if !f(slot) {
-			return
-		}
-	}
 }
 
 type vecRow struct {
