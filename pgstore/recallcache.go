@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
@@ -55,10 +56,12 @@ type recallCache struct {
 	used   int64
 	lru    *list.List // of *cachedScope, most recently used first
 	scopes map[memorykit.Scope]*list.Element
-	// tooBig remembers Scopes (with the version they were measured at) that
-	// did not fit the budget, so their recalls skip the load until they
-	// change. It is cleared when it reaches tooBigLimit entries.
-	tooBig map[memorykit.Scope]int64
+	// tooBig remembers when Scopes were found not to fit the budget: their
+	// recalls take the SQL path without loading them again for
+	// tooBigRetry (on the injected clock), however often they change; a
+	// Scope too big to keep is costly to load and usually stays too big.
+	// It is cleared when it reaches tooBigLimit entries.
+	tooBig map[memorykit.Scope]time.Time
 	// refreshes serialises the loads and refreshes of each Scope and
 	// shares them among concurrent recalls.
 	refreshes singleflight.Group
@@ -67,14 +70,23 @@ type recallCache struct {
 
 	// Loads of Scopes not cached yet run in the background (see
 	// loadInBackground) under bgCtx; close cancels them and waits.
-	bgMu     sync.Mutex
-	bgClosed bool
-	bgCtx    context.Context
-	bgStop   context.CancelFunc
-	bg       sync.WaitGroup
+	bgMu      sync.Mutex
+	bgClosed  bool
+	bgRunning int
+	bgCtx     context.Context
+	bgStop    context.CancelFunc
+	bg        sync.WaitGroup
 }
 
-const tooBigLimit = 1024
+const (
+	tooBigLimit = 1024
+	tooBigRetry = time.Minute
+)
+
+// maxBackgroundLoads bounds the background loads running at once: a burst
+// of recalls over many cold Scopes loads two at a time (their recalls take
+// the SQL path meanwhile) instead of taking every connection of the pool.
+const maxBackgroundLoads = 2
 
 // cachedScope is one Scope's snapshot. The snapshot changes only inside a
 // refresh of its Scope (one at a time, see recallCache.refreshes); version
@@ -93,7 +105,7 @@ func newRecallCache(clk clock.Clock, budget int64) *recallCache {
 		budget: budget,
 		lru:    list.New(),
 		scopes: make(map[memorykit.Scope]*list.Element),
-		tooBig: make(map[memorykit.Scope]int64),
+		tooBig: make(map[memorykit.Scope]time.Time),
 		bgCtx:  ctx,
 		bgStop: stop,
 	}
@@ -110,20 +122,25 @@ func (c *recallCache) close() {
 }
 
 // loadInBackground starts loading scope on a goroutine of its own, unless
-// the cache is closed; a load or refresh of the Scope already running is
-// joined instead.
+// the cache is closed or maxBackgroundLoads are running (a later recall
+// tries again); a load or refresh of the Scope already running is joined
+// instead.
 func (s *Store) loadInBackground(scope memorykit.Scope) {
 	c := s.cache
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
-	if c.bgClosed {
+	if c.bgClosed || c.bgRunning >= maxBackgroundLoads {
 		return
 	}
+	c.bgRunning++
 	c.bg.Add(1)
 	done := c.refreshes.DoChan(scope.String(), func() (any, error) { return s.refreshScope(c.bgCtx, scope) })
 	go func() {
 		defer c.bg.Done()
 		<-done
+		c.bgMu.Lock()
+		c.bgRunning--
+		c.bgMu.Unlock()
 	}()
 }
 
@@ -131,12 +148,13 @@ func (s *Store) loadInBackground(scope memorykit.Scope) {
 // takes the SQL path.
 var errNotCached = errors.New("pgstore: scope not cached")
 
-// tooLarge reports whether scope, at version, was found too big to cache.
-func (c *recallCache) tooLarge(scope memorykit.Scope, version int64) bool {
+// tooLarge reports whether scope was found too big to cache less than
+// tooBigRetry ago.
+func (c *recallCache) tooLarge(scope memorykit.Scope) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.tooBig[scope]
-	return ok && v >= version
+	at, ok := c.tooBig[scope]
+	return ok && c.clk.Since(at) < tooBigRetry
 }
 
 // get returns the cached snapshot of scope at version or later, if any.
@@ -183,7 +201,7 @@ func (c *recallCache) putLocked(cs *cachedScope) {
 		if len(c.tooBig) >= tooBigLimit {
 			clear(c.tooBig)
 		}
-		c.tooBig[cs.scope] = cs.version
+		c.tooBig[cs.scope] = c.clk.Now()
 		c.removeLocked(cs.scope)
 		return
 	}
@@ -242,7 +260,7 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 	if err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if c.tooLarge(q.Scope, version) {
+	if c.tooLarge(q.Scope) {
 		return memorykit.RecallResult{}, errNotCached
 	}
 	snap, ok := c.get(q.Scope, version)

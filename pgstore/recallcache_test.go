@@ -394,10 +394,23 @@ func TestRecallCacheStaysWithinBudget(t *testing.T) {
 			t.Fatalf("step %d: used %d, entries sum to %d, budget %d", step, used, sum, budget)
 		}
 		if size > budget {
-			if _, ok := c.get(scopes[i], versions[i]); ok || !c.tooLarge(scopes[i], versions[i]) {
+			if _, ok := c.get(scopes[i], versions[i]); ok || !c.tooLarge(scopes[i]) {
 				t.Fatalf("step %d: a Scope above the budget was cached", step)
 			}
 		}
+	}
+	// A Scope found too big is not loaded again for tooBigRetry, however
+	// often it changes, then it is tried again.
+	clk := clock.NewMock()
+	c = newRecallCache(clk, 400)
+	c.put(&cachedScope{scope: scopes[0], version: 1, bytes: 401})
+	clk.Add(tooBigRetry - time.Second)
+	if !c.tooLarge(scopes[0]) {
+		t.Fatal("a too-big Scope is tried again before tooBigRetry")
+	}
+	clk.Add(time.Second)
+	if c.tooLarge(scopes[0]) {
+		t.Fatal("a too-big Scope is never tried again")
 	}
 	// LRU: fill with four Scopes, touch the first, add a fifth that needs
 	// one eviction: the second goes.
