@@ -119,6 +119,11 @@ func lastRunes(s string, n int) string {
 // PostgreSQL's default parser does not segment these scripts, so memorykit
 // splits their runs into character grams itself.
 func IsCJK(r rune) bool {
+	if r < 0x2E80 {
+		// Below the first Han, Hiragana or Katakana code point (CJK
+		// radicals): the common case, decided without a table lookup.
+		return false
+	}
 	switch r {
 	case 0x3005, 0x3006, 0x3007, 0x303B, 0x30FC:
 		return true
@@ -237,7 +242,9 @@ func (l *termList) add(t string) {
 // and every two-character gram, so that any query gram contained in the text
 // is found. Both stores index exactly these terms.
 func IndexTerms(key, content string) []string {
-	seen := make(map[string]struct{})
+	// Sized for a term every 8 bytes or so, so indexing a record rarely
+	// grows the set.
+	seen := make(map[string]struct{}, (len(key)+len(content))/8+1)
 	add := func(t string) { seen[t] = struct{}{} }
 	cjk := func(run []rune) {
 		for i := range run {

@@ -52,10 +52,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 		}
 		if emb := items[i].Embedding; emb != nil {
 			e := s.records[in.ID]
-			if e.embeddings == nil {
-				e.embeddings = make(map[string]*embedding)
-			}
-			e.embeddings[emb.Profile] = &embedding{hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), norm: norm(emb.Vector), at: at}
+			e.embeddings = e.embeddings.put(embedding{profile: emb.Profile, hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), norm: norm(emb.Vector), at: at})
 			s.syncVector(e, emb.Profile)
 			s.changedEmbeddings(e.rec.ID, emb.Profile)
 		}

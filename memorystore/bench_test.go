@@ -9,6 +9,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -152,6 +153,61 @@ func BenchmarkIndexBytes(b *testing.B) {
 		after := heapAfterGC()
 		b.ReportMetric(float64(after-before)/n, "bytes/record")
 		runtime.KeepAlive(s)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkSnapshotBytes reports the heap a Snapshot (pgstore's recall
+// cache entry: the recall index with the records it serves) holds per
+// record (bytes/record, HeapAlloc after GC, before the records are made
+// and after they are indexed and dropped), and what Snapshot.Bytes
+// accounts for them (accounted-bytes/record): the corpus of
+// BenchmarkIndexBytes, 20,000 records of about 40 words, each with a
+// 384-dimensional vector.
+//
+//	go test ./memorystore -run '^$' -bench BenchmarkSnapshotBytes -benchtime 1x
+func BenchmarkSnapshotBytes(b *testing.B) {
+	const n, dims = 20000, 384
+	rng := rand.New(rand.NewSource(3))
+	words := make([]string, 5000)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%dx%d", i, rng.Intn(1000))
+	}
+	scope := storetest.Scope(b, "tenant-a", "project-1")
+	actor := memorykit.Actor{Kind: memorykit.ActorTool, ID: "bench"}
+	now := storetest.NewClock().Now()
+	for b.Loop() {
+		b.StopTimer()
+		before := heapAfterGC()
+		recs := make([]memorykit.Record, n)
+		embs := make([]memorystore.SnapshotEmbedding, n)
+		var text []byte
+		for i := range recs {
+			text = text[:0]
+			for j := 0; j < 40; j++ {
+				text = append(text, words[rng.Intn(len(words))]...)
+				text = append(text, ' ')
+			}
+			content := string(text)
+			recs[i] = memorykit.Record{ID: storekit.NewRecordID(now), Scope: scope, Kind: memorykit.KindNote, Key: fmt.Sprintf("key %d", i),
+				Content: content, Status: memorykit.StatusActive, Version: 1, ContentHash: storekit.ContentHash(content),
+				EffectiveFrom: now, CreatedBy: actor, TouchedBy: actor, CreatedAt: now, UpdatedAt: now}
+			v := make([]float32, dims)
+			for k := range v {
+				v[k] = rng.Float32()*2 - 1
+			}
+			embs[i] = memorystore.SnapshotEmbedding{RecordID: recs[i].ID, Profile: "bench/v1", ContentHash: recs[i].ContentHash, Vector: v}
+		}
+		b.StartTimer()
+		snap := memorystore.NewSnapshot(storetest.NewClock(), recs, embs)
+		b.StopTimer()
+		recs, embs = nil, nil
+		after := heapAfterGC()
+		b.ReportMetric(float64(after-before)/n, "bytes/record")
+		b.ReportMetric(float64(snap.Bytes())/n, "accounted-bytes/record")
+		runtime.KeepAlive(recs)
+		runtime.KeepAlive(embs)
+		runtime.KeepAlive(snap)
 		b.StartTimer()
 	}
 }

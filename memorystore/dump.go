@@ -28,11 +28,11 @@ func (s *Store) Dump() string {
 			r.ID, r.Scope.String(), r.Kind, r.Key, r.Status, r.Version, r.ContentHash, r.Content,
 			dumpMap(r.Metadata), dumpSources(r.Sources), ts(r.EffectiveFrom), ts(r.EffectiveUntil),
 			dumpActor(r.CreatedBy), dumpActor(r.TouchedBy), ts(r.CreatedAt), ts(r.UpdatedAt))
-		terms := make([]string, 0, len(e.terms))
-		for t := range e.terms {
-			terms = append(terms, t)
+		// A scrubbed record has no hash and no terms.
+		var terms []string
+		if r.ContentHash != "" {
+			terms = memorykit.IndexTerms(r.Key, r.Content)
 		}
-		sort.Strings(terms)
 		fmt.Fprintf(&b, "  terms %q\n", terms)
 		for _, v := range e.revisions {
 			fmt.Fprintf(&b, "  revision version=%d action=%q actor=%s reason=%q status=%q hash=%q content=%q metadata=%s sources=%s at=%s\n",
@@ -42,9 +42,10 @@ func (s *Store) Dump() string {
 	}
 	var lines []string
 	for id, e := range s.records {
-		for profile, emb := range e.embeddings {
+		for i := range e.embeddings {
+			emb := &e.embeddings[i]
 			lines = append(lines, fmt.Sprintf("embedding record=%q profile=%q hash=%q at=%s vector=%v\n",
-				id, profile, emb.hash, ts(emb.at), emb.vector))
+				id, emb.profile, emb.hash, ts(emb.at), s.vectorOf(e, emb)))
 		}
 	}
 	for k, st := range s.embStates {

@@ -26,7 +26,7 @@ func (s *Store) pending(e *entry, profile string) bool {
 	if e.rec.Status != memorykit.StatusActive {
 		return false
 	}
-	emb := e.embeddings[profile]
+	emb := e.embeddings.get(profile)
 	return emb == nil || emb.hash != e.rec.ContentHash
 }
 
@@ -177,13 +177,10 @@ func (s *Store) putLocked(op string, p memorykit.EmbeddingPut) error {
 	k := embKey{recordID: p.RecordID, profile: p.Profile}
 	s.changedEmbeddings(p.RecordID, p.Profile)
 	delete(s.embStates, k)
-	if old := e.embeddings[p.Profile]; old != nil && old.hash == p.ContentHash && slices.Equal(old.vector, p.Vector) {
+	if old := e.embeddings.get(p.Profile); old != nil && old.hash == p.ContentHash && slices.Equal(s.vectorOf(e, old), p.Vector) {
 		return nil
 	}
-	if e.embeddings == nil {
-		e.embeddings = make(map[string]*embedding)
-	}
-	e.embeddings[p.Profile] = &embedding{hash: p.ContentHash, vector: cloneVector(p.Vector), norm: norm(p.Vector), at: s.now()}
+	e.embeddings = e.embeddings.put(embedding{profile: p.Profile, hash: p.ContentHash, vector: cloneVector(p.Vector), norm: norm(p.Vector), at: s.now()})
 	s.syncVector(e, p.Profile)
 	return nil
 }
@@ -300,8 +297,11 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 	}
 	n := 0
 	for _, e := range s.records {
-		if _, ok := e.embeddings[profile]; ok && (scope == nil || e.rec.Scope == *scope) {
-			delete(e.embeddings, profile)
+		if scope != nil && e.rec.Scope != *scope {
+			continue
+		}
+		var ok bool
+		if e.embeddings, ok = e.embeddings.del(profile); ok {
 			s.syncVector(e, profile)
 			s.changedEmbeddings(e.rec.ID, profile)
 			n++

@@ -53,7 +53,7 @@ func TestPurgeLeavesNoKeyInTheIndex(t *testing.T) {
 			t.Fatalf("the purged key %q is still in the index", k)
 		}
 	}
-	for term := range x.df {
+	for term := range x.termIDs {
 		if strings.Contains(term, "jane") {
 			t.Fatalf("the purged term %q is still in the index", term)
 		}

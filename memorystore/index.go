@@ -1,6 +1,7 @@
 package memorystore
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/goagents/memorykit"
@@ -16,14 +17,28 @@ import (
 // active) and loses it when it leaves. Slots are not reused until the
 // index is compacted, so posting lists only grow at their end and a
 // removal leaves a hole (docs[slot] == nil) that readers skip.
+//
+// The index is laid out for size (issue 16: a few hundred bytes per record
+// besides the vector and the record itself). Terms are interned: each
+// distinct term of the Scope has a dense id, and a record remembers the ids
+// it was indexed with as one []int32 rather than a set of strings. Posting
+// lists are []int32 slot numbers by term id. A current vector lives only
+// in its slab while its record is indexed (the record's embedding keeps
+// its hash and norm; see vectorOf), and slabs are chunked so they never
+// copy or over-allocate a whole Scope's vectors when they grow.
 type scopeIndex struct {
 	docs  []*entry // by slot; nil marks a hole
 	holes int
-	// postings lists, per term, the slots of the records holding it in
+	// termIDs interns the terms of live records; terms, postings and df
+	// are indexed by term id. postings lists the slots holding the term in
 	// ascending order, holes included; df counts the live ones. A term
-	// leaves both maps when its count reaches zero.
-	postings map[string][]int32
-	df       map[string]int
+	// whose df reaches zero leaves termIDs (so no word of an unindexed
+	// record lingers) and its id goes to free for reuse.
+	termIDs  map[string]int32
+	terms    []string
+	postings []postingList
+	df       []int32
+	free     []int32
 	keys     map[string][]int32 // canonical key -> slots, holes included
 	// active counts live slots and windowed those with an EffectiveUntil;
 	// maxFrom is at least the latest EffectiveFrom among live slots. With
@@ -41,38 +56,107 @@ type vecKey struct {
 	dims    int
 }
 
+// slabChunkRows is the number of vectors in each chunk of a slab: large
+// enough that a scan runs over long contiguous stretches, small enough
+// that growing a slab never copies much nor leaves much unused.
+const slabChunkRows = 256
+
 // vectorSlab holds the current vectors of one profile and dimension in one
-// scope, row after row, with their norms and slots.
+// scope, row after row in chunks of slabChunkRows rows, with their norms
+// and slots.
 type vectorSlab struct {
-	dims  int
-	data  []float32 // len(slots) * dims
-	norms []float64
-	inv   []float64 // 1 / norms
-	slots []int32
+	dims   int
+	chunks [][]float32 // every chunk but the last holds slabChunkRows rows
+	norms  []float64
+	inv    []float64 // 1 / norms
+	slots  []int32
 }
 
-// indexState is where an indexed entry sits in its scope's index, and what
-// it was indexed with (a correction replaces e.terms before re-indexing).
+// row returns row i's vector (not a copy).
+func (v *vectorSlab) row(i int) []float32 {
+	c := v.chunks[i/slabChunkRows]
+	o := (i % slabChunkRows) * v.dims
+	return c[o : o+v.dims : o+v.dims]
+}
+
+// push appends a row.
+func (v *vectorSlab) push(vec []float32, norm float64, slot int32) {
+	if len(v.slots)%slabChunkRows == 0 {
+		v.chunks = append(v.chunks, nil)
+	}
+	last := len(v.chunks) - 1
+	c := v.chunks[last]
+	if len(c)+len(vec) > cap(c) {
+		// Grow by doubling up to a whole chunk, and allocate every chunk
+		// after the first whole: no chunk ends up larger than it needs.
+		full := slabChunkRows * v.dims
+		n := min(max(2*cap(c), len(c)+len(vec)), full)
+		if last > 0 {
+			n = full
+		}
+		grown := make([]float32, len(c), n)
+		copy(grown, c)
+		c = grown
+	}
+	v.chunks[last] = append(c, vec...)
+	v.norms = append(v.norms, norm)
+	v.inv = append(v.inv, 1/norm)
+	v.slots = append(v.slots, slot)
+}
+
+// pop removes the last row.
+func (v *vectorSlab) pop() {
+	n := len(v.slots) - 1
+	last := len(v.chunks) - 1
+	v.chunks[last] = v.chunks[last][:len(v.chunks[last])-v.dims]
+	if len(v.chunks[last]) == 0 {
+		v.chunks[last] = nil
+		v.chunks = v.chunks[:last]
+	}
+	v.norms = v.norms[:n]
+	v.inv = v.inv[:n]
+	v.slots = v.slots[:n]
+}
+
+// indexState is where an indexed entry sits in its scope's index, and the
+// key and content hash it was indexed with: while the record still has
+// them, its text yields the terms it was indexed with (see unindex).
 type indexState struct {
 	slot     int32
-	hash     string
-	terms    map[string]struct{}
 	windowed bool
-	// rows maps a profile to the entry's row in that profile's slab.
-	rows map[string]vecRow
+	key      string
+	hash     string
+	// rows lists the entry's rows in the slabs, one per profile.
+	rows []vecRow
+}
+
+// postingList is the ascending slots of one term, each stored as its gap
+// from the one before (the first from -1) in unsigned varint form (read
+// with nextSlot).
+type postingList struct {
+	data []byte
+	last int32
+}
+
+func (p *postingList) add(slot int32) {
+	if len(p.data) == 0 {
+		p.last = -1
+	}
+	p.data = binary.AppendUvarint(p.data, uint64(slot-p.last))
+	p.last = slot
 }
 
 type vecRow struct {
-	dims int
-	row  int
+	profile string
+	dims    int
+	row     int
 }
 
 func newScopeIndex() *scopeIndex {
 	return &scopeIndex{
-		postings: make(map[string][]int32),
-		df:       make(map[string]int),
-		keys:     make(map[string][]int32),
-		vectors:  make(map[vecKey]*vectorSlab),
+		termIDs: make(map[string]int32),
+		keys:    make(map[string][]int32),
+		vectors: make(map[vecKey]*vectorSlab),
 	}
 }
 
@@ -98,9 +182,18 @@ func (s *Store) syncVector(e *entry, profile string) {
 		return
 	}
 	x := s.indexes[e.rec.Scope]
-	if r, ok := e.ix.rows[profile]; ok {
-		x.removeRow(vecKey{profile, r.dims}, r.row)
-		delete(e.ix.rows, profile)
+	if emb := e.embeddings.get(profile); emb != nil && emb.vector == nil {
+		// The embedding's vector is in its slab row already.
+		return
+	}
+	for i, r := range e.ix.rows {
+		if r.profile == profile {
+			// The row held the vector this profile had before; whatever
+			// replaced or deleted it no longer needs it.
+			e.ix.rows = append(e.ix.rows[:i], e.ix.rows[i+1:]...)
+			x.removeRow(vecKey{profile, r.dims}, r.row)
+			break
+		}
 	}
 	x.addRow(e, profile)
 }
@@ -113,11 +206,12 @@ func (s *Store) index(e *entry) {
 	}
 	slot := int32(len(x.docs))
 	x.docs = append(x.docs, e)
-	e.ix = &indexState{slot: slot, hash: e.rec.ContentHash, terms: e.terms, windowed: !e.rec.EffectiveUntil.IsZero()}
-	for t := range e.terms {
-		x.postings[t] = append(x.postings[t], slot)
-		x.df[t]++
+	for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
+		id := x.intern(t)
+		x.postings[id].add(slot)
+		x.df[id]++
 	}
+	e.ix = &indexState{slot: slot, key: e.rec.Key, hash: e.rec.ContentHash, windowed: !e.rec.EffectiveUntil.IsZero()}
 	x.keys[e.rec.Key] = append(x.keys[e.rec.Key], slot)
 	x.active++
 	if e.ix.windowed {
@@ -126,30 +220,59 @@ func (s *Store) index(e *entry) {
 	if e.rec.EffectiveFrom.After(x.maxFrom) {
 		x.maxFrom = e.rec.EffectiveFrom
 	}
-	for profile := range e.embeddings {
-		x.addRow(e, profile)
+	for i := range e.embeddings {
+		x.addRow(e, e.embeddings[i].profile)
 	}
+}
+
+// intern returns term's id, giving it one if it has none.
+func (x *scopeIndex) intern(term string) int32 {
+	if id, ok := x.termIDs[term]; ok {
+		return id
+	}
+	var id int32
+	if n := len(x.free); n > 0 {
+		id = x.free[n-1]
+		x.free = x.free[:n-1]
+		x.terms[id] = term
+	} else {
+		id = int32(len(x.terms))
+		x.terms = append(x.terms, term)
+		x.postings = append(x.postings, postingList{})
+		x.df = append(x.df, 0)
+	}
+	x.termIDs[term] = id
+	return id
 }
 
 func (s *Store) unindex(e *entry) {
 	x := s.indexes[e.rec.Scope]
 	x.docs[e.ix.slot] = nil
 	x.holes++
-	for t := range e.ix.terms {
-		if x.df[t]--; x.df[t] == 0 {
-			delete(x.df, t)
-			delete(x.postings, t)
+	if e.ix.key == e.rec.Key && e.ix.hash == e.rec.ContentHash {
+		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
+			x.dropTerm(x.termIDs[t])
 		}
+	} else {
+		// The record's text changed while it was indexed (every writer
+		// unindexes first, so this is a safety net): its old terms are
+		// unknown, so they are counted again from the other records.
+		x.recountTerms()
 	}
-	if k := e.rec.Key; len(x.keys[k]) == 1 && x.keys[k][0] == e.ix.slot {
+	if k := e.ix.key; len(x.keys[k]) == 1 && x.keys[k][0] == e.ix.slot {
 		delete(x.keys, k)
 	}
 	x.active--
 	if e.ix.windowed {
 		x.windowed--
 	}
-	for profile, r := range e.ix.rows {
-		x.removeRow(vecKey{profile, r.dims}, r.row)
+	for _, r := range e.ix.rows {
+		// The record keeps its embedding while out of the index (it may
+		// become current again); the vector moves back into it.
+		if emb := e.embeddings.get(r.profile); emb != nil && emb.vector == nil {
+			emb.vector = cloneVector(x.vectors[vecKey{r.profile, r.dims}].row(r.row))
+		}
+		x.removeRow(vecKey{r.profile, r.dims}, r.row)
 	}
 	e.ix = nil
 	if x.active == 0 {
@@ -161,12 +284,39 @@ func (s *Store) unindex(e *entry) {
 	}
 }
 
+// dropTerm counts one live record less holding term id, and forgets the
+// term when none is left.
+func (x *scopeIndex) dropTerm(id int32) {
+	if x.df[id]--; x.df[id] == 0 {
+		delete(x.termIDs, x.terms[id])
+		x.terms[id] = ""
+		x.postings[id] = postingList{}
+		x.free = append(x.free, id)
+	}
+}
+
+// recountTerms rebuilds the terms, posting lists and document frequencies
+// from the text of the live records.
+func (x *scopeIndex) recountTerms() {
+	x.termIDs = make(map[string]int32, len(x.termIDs))
+	x.terms, x.postings, x.df, x.free = nil, nil, nil, nil
+	for slot, e := range x.docs {
+		if e == nil {
+			continue
+		}
+		for _, t := range memorykit.IndexTerms(e.ix.key, e.rec.Content) {
+			id := x.intern(t)
+			x.postings[id].add(int32(slot))
+			x.df[id]++
+		}
+	}
+}
+
 // compact renumbers the live slots without holes.
 func (x *scopeIndex) compact() {
 	old := x.docs
 	x.docs = make([]*entry, 0, x.active)
 	x.holes = 0
-	x.postings = make(map[string][]int32, len(x.df))
 	x.keys = make(map[string][]int32, len(x.keys))
 	for _, e := range old {
 		if e == nil {
@@ -175,11 +325,9 @@ func (x *scopeIndex) compact() {
 		slot := int32(len(x.docs))
 		x.docs = append(x.docs, e)
 		e.ix.slot = slot
-		for t := range e.ix.terms {
-			x.postings[t] = append(x.postings[t], slot)
-		}
-		x.keys[e.rec.Key] = append(x.keys[e.rec.Key], slot)
+		x.keys[e.ix.key] = append(x.keys[e.ix.key], slot)
 	}
+	x.recountTerms()
 	for _, v := range x.vectors {
 		for row, slot := range v.slots {
 			v.slots[row] = old[slot].ix.slot
@@ -187,10 +335,10 @@ func (x *scopeIndex) compact() {
 	}
 }
 
-// addRow appends e's current embedding of profile, if any, to its slab.
+// addRow moves e's current embedding of profile, if any, into its slab.
 func (x *scopeIndex) addRow(e *entry, profile string) {
-	emb := e.embeddings[profile]
-	if emb == nil || emb.hash != e.rec.ContentHash || emb.norm == 0 {
+	emb := e.embeddings.get(profile)
+	if emb == nil || emb.hash != e.rec.ContentHash || emb.norm == 0 || emb.vector == nil {
 		return
 	}
 	k := vecKey{profile, len(emb.vector)}
@@ -200,14 +348,9 @@ func (x *scopeIndex) addRow(e *entry, profile string) {
 		x.vectors[k] = v
 	}
 	row := len(v.slots)
-	v.data = append(v.data, emb.vector...)
-	v.norms = append(v.norms, emb.norm)
-	v.inv = append(v.inv, 1/emb.norm)
-	v.slots = append(v.slots, e.ix.slot)
-	if e.ix.rows == nil {
-		e.ix.rows = make(map[string]vecRow)
-	}
-	e.ix.rows[profile] = vecRow{dims: k.dims, row: row}
+	v.push(emb.vector, emb.norm, e.ix.slot)
+	emb.vector = nil
+	e.ix.rows = append(e.ix.rows, vecRow{profile: profile, dims: k.dims, row: row})
 }
 
 // removeRow deletes a row by moving the slab's last row into its place.
@@ -215,19 +358,36 @@ func (x *scopeIndex) removeRow(k vecKey, row int) {
 	v := x.vectors[k]
 	last := len(v.slots) - 1
 	if row != last {
-		copy(v.data[row*v.dims:(row+1)*v.dims], v.data[last*v.dims:])
+		copy(v.row(row), v.row(last))
 		v.norms[row] = v.norms[last]
 		v.inv[row] = v.inv[last]
 		v.slots[row] = v.slots[last]
-		x.docs[v.slots[row]].ix.rows[k.profile] = vecRow{dims: k.dims, row: row}
+		moved := x.docs[v.slots[row]].ix
+		for i := range moved.rows {
+			if r := &moved.rows[i]; r.profile == k.profile && r.dims == k.dims {
+				r.row = row
+			}
+		}
 	}
-	v.data = v.data[:last*v.dims]
-	v.norms = v.norms[:last]
-	v.inv = v.inv[:last]
-	v.slots = v.slots[:last]
+	v.pop()
 	if last == 0 {
 		delete(x.vectors, k)
 	}
+}
+
+// vectorOf returns emb's vector, a record's embedding: its own copy while
+// the record is out of the index, else its slab row (not a copy). The
+// caller holds s.mu.
+func (s *Store) vectorOf(e *entry, emb *embedding) []float32 {
+	if emb.vector != nil || e.ix == nil {
+		return emb.vector
+	}
+	for _, r := range e.ix.rows {
+		if r.profile == emb.profile {
+			return s.indexes[e.rec.Scope].vectors[vecKey{r.profile, r.dims}].row(r.row)
+		}
+	}
+	return nil
 }
 
 // dormant reports, when any exists, which indexed records are outside

@@ -61,10 +61,18 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 			uniq = append(uniq, t)
 		}
 	}
+	// Each record's terms, from its text (the index keeps them as ids).
+	termsOf := map[*entry]map[string]struct{}{}
+	for _, e := range pool {
+		termsOf[e] = map[string]struct{}{}
+		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
+			termsOf[e][t] = struct{}{}
+		}
+	}
 	df := make([]int, len(uniq))
 	for _, e := range pool {
 		for i, t := range uniq {
-			if _, ok := e.terms[t]; ok {
+			if _, ok := termsOf[e][t]; ok {
 				df[i]++
 			}
 		}
@@ -73,7 +81,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 	for _, e := range pool {
 		m, w := 0, 0.0
 		for i, t := range uniq {
-			if _, ok := e.terms[t]; ok {
+			if _, ok := termsOf[e][t]; ok {
 				m++
 				w += storekit.IDF(len(pool), df[i])
 			}
@@ -87,13 +95,14 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 	if q.Vector != nil && norm(q.Vector) > 0 {
 		var hits []memorykit.Hit
 		for _, e := range pool {
-			emb := e.embeddings[q.Profile]
-			if emb == nil || emb.hash != e.rec.ContentHash || len(emb.vector) != len(q.Vector) || emb.norm == 0 {
+			emb := e.embeddings.get(q.Profile)
+			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || emb.norm == 0 {
 				continue
 			}
+			vec := s.vectorOf(e, emb)
 			d := 0.0
 			for i := range q.Vector {
-				d += float64(q.Vector[i]) * float64(emb.vector[i])
+				d += float64(q.Vector[i]) * float64(vec[i])
 			}
 			hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * emb.norm)})
 		}

@@ -94,7 +94,6 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		},
 	}
 	e.rec = canonical(e.rec)
-	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
 	s.records[id] = e
 	s.changed(e)
@@ -157,15 +156,6 @@ func canonical(r memorykit.Record) memorykit.Record {
 		r.Sources = nil
 	}
 	return r
-}
-
-func termSet(key, content string) map[string]struct{} {
-	terms := memorykit.IndexTerms(key, content)
-	set := make(map[string]struct{}, len(terms))
-	for _, t := range terms {
-		set[t] = struct{}{}
-	}
-	return set
 }
 
 // record appends a revision snapshotting the record as it is now.
@@ -384,7 +374,6 @@ func (s *Store) scrub(e *entry) {
 	e.rec.ContentHash = ""
 	e.rec.Metadata = nil
 	e.rec.Sources = nil
-	e.terms = nil
 	for i := range e.revisions {
 		v := &e.revisions[i]
 		v.Content, v.ContentHash, v.Metadata, v.Sources = "", "", nil, nil
@@ -435,14 +424,19 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		return memorykit.Record{}, err
 	}
 	defer s.mu.Unlock()
+	hash := storekit.ContentHash(c.Content)
+	if e.ix != nil && e.ix.hash != hash {
+		// Out of the recall index while the record still holds the text
+		// it was indexed with (see unindex).
+		s.unindex(e)
+	}
 	e.rec.Content = c.Content
-	e.rec.ContentHash = storekit.ContentHash(c.Content)
+	e.rec.ContentHash = hash
 	e.rec.Sources = c.Sources
 	if c.Metadata != nil {
 		e.rec.Metadata = c.Metadata
 	}
 	e.rec = canonical(e.rec)
-	e.terms = termSet(e.rec.Key, e.rec.Content)
 	e.touch(storekit.RuleCorrect, c.Actor, c.Reason, s.now())
 	s.sync(e)
 	s.changed(e)

@@ -180,14 +180,8 @@ func (s *Store) restoreRecord(ri RecordImage) {
 	for _, v := range ri.Revisions {
 		e.revisions = append(e.revisions, v.Clone())
 	}
-	if r.Status != memorykit.StatusErased {
-		e.terms = termSet(r.Key, r.Content)
-	}
 	for _, m := range ri.Embeddings {
-		if e.embeddings == nil {
-			e.embeddings = make(map[string]*embedding)
-		}
-		e.embeddings[m.Profile] = &embedding{hash: m.ContentHash, vector: cloneVector(m.Vector), norm: norm(m.Vector), at: m.At}
+		e.embeddings = e.embeddings.put(embedding{profile: m.Profile, hash: m.ContentHash, vector: cloneVector(m.Vector), norm: norm(m.Vector), at: m.At})
 	}
 	for _, l := range ri.Leases {
 		s.embStates[embKey{recordID: r.ID, profile: l.Profile}] = &embState{
@@ -275,10 +269,11 @@ func (s *Store) imageLocked(e *entry, lifecycle bool) RecordImage {
 			ri.Revisions[i] = v.Clone()
 		}
 	}
-	for _, p := range sortedKeys(e.embeddings) {
-		m := e.embeddings[p]
-		ri.Embeddings = append(ri.Embeddings, EmbeddingImage{Profile: p, ContentHash: m.hash, Vector: cloneVector(m.vector), At: m.at})
+	for i := range e.embeddings {
+		m := &e.embeddings[i]
+		ri.Embeddings = append(ri.Embeddings, EmbeddingImage{Profile: m.profile, ContentHash: m.hash, Vector: cloneVector(s.vectorOf(e, m)), At: m.at})
 	}
+	sort.Slice(ri.Embeddings, func(i, j int) bool { return ri.Embeddings[i].Profile < ri.Embeddings[j].Profile })
 	for _, p := range sortedKeys(s.journal.profiles) {
 		k := embKey{recordID: e.rec.ID, profile: p}
 		if st := s.embStates[k]; st != nil {
@@ -309,8 +304,8 @@ func (s *Store) Image() Image {
 		s.journal.profiles[k.profile] = struct{}{}
 	}
 	for _, e := range s.records {
-		for p := range e.embeddings {
-			s.journal.profiles[p] = struct{}{}
+		for _, m := range e.embeddings {
+			s.journal.profiles[m.profile] = struct{}{}
 		}
 	}
 	img := Image{LeaseSeq: s.leaseSeq}

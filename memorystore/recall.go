@@ -2,6 +2,7 @@ package memorystore
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"sort"
 	"sync"
@@ -138,10 +139,16 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 		return nil, nil
 	}
 	idf := make([]float64, len(uniq))
+	lists := make([][]byte, len(uniq))
 	for i, t := range uniq {
-		df := x.df[t]
+		df := 0
+		if id, ok := x.termIDs[t]; ok {
+			lists[i] = x.postings[id].data
+			df = int(x.df[id])
+		}
 		if df > 0 && dorm != nil {
-			for _, slot := range x.postings[t] {
+			for j, slot := 0, int32(-1); j < len(lists[i]); {
+				slot, j = nextSlot(lists[i], j, slot)
 				if x.docs[slot] != nil && dorm[slot] {
 					df--
 				}
@@ -156,8 +163,9 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 	defer putScratch(sc)
 	cnt, sum := sc.counters(len(x.docs))
 	touched := sc.slots[:0]
-	for i, t := range uniq {
-		for _, slot := range x.postings[t] {
+	for i := range uniq {
+		for j, slot := 0, int32(-1); j < len(lists[i]); {
+			slot, j = nextSlot(lists[i], j, slot)
 			if g.stop() {
 				return nil, nil
 			}
@@ -199,6 +207,17 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 	}
 	k, b := storekit.FullTextRule(append(above.items, under.items...), limit)
 	return textHits(k), textHits(b)
+}
+
+// nextSlot decodes the posting list entry at data[j] (see postingList),
+// the gap from slot, and returns the slot it names and where the next
+// entry starts.
+func nextSlot(data []byte, j int, slot int32) (int32, int) {
+	if b := data[j]; b < 0x80 {
+		return slot + int32(b), j + 1
+	}
+	d, n := binary.Uvarint(data[j:])
+	return slot + int32(d), j + n
 }
 
 // boundedFT keeps the limit best candidates pushed so far (storekit.FullTextBefore order)
@@ -326,25 +345,28 @@ func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float
 	h := make([]float64, 0, limit)
 	near := sc.near[:0]
 	query = query[:dims]
-	for row, slot := range v.slots {
-		if g.stop() {
-			return nil
+	row := 0
+	for _, chunk := range v.chunks {
+		for off := 0; off < len(chunk); off, row = off+dims, row+1 {
+			if g.stop() {
+				return nil
+			}
+			if dorm != nil && dorm[v.slots[row]] {
+				continue
+			}
+			a := float64(dot32(query, chunk[off:off+dims])) * v.inv[row] * invQ
+			switch {
+			case len(h) < limit:
+				h = append(h, a)
+				heapUp(h, len(h)-1)
+			case a > h[0]:
+				h[0] = a
+				heapDown(h, 0)
+			case a < h[0]-bound:
+				continue
+			}
+			near = append(near, rowEstimate{row: row, a: a})
 		}
-		if dorm != nil && dorm[slot] {
-			continue
-		}
-		a := float64(dot32(query, v.data[row*dims:(row+1)*dims])) * v.inv[row] * invQ
-		switch {
-		case len(h) < limit:
-			h = append(h, a)
-			heapUp(h, len(h)-1)
-		case a > h[0]:
-			h[0] = a
-			heapDown(h, 0)
-		case a < h[0]-bound:
-			continue
-		}
-		near = append(near, rowEstimate{row: row, a: a})
 	}
 	sc.near = near
 	if len(h) == 0 {
@@ -364,7 +386,7 @@ func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float
 			continue
 		}
 		row := n.row
-		vec := v.data[row*dims : (row+1)*dims]
+		vec := v.row(row)
 		d := 0.0
 		for i := range query {
 			d += float64(query[i]) * float64(vec[i])

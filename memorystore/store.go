@@ -103,14 +103,12 @@ var (
 	_ memorykit.Purger = (*Store)(nil)
 )
 
-// entry is one record with its audit trail and search terms.
+// entry is one record with its audit trail.
 type entry struct {
 	rec       memorykit.Record
 	revisions []memorykit.Revision
-	// terms is the record's IndexTerms set; nil once erased.
-	terms map[string]struct{}
 	// embeddings holds the record's vector per profile.
-	embeddings map[string]*embedding
+	embeddings embeddingSet
 	// ix is the record's place in its scope's recall index while it is
 	// active; nil otherwise.
 	ix *indexState
@@ -136,13 +134,51 @@ type embKey struct {
 	profile  string
 }
 
-// embedding is a stored vector, current only while hash equals the
-// record's content hash. norm is the vector's Euclidean norm.
+// embedding is a stored vector of one profile, current only while hash
+// equals the record's content hash. norm is the vector's Euclidean norm.
+// While the record is in its Scope's recall index the vector lives in a
+// slab row and vector is nil (read it with Store.vectorOf).
 type embedding struct {
-	hash   string
-	vector []float32
-	norm   float64
-	at     time.Time
+	profile string
+	hash    string
+	vector  []float32
+	norm    float64
+	at      time.Time
+}
+
+// embeddingSet is a record's embeddings, at most one per profile: a slice,
+// as a record rarely has more than one, is smaller than a map.
+type embeddingSet []embedding
+
+// get returns the embedding of profile, or nil. The pointer is valid until
+// the set changes.
+func (m embeddingSet) get(profile string) *embedding {
+	for i := range m {
+		if m[i].profile == profile {
+			return &m[i]
+		}
+	}
+	return nil
+}
+
+// put returns the set with emb as its embedding of emb.profile.
+func (m embeddingSet) put(emb embedding) embeddingSet {
+	if old := m.get(emb.profile); old != nil {
+		*old = emb
+		return m
+	}
+	return append(m, emb)
+}
+
+// del returns the set without an embedding of profile, and whether it had
+// one.
+func (m embeddingSet) del(profile string) (embeddingSet, bool) {
+	for i := range m {
+		if m[i].profile == profile {
+			return append(m[:i], m[i+1:]...), true
+		}
+	}
+	return m, false
 }
 
 // embState is the lease, retry and park state of a record's embedding for

@@ -18,10 +18,26 @@ import (
 
 // TestPostgresConformance runs the shared conformance suites on pgstore.
 // Most cases run in a transaction on a migrated schema, rolled back when
-// the case ends; the cases that need sessions of their own (concurrency,
-// mid-statement cancellation, purge) get a schema and pool each.
+// the case ends (recall in SQL there: the recall cache needs a pool of its
+// own, see newTxStore); the cases that need sessions of their own
+// (concurrency, mid-statement cancellation, purge) get a schema and pool
+// each. TestPostgresCacheRecallConformance runs the recall suites again
+// through the recall cache, the default.
 func TestPostgresConformance(t *testing.T) {
 	storetest.RunAll(t, pgHarness(t))
+}
+
+// TestPostgresCacheRecallConformance runs the suites that recall on
+// pgstore through the recall cache (the default), each case on a schema
+// and pool of its own: TestPostgresConformance's transactions rank in SQL,
+// so both paths meet the same contract.
+func TestPostgresCacheRecallConformance(t *testing.T) {
+	h := pgHarness(t)
+	h.New = pgNew(t, nil)
+	h.NewSession = nil
+	t.Run("Recall", func(t *testing.T) { storetest.RunRecallConformance(t, h) })
+	t.Run("FullText", func(t *testing.T) { storetest.RunFullTextRecallConformance(t, h) })
+	t.Run("Erasure", func(t *testing.T) { storetest.RunErasureConformance(t, h) })
 }
 
 // TestPostgresReasonsGoThroughContentPolicy: every stored reason passes the
@@ -206,4 +222,22 @@ func (ts *txSchemas) session(t *testing.T, cfg Config) *Store {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// pgNew opens a Store on a schema of its own for every case, with the
+// Config changed by edit when it is not nil.
+func pgNew(t *testing.T, edit func(*Config)) func(*testing.T, clock.Clock, *memorykit.WriteGuard) memorykit.Store {
+	dsn := testDSN(t)
+	return func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+		cfg := Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t), Schema: uniqueSchema(t), MaxConns: 6}
+		if edit != nil {
+			edit(&cfg)
+		}
+		s, err := Open(context.Background(), dsn, cfg)
+		if err != nil {
+			unusable(t, "open pgstore", err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
 }

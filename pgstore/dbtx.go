@@ -68,5 +68,9 @@ func newTxStore(ctx context.Context, tx pgx.Tx, cfg Config) (*Store, error) {
 	if version != SchemaVersion {
 		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: "schema_not_migrated"}
 	}
+	// The recall cache loads Scopes on goroutines of its own and reads
+	// them in snapshots of their own: neither fits one transaction, so a
+	// Store on a transaction ranks every recall in SQL.
+	cfg.SQLRecall = true
 	return newStore(txDB{tx}, nil, false, cfg, schema, ext), nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
@@ -23,16 +25,29 @@ import (
 //
 // A recall reads the Scope's committed version (one round trip). A cached
 // snapshot at that version or a later one holds every change committed
-// before the recall began, so recall ranks in it; otherwise the Scope is
-// loaded again, whole, in one REPEATABLE READ transaction that reads the
-// version and the rows from the same database snapshot. Nothing is ever
-// served from a snapshot older than the version just read, so an erase or
-// forget committed by any process is seen by the next recall.
+// before the recall began, so recall ranks in it. When the version moved,
+// the snapshot is refreshed (a second round trip): one pipelined REPEATABLE
+// READ transaction reads the version again, the records whose change
+// version (table scope_changes, written by the same triggers) is above the
+// snapshot's, and the current active rows and vectors of those records;
+// they leave the snapshot and what is still active comes back. A Scope not
+// cached at all is answered in SQL while it is loaded whole in the
+// background (or loaded at once by WarmRecallCache). Nothing is ever served from a snapshot
+// older than the version just read, so an erase or forget committed by any
+// process is seen by the next recall.
 //
-// Snapshots are accounted by an estimate of their heap size (snapshotBytes)
-// and evicted least recently used first to stay within the budget. A Scope
-// larger than the whole budget is not cached; its recalls take the SQL
-// path.
+// Ranking is memorystore's, which the SQL path reproduces (the
+// differential test TestRecallCacheMatchesSQL holds them to the same
+// hits, ranks, scores and records) with one difference at scale: the
+// cache's vector channel scans every current vector exactly, where the SQL
+// statement re-ranks exactly only the 64 nearest by the half-precision
+// index. They differ only when a record of the exact top k is not among
+// those 64, and then the cache's answer is the exact one.
+//
+// Snapshots are accounted by an estimate of their heap size
+// (memorystore.Snapshot.Bytes) and evicted least recently used first to
+// stay within the budget. A Scope larger than the whole budget is not
+// cached; its recalls take the SQL path.
 type recallCache struct {
 	clk    clock.Clock
 	budget int64
@@ -41,42 +56,105 @@ type recallCache struct {
 	used   int64
 	lru    *list.List // of *cachedScope, most recently used first
 	scopes map[memorykit.Scope]*list.Element
-	// tooBig remembers Scopes (with the version they were measured at) that
-	// did not fit the budget, so their recalls skip the load until they
-	// change. It is cleared when it reaches tooBigLimit entries.
-	tooBig map[memorykit.Scope]int64
-	loads  singleflight.Group
+	// tooBig remembers when Scopes were found not to fit the budget: their
+	// recalls take the SQL path without loading them again for
+	// tooBigRetry (on the injected clock), however often they change; a
+	// Scope too big to keep is costly to load and usually stays too big.
+	// It is cleared when it reaches tooBigLimit entries.
+	tooBig map[memorykit.Scope]time.Time
+	// refreshes serialises the loads and refreshes of each Scope and
+	// shares them among concurrent recalls.
+	refreshes singleflight.Group
+	// loads and deltas count whole-Scope loads and incremental refreshes.
+	loads, deltas atomic.Int64
+
+	// Loads of Scopes not cached yet run in the background (see
+	// loadInBackground) under bgCtx; close cancels them and waits.
+	bgMu      sync.Mutex
+	bgClosed  bool
+	bgRunning int
+	bgCtx     context.Context
+	bgStop    context.CancelFunc
+	bg        sync.WaitGroup
 }
 
-const tooBigLimit = 1024
+const (
+	tooBigLimit = 1024
+	tooBigRetry = time.Minute
+)
 
+// maxBackgroundLoads bounds the background loads running at once: a burst
+// of recalls over many cold Scopes loads two at a time (their recalls take
+// the SQL path meanwhile) instead of taking every connection of the pool.
+const maxBackgroundLoads = 2
+
+// cachedScope is one Scope's snapshot. The snapshot changes only inside a
+// refresh of its Scope (one at a time, see recallCache.refreshes); version
+// and bytes change only under the cache's mu.
 type cachedScope struct {
 	scope   memorykit.Scope
-	version int64
 	snap    *memorystore.Snapshot
+	version int64
 	bytes   int64
 }
 
 func newRecallCache(clk clock.Clock, budget int64) *recallCache {
+	ctx, stop := context.WithCancel(context.Background())
 	return &recallCache{
 		clk:    clk,
 		budget: budget,
 		lru:    list.New(),
 		scopes: make(map[memorykit.Scope]*list.Element),
-		tooBig: make(map[memorykit.Scope]int64),
+		tooBig: make(map[memorykit.Scope]time.Time),
+		bgCtx:  ctx,
+		bgStop: stop,
 	}
+}
+
+// close cancels the background loads and waits for them to end; no new
+// one starts afterwards.
+func (c *recallCache) close() {
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgStop()
+	c.bgMu.Unlock()
+	c.bg.Wait()
+}
+
+// loadInBackground starts loading scope on a goroutine of its own, unless
+// the cache is closed or maxBackgroundLoads are running (a later recall
+// tries again); a load or refresh of the Scope already running is joined
+// instead.
+func (s *Store) loadInBackground(scope memorykit.Scope) {
+	c := s.cache
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed || c.bgRunning >= maxBackgroundLoads {
+		return
+	}
+	c.bgRunning++
+	c.bg.Add(1)
+	done := c.refreshes.DoChan(scope.String(), func() (any, error) { return s.refreshScope(c.bgCtx, scope) })
+	go func() {
+		defer c.bg.Done()
+		<-done
+		c.bgMu.Lock()
+		c.bgRunning--
+		c.bgMu.Unlock()
+	}()
 }
 
 // errNotCached says the Scope cannot be served from the cache; the caller
 // takes the SQL path.
 var errNotCached = errors.New("pgstore: scope not cached")
 
-// tooLarge reports whether scope, at version, was found too big to cache.
-func (c *recallCache) tooLarge(scope memorykit.Scope, version int64) bool {
+// tooLarge reports whether scope was found too big to cache less than
+// tooBigRetry ago.
+func (c *recallCache) tooLarge(scope memorykit.Scope) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.tooBig[scope]
-	return ok && v >= version
+	at, ok := c.tooBig[scope]
+	return ok && c.clk.Since(at) < tooBigRetry
 }
 
 // get returns the cached snapshot of scope at version or later, if any.
@@ -95,6 +173,19 @@ func (c *recallCache) get(scope memorykit.Scope, version int64) (*memorystore.Sn
 	return cs.snap, true
 }
 
+// entry returns the cached snapshot of scope at whatever version it is,
+// and that version.
+func (c *recallCache) entry(scope memorykit.Scope) (*cachedScope, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.scopes[scope]
+	if el == nil {
+		return nil, 0
+	}
+	cs := el.Value.(*cachedScope)
+	return cs, cs.version
+}
+
 // put caches cs unless it is too big for the whole budget or an entry at a
 // later version is already there, evicting the least recently used
 // Scopes to make room. A Scope too big to cache is still served once from
@@ -102,11 +193,15 @@ func (c *recallCache) get(scope memorykit.Scope, version int64) (*memorystore.Sn
 func (c *recallCache) put(cs *cachedScope) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(cs)
+}
+
+func (c *recallCache) putLocked(cs *cachedScope) {
 	if cs.bytes > c.budget {
 		if len(c.tooBig) >= tooBigLimit {
 			clear(c.tooBig)
 		}
-		c.tooBig[cs.scope] = cs.version
+		c.tooBig[cs.scope] = c.clk.Now()
 		c.removeLocked(cs.scope)
 		return
 	}
@@ -123,6 +218,19 @@ func (c *recallCache) put(cs *cachedScope) {
 	}
 	c.scopes[cs.scope] = c.lru.PushFront(cs)
 	c.used += cs.bytes
+}
+
+// refreshed records that cs's snapshot now holds the Scope at version and
+// takes bytes, evicting other Scopes (or cs itself, when it no longer fits
+// the budget) as put would.
+func (c *recallCache) refreshed(cs *cachedScope, version, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.scopes[cs.scope]; el != nil && el.Value.(*cachedScope) == cs {
+		c.removeLocked(cs.scope)
+	}
+	cs.version, cs.bytes = version, bytes
+	c.putLocked(cs)
 }
 
 func (c *recallCache) removeLocked(scope memorykit.Scope) {
@@ -142,41 +250,44 @@ func (c *recallCache) usage() (int64, int) {
 	return c.used, len(c.scopes)
 }
 
-// cachedRecall serves q from the cache, loading the Scope when its cached
-// snapshot is missing or stale. errNotCached (or any load failure while
-// ctx is live) sends the caller to the SQL path.
+// cachedRecall serves q from the cache, loading or refreshing the Scope
+// when its cached snapshot is missing or stale. errNotCached (or any load
+// failure while ctx is live) sends the caller to the SQL path.
 func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVector bool) (memorykit.RecallResult, error) {
 	c := s.cache
 	var version int64
-	err := s.pool.QueryRow(ctx, s.q(`SELECT COALESCE((SELECT version FROM {schema}.scope_versions
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3), 0)`),
-		q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID).Scan(&version)
+	err := s.pool.QueryRow(ctx, s.q(scopeVersionSQL), q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID).Scan(&version)
 	if err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if c.tooLarge(q.Scope, version) {
+	if c.tooLarge(q.Scope) {
 		return memorykit.RecallResult{}, errNotCached
 	}
 	snap, ok := c.get(q.Scope, version)
-	// A load shared with another recall may have begun before this one's
-	// version was committed; then it is loaded again.
+	if !ok {
+		if cs, _ := c.entry(q.Scope); cs == nil {
+			// Not cached: loading a large Scope takes far longer than
+			// one recall in SQL, so the SQL path answers while the Scope
+			// loads in the background.
+			s.loadInBackground(q.Scope)
+			return memorykit.RecallResult{}, errNotCached
+		}
+	}
+	// Cached but stale: refreshed by the rows changed since (a round
+	// trip). A refresh shared with another recall may have read the Scope
+	// before this one's version was committed; then it is refreshed again.
 	for tries := 0; !ok; tries++ {
 		if tries == 2 {
 			return memorykit.RecallResult{}, errNotCached
 		}
-		v, err, _ := c.loads.Do(q.Scope.String(), func() (any, error) {
-			cs, err := s.loadScope(ctx, q.Scope)
-			if err != nil {
-				return nil, err
-			}
-			c.put(cs)
-			return cs, nil
+		v, err, _ := c.refreshes.Do(q.Scope.String(), func() (any, error) {
+			return s.refreshScope(ctx, q.Scope)
 		})
 		if err != nil {
 			return memorykit.RecallResult{}, err
 		}
-		if cs := v.(*cachedScope); cs.version >= version {
-			snap, ok = cs.snap, true
+		if r := v.(refreshResult); r.version >= version {
+			snap, ok = r.snap, true
 		}
 	}
 	if !useVector {
@@ -185,50 +296,190 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 	return snap.Recall(ctx, q)
 }
 
+const scopeVersionSQL = `SELECT COALESCE((SELECT version FROM {schema}.scope_versions
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3), 0)`
+
+// refreshResult is what a refresh brought a Scope's snapshot to.
+type refreshResult struct {
+	snap    *memorystore.Snapshot
+	version int64
+}
+
+// refreshScope brings the Scope's cached snapshot up to the committed
+// version: by the rows changed since the snapshot's version when it is
+// cached, else by a whole load. Only one refresh of a Scope runs at a time
+// (recallCache.refreshes).
+func (s *Store) refreshScope(ctx context.Context, scope memorykit.Scope) (refreshResult, error) {
+	c := s.cache
+	cs, from := c.entry(scope)
+	if cs != nil {
+		d, err := s.readDelta(ctx, scope, from)
+		if err != nil {
+			return refreshResult{}, err
+		}
+		if d.version >= from {
+			cs.snap.Apply(d.changed, d.recs, d.embs)
+			c.deltas.Add(1)
+			c.refreshed(cs, d.version, cs.snap.Bytes())
+			return refreshResult{snap: cs.snap, version: d.version}, nil
+		}
+		// The version went back (the schema was rebuilt): start over.
+	}
+	cs, err := s.loadScope(ctx, scope)
+	if err != nil {
+		return refreshResult{}, err
+	}
+	c.loads.Add(1)
+	c.put(cs)
+	return refreshResult{snap: cs.snap, version: cs.version}, nil
+}
+
+// scopeDelta is what changed in a Scope after a version: the ids of every
+// record changed since (changed), the current rows of those that are
+// active (recs) and their current vectors (embs), all read at version.
+type scopeDelta struct {
+	version int64
+	changed []string
+	recs    []memorykit.Record
+	embs    []memorystore.SnapshotEmbedding
+}
+
+// readDelta reads the Scope's version and the rows changed after from, in
+// one round trip: a pipelined REPEATABLE READ transaction, so the version
+// and the rows come from one database snapshot.
+func (s *Store) readDelta(ctx context.Context, scope memorykit.Scope, from int64) (scopeDelta, error) {
+	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID, from}
+	const changed = `SELECT c.record_id FROM {schema}.scope_changes c
+		WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4`
+	// The rows of the changed records are looked up by primary key, one
+	// probe per changed record, whatever the planner knows about the
+	// tables: the ids come as an array, and no other indexed condition is
+	// left beside them for the planner to prefer (OFFSET 0 keeps the
+	// status filter out of the scan; the record of an embedding is read
+	// by a correlated probe). Right after a bulk load the planner knows
+	// nothing, and joins it estimated at one row became scans of the Scope
+	// (or of every active record) per changed record.
+	const ids = `(SELECT coalesce(array_agg(record_id), '{}') FROM (` + changed + `) ch)::text[]`
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	batch.Queue(s.q(scopeVersionSQL), args[:3]...)
+	batch.Queue(s.q(changed), args...)
+	batch.Queue(s.q(`SELECT `+recordCols+` FROM (SELECT * FROM {schema}.records WHERE id = ANY (`+ids+`) OFFSET 0) r
+		WHERE status = 'active'`), args...)
+	batch.Queue(s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
+		FROM (SELECT * FROM {schema}.embeddings WHERE record_id = ANY (`+ids+`) OFFSET 0) e
+		WHERE e.content_hash = (SELECT r.content_hash FROM {schema}.records r WHERE r.id = e.record_id AND r.status = 'active')`), args...)
+	batch.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, batch)
+	defer func() { _ = br.Close() }()
+	var d scopeDelta
+	if _, err := br.Exec(); err != nil {
+		return d, err
+	}
+	if err := br.QueryRow().Scan(&d.version); err != nil {
+		return d, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return d, err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return d, err
+		}
+		d.changed = append(d.changed, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return d, err
+	}
+	if d.recs, err = scanRecords(br); err != nil {
+		return d, err
+	}
+	if d.embs, err = scanEmbeddings(br); err != nil {
+		return d, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return d, err
+	}
+	return d, br.Close()
+}
+
 // loadScope reads the Scope's version, active records and current vectors
-// from one database snapshot and indexes them.
+// from one database snapshot (one round trip, as readDelta) and indexes
+// them.
 func (s *Store) loadScope(ctx context.Context, scope memorykit.Scope) (*cachedScope, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID}
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	batch.Queue(s.q(scopeVersionSQL), args...)
+	batch.Queue(s.q(`SELECT `+recordCols+` FROM {schema}.records
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status = 'active'`), args...)
+	batch.Queue(s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
+		FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
+		WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
+		AND r.status = 'active' AND r.content_hash = e.content_hash`), args...)
+	batch.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, batch)
+	defer func() { _ = br.Close() }()
 	cs := &cachedScope{scope: scope}
-	if err := tx.QueryRow(ctx, s.q(`SELECT COALESCE((SELECT version FROM {schema}.scope_versions
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3), 0)`), args...).Scan(&cs.version); err != nil {
+	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status = 'active'`), args...)
+	if err := br.QueryRow().Scan(&cs.version); err != nil {
+		return nil, err
+	}
+	recs, err := scanRecords(br)
 	if err != nil {
 		return nil, err
 	}
+	embs, err := scanEmbeddings(br)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	cs.snap = memorystore.NewSnapshot(s.cache.clk, recs, embs)
+	cs.bytes = cs.snap.Bytes()
+	return cs, nil
+}
+
+// scanRecords reads the batch's next result: rows of recordCols.
+func scanRecords(br pgx.BatchResults) ([]memorykit.Record, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	var recs []memorykit.Record
 	for rows.Next() {
 		var d recordDest
 		if err := rows.Scan(d.targets()...); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		rec, err := d.record()
 		if err != nil {
-			rows.Close()
 			return nil, err
 		}
 		recs = append(recs, rec)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = tx.Query(ctx, s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
-		FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
-		WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
-		AND r.status = 'active' AND r.content_hash = e.content_hash`), args...)
+	return recs, rows.Err()
+}
+
+// scanEmbeddings reads the batch's next result: record_id, profile,
+// content_hash and embedding rows.
+func scanEmbeddings(br pgx.BatchResults) ([]memorystore.SnapshotEmbedding, error) {
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	var embs []memorystore.SnapshotEmbedding
 	for rows.Next() {
 		var (
@@ -236,54 +487,35 @@ func (s *Store) loadScope(ctx context.Context, scope memorykit.Scope) (*cachedSc
 			vec pgvector.Vector
 		)
 		if err := rows.Scan(&m.RecordID, &m.Profile, &m.ContentHash, &vec); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		m.Vector = vec.Slice()
 		embs = append(embs, m)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	cs.snap = memorystore.NewSnapshot(s.cache.clk, recs, embs)
-	cs.bytes = snapshotBytes(recs, embs)
-	return cs, nil
+	return embs, rows.Err()
 }
 
-// Per-item overheads of snapshotBytes, from the heap of a 10k-record Scope
-// measured after GC (BenchmarkRecallCacheLoad: 4,016 bytes per record on
-// the heap, 4,155 accounted): the record's entry and slot, a term's place
-// in the posting lists, and a vector's slab row. Keep the accounted figure
-// above the heap's when the snapshot's layout changes.
-const (
-	scopeOverhead  = 2048 // the snapshot's store, index maps and cache entry, so empty Scopes count too
-	recordOverhead = 1152
-	termOverhead   = 16
-	vectorOverhead = 96
-)
-
-// snapshotBytes estimates the heap a snapshot of recs and embs holds: the
-// strings of each record, its index terms (about one per 6 bytes of text,
-// each in a posting list), and each vector once
-// (its slab row; the snapshot keeps no other copy).
-func snapshotBytes(recs []memorykit.Record, embs []memorystore.SnapshotEmbedding) int64 {
-	n := int64(scopeOverhead)
-	for _, r := range recs {
-		text := len(r.Content) + len(r.Key)
-		n += recordOverhead + int64(len(r.ID)+len(r.ContentHash)+len(r.CreatedBy.ID)+len(r.TouchedBy.ID)+2*text)
-		n += int64(text/6+1) * termOverhead
-		for k, v := range r.Metadata {
-			n += int64(len(k)+len(v)) + 48
-		}
-		for _, src := range r.Sources {
-			n += int64(len(src.Kind)+len(src.Ref)) + 32
-		}
+// WarmRecallCache loads scope into the recall cache now, or brings it up
+// to the committed version if it is cached already, so its next recall is
+// served from memory (a Host may warm its busiest Scopes at startup;
+// otherwise a Scope's first recall is answered in SQL while it loads in
+// the background). It does nothing when the cache is off or the Scope does
+// not fit the budget.
+func (s *Store) WarmRecallCache(ctx context.Context, scope memorykit.Scope) error {
+	const op = "pgstore.warm_recall_cache"
+	if err := live(ctx, op); err != nil {
+		return err
 	}
-	for _, e := range embs {
-		n += vectorOverhead + 4*int64(len(e.Vector))
+	if err := scope.Validate(); err != nil {
+		return err
 	}
-	return n
+	if s.cache == nil {
+		return nil
+	}
+	if _, err, _ := s.cache.refreshes.Do(scope.String(), func() (any, error) { return s.refreshScope(ctx, scope) }); err != nil {
+		return mapErr(op, withCtx(ctx, err))
+	}
+	return nil
 }
 
 // RecallCacheUsage reports the recall cache's accounted size in bytes (an

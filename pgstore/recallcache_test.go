@@ -11,6 +11,9 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/goagents/memorykit"
 )
@@ -21,6 +24,23 @@ func openCached(t testing.TB, schema string, clk clock.Clock, budget int64) *Sto
 	t.Helper()
 	s, err := Open(context.Background(), testDSN(t), Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema,
 		MaxConns: 4, RecallCacheBytes: budget})
+	if err != nil {
+		unusable(t, "open pgstore", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// settle waits for the cache's background loads to end. No recall may
+// run meanwhile.
+func (c *recallCache) settle() { c.bg.Wait() }
+
+// openSQL opens a Store with its own pool and the recall cache off (the
+// reference SQL path) on schema, closed when the test ends.
+func openSQL(t testing.TB, schema string, clk clock.Clock) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), testDSN(t), Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema,
+		MaxConns: 4, SQLRecall: true})
 	if err != nil {
 		unusable(t, "open pgstore", err)
 	}
@@ -55,8 +75,12 @@ func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
 	}
 	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"deploy target", "other"}, Terms: memorykit.SearchTerms("zebra canary", 8),
 		Vector: []float32{1, 0, 0}, Profile: "p/v1", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
-	res, err := a.Recall(ctx, q)
+	res, err := a.Recall(ctx, q) // in SQL, while the Scope loads
 	if err != nil {
+		t.Fatal(err)
+	}
+	a.cache.settle()
+	if res, err = a.Recall(ctx, q); err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Exact) != 2 || len(res.FullText) == 0 || len(res.Vector) != 1 {
@@ -87,14 +111,23 @@ func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	only("erase")
+	// The forget and the erase reached a's warm copy as deltas, not as
+	// reloads.
+	if loads, deltas := a.cache.loads.Load(), a.cache.deltas.Load(); loads != 1 || deltas != 2 {
+		t.Fatalf("the cache loaded the scope %d times and refreshed it %d times; want 1 load, 2 refreshes", loads, deltas)
+	}
 }
 
 // TestRecallCacheMatchesSQL is the randomized differential test of the
 // recall cache: two caching Stores on separate pools (two Hosts) write to
 // a few Scopes in turn (creates, batches, corrections, forgets, erases,
-// activations, rejections, embeddings), and after every step a recall
+// activations and supersessions, rejections, embeddings put and deleted,
+// purges, and rows deleted outright), and after most steps a recall
 // through one of them must equal the reference SQL path (a third Store
 // with no cache) at that point: same hits, ranks, scores and records.
+// Recalls are skipped at random, so a cached Scope is often refreshed over
+// several writes at once; the large-budget Store must have taken most of
+// its refreshes incrementally.
 func TestRecallCacheMatchesSQL(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	if testing.Short() {
@@ -112,7 +145,7 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 	ctx := context.Background()
 	clk := newClock()
 	schema := uniqueSchema(t)
-	ref := openStore(t, schema, clk)
+	ref := openSQL(t, schema, clk)
 	// A small budget on one of them, so evictions and reloads happen too.
 	hosts := []*Store{openCached(t, schema, clk, 64<<20), openCached(t, schema, clk, 6<<10)}
 	scopes := make([]memorykit.Scope, 4)
@@ -122,6 +155,22 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 	r := rand.New(rand.NewPCG(seed, 99))
 	const profile = "diff/v1"
 	ids := make([][]string, len(scopes))
+	conn := adminConn(t)
+	// hardDelete removes a record and every row naming it, as no Store
+	// operation does today: the cache must notice rows that vanish.
+	hardDelete := func(id string) {
+		for _, stmt := range []string{
+			`DELETE FROM {schema}.embedding_queue WHERE record_id = $1`,
+			`DELETE FROM {schema}.embedding_leases WHERE record_id = $1`,
+			`DELETE FROM {schema}.embeddings WHERE record_id = $1`,
+			`DELETE FROM {schema}.revisions WHERE record_id = $1`,
+			`DELETE FROM {schema}.records WHERE id = $1`,
+		} {
+			if _, err := conn.Exec(ctx, renderSQL(stmt, schema, ""), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	embed := func(s *Store, scope memorykit.Scope, rec memorykit.Record) {
 		vec := make([]float32, 4)
 		for i := range vec {
@@ -225,6 +274,26 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 					t.Fatalf("step %d: erase: %v", step, err)
 				}
 			}
+		case op < 14 && r.IntN(4) == 0:
+			if _, err := w.DeleteEmbeddings(ctx, profile, scope); err != nil {
+				t.Fatalf("step %d: delete embeddings: %v", step, err)
+			}
+		case op < 15 && r.IntN(30) == 0:
+			if _, err := w.Purge(ctx, scope, reviewer, "diff"); err != nil {
+				t.Fatalf("step %d: purge: %v", step, err)
+			}
+		case op < 16 && r.IntN(3) == 0:
+			k := r.IntN(len(ids[si]))
+			hardDelete(ids[si][k])
+			ids[si] = append(ids[si][:k], ids[si][k+1:]...)
+			if len(ids[si]) == 0 {
+				continue
+			}
+		}
+		if r.IntN(3) == 0 {
+			// No recall this step: the next one refreshes over more
+			// writes.
+			continue
 		}
 		// A recall after every step, through either host, compared with
 		// the reference.
@@ -251,6 +320,9 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 		if len(want.FullText)+len(want.Vector) > 0 {
 			compared++
 		}
+		for _, h := range hosts {
+			checkAccounting(t, h.cache)
+		}
 	}
 	if compared < steps/4 {
 		t.Fatalf("only %d of %d recalls found anything; the comparison proves little", compared, steps)
@@ -259,6 +331,31 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 		if used, _ := h.cache.usage(); used > h.cache.budget {
 			t.Fatalf("cache uses %d bytes over its budget of %d", used, h.cache.budget)
 		}
+	}
+	if loads, deltas := hosts[0].cache.loads.Load(), hosts[0].cache.deltas.Load(); deltas < int64(steps)/8 || loads > int64(len(scopes)) {
+		t.Fatalf("the large cache loaded %d Scopes whole and refreshed %d times incrementally in %d steps; want most refreshes incremental", loads, deltas, steps)
+	}
+	t.Logf("large cache: %d loads, %d incremental refreshes; small cache: %d loads, %d incremental refreshes",
+		hosts[0].cache.loads.Load(), hosts[0].cache.deltas.Load(), hosts[1].cache.loads.Load(), hosts[1].cache.deltas.Load())
+}
+
+// checkAccounting fails unless c's accounted bytes are within its budget
+// and are the sum of its entries' sizes, each what its snapshot now holds
+// by Snapshot.Bytes (so refreshes keep the accounting current).
+func checkAccounting(t *testing.T, c *recallCache) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum := int64(0)
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		cs := el.Value.(*cachedScope)
+		if b := cs.snap.Bytes(); b != cs.bytes {
+			t.Fatalf("a cached Scope is accounted %d bytes, its snapshot holds %d", cs.bytes, b)
+		}
+		sum += cs.bytes
+	}
+	if c.used > c.budget || c.used != sum || c.lru.Len() != len(c.scopes) {
+		t.Fatalf("cache accounts %d bytes for entries of %d, budget %d", c.used, sum, c.budget)
 	}
 }
 
@@ -297,10 +394,23 @@ func TestRecallCacheStaysWithinBudget(t *testing.T) {
 			t.Fatalf("step %d: used %d, entries sum to %d, budget %d", step, used, sum, budget)
 		}
 		if size > budget {
-			if _, ok := c.get(scopes[i], versions[i]); ok || !c.tooLarge(scopes[i], versions[i]) {
+			if _, ok := c.get(scopes[i], versions[i]); ok || !c.tooLarge(scopes[i]) {
 				t.Fatalf("step %d: a Scope above the budget was cached", step)
 			}
 		}
+	}
+	// A Scope found too big is not loaded again for tooBigRetry, however
+	// often it changes, then it is tried again.
+	clk := clock.NewMock()
+	c = newRecallCache(clk, 400)
+	c.put(&cachedScope{scope: scopes[0], version: 1, bytes: 401})
+	clk.Add(tooBigRetry - time.Second)
+	if !c.tooLarge(scopes[0]) {
+		t.Fatal("a too-big Scope is tried again before tooBigRetry")
+	}
+	clk.Add(time.Second)
+	if c.tooLarge(scopes[0]) {
+		t.Fatal("a too-big Scope is never tried again")
 	}
 	// LRU: fill with four Scopes, touch the first, add a fifth that needs
 	// one eviction: the second goes.
@@ -325,7 +435,7 @@ func TestRecallCacheConcurrentRecalls(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	schema := uniqueSchema(t)
-	ref := openStore(t, schema, clk)
+	ref := openSQL(t, schema, clk)
 	c := openCached(t, schema, clk, 64<<20)
 	scopes := make([]memorykit.Scope, 3)
 	for i := range scopes {
@@ -377,5 +487,92 @@ func TestRecallCacheConcurrentRecalls(t *testing.T) {
 		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("scope %d: cached recall differs after concurrent loads (-sql +cached):\n%s", i, d)
 		}
+	}
+}
+
+// TestRecallCacheRoundTrips counts what a cached recall sends: for a
+// Scope not cached yet the version and the recall in SQL, while the load
+// (one pipelined transaction) runs in the background; one round trip when
+// nothing changed since (the version), two after another Store wrote to
+// the Scope (the version, then the rows changed since), and the refresh is
+// incremental, not a reload.
+func TestRecallCacheRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	schema := uniqueSchema(t)
+	clk := newClock()
+	writer := openSQL(t, schema, clk)
+	pcfg, err := pgxpool.ParseConfig(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &countingTracer{}
+	pcfg.ConnConfig.Tracer = tracer
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	// One connection, so the background load never opens another (whose
+	// setup queries would be counted too).
+	pcfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
+	if err != nil {
+		unusable(t, "new", err)
+	}
+	defer s.Close()
+	scope, _ := memorykit.ProjectScope("tenant-r", "trips")
+	add := func(key string) {
+		t.Helper()
+		if _, err := writer.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: key,
+			Content: "the " + key + " runs in the eu region", Status: memorykit.StatusActive, Actor: author}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("api")
+	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"api"}, Terms: memorykit.SearchTerms("which eu region", 16),
+		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
+	recall := func(wantTrips, wantHits int) {
+		t.Helper()
+		before := tracer.n.Load()
+		res, err := s.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.cache.settle()
+		if got := tracer.n.Load() - before; got != int64(wantTrips) {
+			t.Fatalf("recall sent %d round trips, want %d", got, wantTrips)
+		}
+		if len(res.FullText) != wantHits {
+			t.Fatalf("%d full-text hits, want %d", len(res.FullText), wantHits)
+		}
+	}
+	recall(3, 1) // cold: version, SQL recall; the load in the background
+	recall(1, 1) // warm: version only
+	recall(1, 1)
+	add("worker")
+	recall(2, 2) // version, delta
+	recall(1, 2)
+	if loads, deltas := s.cache.loads.Load(), s.cache.deltas.Load(); loads != 1 || deltas != 1 {
+		t.Fatalf("%d loads and %d incremental refreshes, want 1 and 1", loads, deltas)
+	}
+	// A Scope warmed ahead is served from memory from its first recall.
+	q.Scope, _ = memorykit.ProjectScope("tenant-r", "warmed")
+	if err := s.WarmRecallCache(ctx, q.Scope); err != nil {
+		t.Fatal(err)
+	}
+	recall(1, 0)
+	if _, n := s.cache.usage(); n != 2 {
+		t.Fatalf("%d Scopes cached, want 2", n)
+	}
+	// Close stops the background loads: a cold recall's load started
+	// right before Close ends with it (goleak checks no goroutine stays).
+	q.Scope, _ = memorykit.ProjectScope("tenant-r", "closing")
+	if _, err := s.Recall(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if !s.cache.bgClosed {
+		t.Fatal("the cache still takes background loads after Close")
 	}
 }

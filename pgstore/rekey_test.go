@@ -73,6 +73,10 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 		// 8: scope versions
 		`DROP FUNCTION {schema}.bump_scope_versions() CASCADE`,
 		`DROP TABLE {schema}.scope_versions`,
+		// 9: scope changes (its embeddings triggers went with the
+		// function above's CASCADE only for records)
+		`DROP FUNCTION {schema}.bump_scope_versions_embeddings() CASCADE`,
+		`DROP TABLE {schema}.scope_changes`,
 	} {
 		if _, err := conn.Exec(ctx, renderSQL(stmt, schema, "")); err != nil {
 			t.Fatal(err)

@@ -21,9 +21,11 @@
 // Go inside the migration); 6, erasure (the erase marks of leased jobs,
 // purge progress); 7, lease fencing tokens and the reap and hand-back
 // counters of jobs; 8, a version per Scope bumped by triggers in every
-// transaction that changes its records or embeddings, which the optional
+// transaction that changes its records or embeddings, which the
 // in-process recall cache (Config.RecallCacheBytes) reads to know when its
-// copy of a Scope is stale. Opening a store on an older schema applies the missing
+// copy of a Scope is stale; 9, the Scope version of each record's latest
+// change, so the cache refreshes a stale copy by the changed rows alone.
+// Opening a store on an older schema applies the missing
 // versions in order; 2, 4 and 5 fill or rewrite rows in time proportional
 // to their number. Open and New also replace the plain key of any tombstone
 // erased before schema 6 by its keyed digest.
@@ -33,6 +35,13 @@
 // static SQL lives in embedded sql/*.sql files run by name, and the one
 // statement generated at run time, full-text recall, in recallsql.go; see
 // sql.go for the layout.
+//
+// Recall ranks in an in-process copy of each recently recalled Scope (the
+// recall cache, on by default within Config.RecallCacheBytes), kept
+// coherent with the database by the Scope versions above: a recall costs
+// one round trip when nothing changed and two when something did, and
+// always sees every change committed before it began, by any process.
+// Config.SQLRecall ranks every recall in SQL instead.
 //
 // Errors are *memorykit.Error values. Driver messages are never printed,
 // because they may quote stored values: only SQLSTATE codes appear as reason
@@ -86,15 +95,28 @@ type Config struct {
 	// instead (see keepOnCancel). Zero means DefaultCancelGrace; negative
 	// is invalid. It is ignored by New, whose caller configures its pool.
 	CancelGrace time.Duration
-	// RecallCacheBytes, when positive, turns on the in-process recall
-	// cache with this memory budget in bytes: Recall then reads the Scope's
+	// RecallCacheBytes is the memory budget in bytes of the in-process
+	// recall cache, on unless SQLRecall is set: Recall reads the Scope's
 	// version (one round trip) and ranks in a per-Scope copy of its active
-	// records and vectors, loaded when the version moved, instead of
-	// ranking in SQL. Results are those of the SQL path (see
-	// recallcache.go for the one documented difference at scale). Zero,
-	// the default, keeps every recall on the SQL path.
+	// records and vectors, brought up to date by the rows changed since
+	// (a second round trip) when the version moved, instead of ranking in
+	// SQL. Results are those of the SQL path (see recallcache.go for the
+	// one documented difference at scale). Scopes are evicted least
+	// recently used first to stay within the budget; a Scope larger than
+	// the budget is ranked in SQL. Zero means DefaultRecallCacheBytes;
+	// negative is invalid.
 	RecallCacheBytes int64
+	// SQLRecall turns the recall cache off: every recall ranks in one SQL
+	// statement, the path the cache is checked against, and no copy of
+	// any Scope is kept in process memory.
+	SQLRecall bool
 }
+
+// DefaultRecallCacheBytes is the recall cache budget RecallCacheBytes zero
+// stands for: 128 MiB, about 40,000 records of a few hundred words with
+// 384-dimensional vectors (see docs/benchmarks.md for the bytes a record
+// takes).
+const DefaultRecallCacheBytes = 128 << 20
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
@@ -167,7 +189,7 @@ type Store struct {
 	// (see registerProfile).
 	profiles  sync.Map
 	closeOnce sync.Once
-	// cache is the optional recall cache (nil: off).
+	// cache is the recall cache (nil: off, Config.SQLRecall).
 	cache *recallCache
 }
 
@@ -304,8 +326,12 @@ func newStore(db dbtx, conns *pgxpool.Pool, owns bool, cfg Config, schema, ext s
 	for k := 0; k <= maxInlineTerms+1; k++ {
 		s.recallSQL = append(s.recallSQL, s.q(recallStatement(k)))
 	}
-	if cfg.RecallCacheBytes > 0 {
-		s.cache = newRecallCache(cfg.Clock, cfg.RecallCacheBytes)
+	if !cfg.SQLRecall {
+		budget := cfg.RecallCacheBytes
+		if budget == 0 {
+			budget = DefaultRecallCacheBytes
+		}
+		s.cache = newRecallCache(cfg.Clock, budget)
 	}
 	return s
 }
@@ -353,11 +379,15 @@ func (s *Store) checkVector(ctx context.Context, op string) error {
 	return nil
 }
 
-// Close closes the pool when the Store created it (Open); a caller-owned
+// Close stops the recall cache's background loads (and waits for them),
+// then closes the pool when the Store created it (Open); a caller-owned
 // pool (New) stays open. Calling Close twice is harmless. Stop every worker
 // that uses the Store before closing it.
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
+		if s.cache != nil {
+			s.cache.close()
+		}
 		if s.ownsPool {
 			s.conns.Close()
 		}

@@ -270,7 +270,7 @@ func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
 	}
 	defer pool.Close()
 	clk := newClock()
-	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
+	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema, SQLRecall: true})
 	if err != nil {
 		unusable(t, "new", err)
 	}
@@ -614,6 +614,7 @@ func TestPostgresContextIsHonoured(t *testing.T) {
 
 func TestPostgresRecallDegradesWhenOnlyVectorFails(t *testing.T) {
 	b := setup(t)
+	b.s.cache = nil // the SQL path: the cache's vector channel has no statement to fail
 	r := b.create(t, memorykit.KindFact, "deploy region", "the api runs in eu-west-1", memorykit.StatusActive)
 	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: "p",
 		ContentHash: r.ContentHash, Vector: []float32{1, 0}, WorkerID: "w"}); err != nil {

@@ -130,6 +130,8 @@ func dialogStore(b *testing.B, kind string) interface {
 	cfg := pgstore.Config{Clock: benchClock(), Guard: benchGuard(b), Tombstones: benchTombstones(b), Schema: pgtest.Schema(b, dsn), MaxConns: 4}
 	if kind == "postgres-cached" {
 		cfg.RecallCacheBytes = 256 << 20
+	} else {
+		cfg.SQLRecall = true
 	}
 	s, err := pgstore.Open(context.Background(), dsn, cfg)
 	if err != nil {
@@ -143,16 +145,19 @@ func dialogStore(b *testing.B, kind string) interface {
 // of 600 turns) through CreateBatch into a fresh store, then measures
 // recalls (all three channels, limits 10) over the Scopes in turn: with
 // phase=ingest right after the load, with phase=analyze after a manual
-// ANALYZE of the schema (pgstore; memorystore has nothing to analyze). No
-// warm-up: the first recall of each Scope is measured too, so with the
-// recall cache on, p99 includes the cold loads. Reports p50 and p99 (ms)
-// of every recall, of the recalls after each Scope's first (warm-) and of
-// the first recall of each Scope (first-).
+// ANALYZE of the schema (pgstore; memorystore has nothing to analyze),
+// with phase=writes right after the load while every third recall follows
+// a write (one more turn with its vector, not timed) to the Scope it asks,
+// as an agent that writes as it talks. No warm-up: the first recall of
+// each Scope is measured too, so with the recall cache on, p99 includes
+// the cold loads. Reports p50 and p99 (ms) of every recall, of the recalls
+// after each Scope's first (warm-), of the first recall of each Scope
+// (first-) and, with writes, of the recalls right after a write (written-).
 //
 //	go test ./internal/bench -run '^$' -bench 'BenchmarkRecallDialog' -benchtime 500x
 func BenchmarkRecallDialog(b *testing.B) {
 	for _, kind := range []string{"memory", "postgres", "postgres-cached"} {
-		for _, phase := range []string{"ingest", "analyze"} {
+		for _, phase := range []string{"ingest", "analyze", "writes"} {
 			b.Run(fmt.Sprintf("store=%s/phase=%s", kind, phase), func(b *testing.B) {
 				f := dialogFixtureOf(b)
 				ctx := context.Background()
@@ -172,10 +177,22 @@ func BenchmarkRecallDialog(b *testing.B) {
 				runtime.GC()
 				lat := make(latencies, 0, b.N)
 				warm := make(latencies, 0, b.N)
-				var first latencies
+				var first, written latencies
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					q := f.queries[i%dialogScopes][(i/dialogScopes)%dialogQueries]
+					wrote := phase == "writes" && i >= dialogScopes && i%3 == 0
+					if wrote {
+						b.StopTimer()
+						sc := i % dialogScopes
+						turn := f.items[sc][(i*7)%dialogTurns]
+						turn.Record.ID = fmt.Sprintf("more_%02d_%06d", sc, i)
+						turn.Record.Key = fmt.Sprintf("later turn %d", i)
+						if _, err := s.CreateBatch(ctx, []memorykit.BatchItem{turn}); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
 					start := time.Now()
 					res, err := s.Recall(ctx, q)
 					d := time.Since(start)
@@ -185,6 +202,9 @@ func BenchmarkRecallDialog(b *testing.B) {
 					} else {
 						warm = append(warm, d)
 					}
+					if wrote {
+						written = append(written, d)
+					}
 					if err != nil || res.VectorErr != nil {
 						b.Fatalf("recall: %v %v", err, res.VectorErr)
 					}
@@ -193,6 +213,9 @@ func BenchmarkRecallDialog(b *testing.B) {
 				lat.report(b, "")
 				warm.report(b, "warm-")
 				first.report(b, "first-")
+				if phase == "writes" {
+					written.report(b, "written-")
+				}
 			})
 		}
 	}

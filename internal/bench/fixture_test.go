@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 const (
 	otherScopes  = 100
 	otherRecords = 1500
-	fixtureName  = "mk_bench_recall_v3" // bump when the data or the layout changes
+	fixtureName  = "mk_bench_recall_v4" // bump when the data or the layout changes (v4: schema 9)
 )
 
 var targetSizes = []int{1000, 10000, 50000}
@@ -219,7 +219,8 @@ func postgresFixture(tb testing.TB) (*pgstore.Store, *pgxpool.Pool) {
 			done = false
 		}
 		pool := openPool(tb, dsn)
-		s, err := pgstore.New(ctx, pool, pgstore.Config{Clock: benchClock(), Guard: benchGuard(tb), Tombstones: benchTombstones(tb), Schema: fixtureName})
+		s, err := pgstore.New(ctx, pool, pgstore.Config{Clock: benchClock(), Guard: benchGuard(tb), Tombstones: benchTombstones(tb), Schema: fixtureName,
+			SQLRecall: true})
 		if err != nil {
 			pool.Close()
 			pgtest.Unusable(tb, "open the fixture schema", err)
