@@ -53,11 +53,13 @@ echo "== fuzz (bounded)"
 # window when a worker is slow to answer on a loaded machine (golang/go#75804,
 # fixed in Go 1.27), failing the run without any failing input. A count has
 # no deadline to race; each budget is about 5-10 s of work on 2 cores.
-go test -run '^$' -fuzz '^FuzzSearchTermsInvariants$' -fuzztime 100000x .
-go test -run '^$' -fuzz '^FuzzMemoryView$' -fuzztime 5000x ./projector/
-go test -run '^$' -fuzz '^FuzzClaimDetector$' -fuzztime 20000x ./memorytools/
-go test -run '^$' -fuzz '^FuzzNormalizeKey$' -fuzztime 100000x .
-go -C examples/host-api test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 25000x .
+# Minimizing a newly interesting input is bounded by count too (the default
+# is up to 60 s per input).
+go test -run '^$' -fuzz '^FuzzSearchTermsInvariants$' -fuzztime 100000x -fuzzminimizetime 500x .
+go test -run '^$' -fuzz '^FuzzMemoryView$' -fuzztime 5000x -fuzzminimizetime 500x ./projector/
+go test -run '^$' -fuzz '^FuzzClaimDetector$' -fuzztime 20000x -fuzzminimizetime 500x ./memorytools/
+go test -run '^$' -fuzz '^FuzzNormalizeKey$' -fuzztime 100000x -fuzzminimizetime 500x .
+go -C examples/host-api test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 25000x -fuzzminimizetime 500x .
 echo "== go test ./... without a database (PostgreSQL tests must skip, not fail)"
 env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
   echo "plain go test without a database failed:"; grep -E -B2 -A15 -- '--- FAIL|^FAIL' "$log.nodb" | head -100; exit 1; }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func (e *env) healthUntil(want, n int) resp {
 
 // checkDegraded checks a 503 health report: status degraded, ok false, and
 // some actor backing off with reason.
-func checkDegraded(t *testing.T, r resp, reason string) {
+func checkDegraded(t *testing.T, r resp, reasons ...string) {
 	t.Helper()
 	if r.str("status") != "degraded" || r.get("ok") != false || r.str("state") != "running" {
 		t.Fatalf("health report %s", r.raw)
@@ -64,11 +65,11 @@ func checkDegraded(t *testing.T, r resp, reason string) {
 	}
 	for i := range actors {
 		p := fmt.Sprintf("actors.%d.", i)
-		if r.str(p+"state") == "backing_off" && r.str(p+"reason") == reason && r.str(p+"since") != "" {
+		if r.str(p+"state") == "backing_off" && slices.Contains(reasons, r.str(p+"reason")) && r.str(p+"since") != "" {
 			return
 		}
 	}
-	t.Fatalf("no actor backing off with %s in %s", reason, r.raw)
+	t.Fatalf("no actor backing off with one of %q in %s", reasons, r.raw)
 }
 
 // TestHealthzIs503WhileAnActorBacksOff is hole 7 of issue 10 at the Host:
@@ -129,7 +130,11 @@ func TestHealthzIs503WhileAnActorBacksOff(t *testing.T) {
 			}
 		}
 		t.Cleanup(restore)
-		checkDegraded(t, e.healthUntil(http.StatusServiceUnavailable, 100), "sqlstate_42p01")
+		// A statement naming a table of the hidden schema fails with 42P01
+		// (undefined table), one calling its functions or sequences with
+		// 3F000 (invalid schema name); which the worker meets first
+		// depends on where its round was.
+		checkDegraded(t, e.healthUntil(http.StatusServiceUnavailable, 100), "sqlstate_42p01", "sqlstate_3f000")
 		restore()
 		e.healthUntil(http.StatusOK, 200)
 		e.write(aliceToken, "apollo", "fact", "deploy region", "The API runs in eu-west-1.")
