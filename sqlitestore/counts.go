@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"io/fs"
-	"net/url"
 	"os"
 
 	"github.com/goagents/memorykit"
@@ -71,7 +70,7 @@ func FileSchemaVersion(ctx context.Context, path string) (int, error) {
 	} else if err != nil {
 		return 0, memorykit.WrapError(op, memorykit.ErrUnavailable, "stat_failed", err)
 	}
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(200)")
+	db, err := sql.Open("sqlite", fileURI(path, "mode=ro&_pragma=busy_timeout(200)"))
 	if err != nil {
 		return 0, mapErr(op, err)
 	}

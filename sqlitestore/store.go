@@ -73,6 +73,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 
@@ -181,7 +183,17 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "embedded_migrations_invalid", Err: err}
 	}
-	db, err := sql.Open("sqlite", path)
+	// The file holds other people's memories: a new one is readable by
+	// its owner only (SQLite gives its -wal and -shm files the same
+	// mode). An existing file keeps the mode its operator chose.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, memorykit.WrapError(op, memorykit.ErrUnavailable, "file_unusable", err)
+	}
+	_ = f.Close()
+	// The path goes in a file: URI, escaped, so that no character of it
+	// ('?', '#', '%') is read as a URI parameter.
+	db, err := sql.Open("sqlite", fileURI(path, ""))
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
@@ -355,4 +367,14 @@ func mapErr(op string, err error) error {
 		}
 	}
 	return memorykit.WrapError(op, memorykit.ErrUnavailable, "sqlite_failed", err)
+}
+
+// fileURI is the SQLite URI of the file at path, with query (without its
+// '?') when not empty.
+func fileURI(path, query string) string {
+	u := "file:" + (&url.URL{Path: path}).EscapedPath()
+	if query != "" {
+		u += "?" + query
+	}
+	return u
 }

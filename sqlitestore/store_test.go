@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +302,38 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	var rows int
 	if err := db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != sqlitestore.SchemaVersion {
 		t.Fatalf("schema_migrations rows = %d, %v; want %d", rows, err, sqlitestore.SchemaVersion)
+	}
+}
+
+// TestNewFileIsPrivateAndPathIsLiteral: a file Open creates is readable by
+// its owner only, and so are its -wal and -shm files; a path holding URI
+// syntax ('?', '#', '%') names exactly that file, never parameters.
+func TestNewFileIsPrivateAndPathIsLiteral(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "odd?mode=ro&_pragma=x#%41.db")
+	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
+	scope := storetest.Scope(t, "tenant-a", "project-1")
+	if _, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: "k", Content: "c", Actor: actor, Status: memorykit.StatusActive}); err != nil {
+		t.Fatalf("write through a path with URI syntax: %v", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v, want no group or other access", e.Name(), perm)
+		}
+	}
+	base := filepath.Base(path)
+	if !slices.Contains(names, base) || !slices.Contains(names, base+"-wal") {
+		t.Errorf("files %q, want %q and its -wal", names, base)
 	}
 }
