@@ -110,16 +110,16 @@ func TestLoadMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(migs) != SchemaVersion || migs[len(migs)-1].version != SchemaVersion {
-		t.Fatalf("embedded migrations end at %d, SchemaVersion is %d", migs[len(migs)-1].version, SchemaVersion)
+	if len(migs) != SchemaVersion || migs[len(migs)-1].Version != SchemaVersion {
+		t.Fatalf("embedded migrations end at %d, SchemaVersion is %d", migs[len(migs)-1].Version, SchemaVersion)
 	}
 	for _, m := range migs {
-		rendered := renderSQL(m.sql, "s", "e")
+		rendered := renderSQL(m.Up, "s", "e")
 		if strings.Contains(rendered, "{schema}") || strings.Contains(rendered, "{ext}") {
-			t.Fatalf("migration %d keeps a placeholder", m.version)
+			t.Fatalf("migration %d keeps a placeholder", m.Version)
 		}
 		if strings.Contains(strings.ToLower(rendered), "now()") {
-			t.Fatalf("migration %d reads the database clock", m.version)
+			t.Fatalf("migration %d reads the database clock", m.Version)
 		}
 	}
 }

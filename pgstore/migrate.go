@@ -4,10 +4,7 @@ import (
 	"context"
 	"embed"
 	"errors"
-	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // SchemaVersion is the schema version this package writes and accepts: the
@@ -44,13 +42,7 @@ const (
 var migrationFS embed.FS
 
 // migration is one numbered pair of SQL files.
-type migration struct {
-	version int
-	name    string
-	sql     string
-	// down undoes sql (and the data step, as far as it can be undone).
-	down string
-}
+type migration = storekit.Migration
 
 // extensionLockKey is the session advisory lock around CREATE EXTENSION,
 // which is database-wide: concurrent first installs would otherwise race.
@@ -81,41 +73,10 @@ func withSessionLock(ctx context.Context, op string, conn *pgx.Conn, key int64, 
 	return fn()
 }
 
-// loadMigrations parses the embedded files, ordered by version.
+// loadMigrations parses the embedded files, ordered by version; every
+// version has its down file.
 func loadMigrations() ([]migration, error) {
-	entries, err := fs.Glob(migrationFS, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, path := range entries {
-		base := strings.TrimPrefix(path, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		if !ok {
-			return nil, fmt.Errorf("migration %s: no version prefix", base)
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: bad version prefix", base)
-		}
-		body, err := migrationFS.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		name := strings.TrimSuffix(base, ".up.sql")
-		down, err := migrationFS.ReadFile("migrations/" + name + ".down.sql")
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: no down file", name)
-		}
-		out = append(out, migration{version: v, name: name, sql: string(body), down: string(down)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration versions must be 1..n without gaps")
-		}
-	}
-	return out, nil
+	return storekit.LoadMigrations(migrationFS, "migrations", true)
 }
 
 // renderSQL fills in the schema placeholders of a SQL template.
@@ -129,7 +90,7 @@ func renderSQL(tmpl, schema, ext string) string {
 func migrate(ctx context.Context, conn *pgx.Conn, schema string, clk clock.Clock) (ext string, err error) {
 	const op = "pgstore.migrate"
 	migs, err := loadMigrations()
-	if err != nil || len(migs) == 0 || migs[len(migs)-1].version != SchemaVersion {
+	if err != nil || len(migs) == 0 || migs[len(migs)-1].Version != SchemaVersion {
 		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "embedded_migrations_invalid", Err: err}
 	}
 	err = withSessionLock(ctx, op, conn, extensionLockKey, func() error {
@@ -208,20 +169,20 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, schema, ext string, m m
 		return mapErr(op, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, renderSQL(m.sql, schema, ext)); err != nil {
+	if _, err := tx.Exec(ctx, renderSQL(m.Up, schema, ext)); err != nil {
 		e := mapErr(op, err).(*memorykit.Error)
-		e.Field = "migration_" + strconv.Itoa(m.version)
+		e.Field = "migration_" + strconv.Itoa(m.Version)
 		return e
 	}
-	if _, name, _ := strings.Cut(m.name, "_"); dataSteps[name] != nil {
+	if _, name, _ := strings.Cut(m.Name, "_"); dataSteps[name] != nil {
 		if err := dataSteps[name](ctx, tx, schema, ext, now); err != nil {
 			e := mapErr(op, err).(*memorykit.Error)
-			e.Field = "migration_" + strconv.Itoa(m.version)
+			e.Field = "migration_" + strconv.Itoa(m.Version)
 			return e
 		}
 	}
 	if _, err := tx.Exec(ctx, renderSQL(`INSERT INTO {schema}.schema_migrations (version, name, applied_at)
-		VALUES ($1, $2, $3)`, schema, ext), m.version, m.name, now); err != nil {
+		VALUES ($1, $2, $3)`, schema, ext), m.Version, m.Name, now); err != nil {
 		return mapErr(op, err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -88,12 +88,12 @@ func revertMigration(ctx context.Context, conn *pgx.Conn, schema, ext string, m 
 		return mapErr(op, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, renderSQL(m.down, schema, ext)); err != nil {
+	if _, err := tx.Exec(ctx, renderSQL(m.Down, schema, ext)); err != nil {
 		e := mapErr(op, err).(*memorykit.Error)
-		e.Field = "migration_" + strconv.Itoa(m.version)
+		e.Field = "migration_" + strconv.Itoa(m.Version)
 		return e
 	}
-	if _, err := tx.Exec(ctx, renderSQL(`DELETE FROM {schema}.schema_migrations WHERE version = $1`, schema, ext), m.version); err != nil {
+	if _, err := tx.Exec(ctx, renderSQL(`DELETE FROM {schema}.schema_migrations WHERE version = $1`, schema, ext), m.Version); err != nil {
 		return mapErr(op, err)
 	}
 	if err := tx.Commit(ctx); err != nil {

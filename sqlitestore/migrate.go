@@ -4,14 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // SchemaVersion is the schema version this package writes and accepts: the
@@ -33,42 +29,11 @@ const (
 var migrationFS embed.FS
 
 // migration is one numbered SQL file.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = storekit.Migration
 
 // loadMigrations parses the embedded files, ordered by version 1..n.
 func loadMigrations() ([]migration, error) {
-	paths, err := fs.Glob(migrationFS, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, path := range paths {
-		base := strings.TrimPrefix(path, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		if !ok {
-			return nil, fmt.Errorf("migration %s: no version prefix", base)
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: bad version prefix", base)
-		}
-		body, err := migrationFS.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".up.sql"), sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration versions must be 1..n without gaps")
-		}
-	}
-	return out, nil
+	return storekit.LoadMigrations(migrationFS, "migrations", false)
 }
 
 // migrate brings the file up to SchemaVersion. It runs in one IMMEDIATE
@@ -77,7 +42,7 @@ func loadMigrations() ([]migration, error) {
 // the file as it was.
 func migrate(ctx context.Context, conn *sql.Conn, migs []migration, now time.Time) error {
 	const op = "sqlitestore.migrate"
-	if len(migs) == 0 || migs[len(migs)-1].version != SchemaVersion {
+	if len(migs) == 0 || migs[len(migs)-1].Version != SchemaVersion {
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Reason: "embedded_migrations_invalid"}
 	}
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
@@ -111,11 +76,11 @@ func migrate(ctx context.Context, conn *sql.Conn, migs []migration, now time.Tim
 		current = v
 	}
 	for _, m := range migs[current:] {
-		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
+		if _, err := conn.ExecContext(ctx, m.Up); err != nil {
 			return mapErr(op, err)
 		}
 		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, now.UTC().Format(time.RFC3339Nano)); err != nil {
+			m.Version, m.Name, now.UTC().Format(time.RFC3339Nano)); err != nil {
 			return mapErr(op, err)
 		}
 	}
