@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,14 +89,14 @@ const (
 )
 
 // maxBackgroundLoads bounds the background loads running at once: a burst
-// of recalls over many cold Scopes loads them in the order they were first
-// asked for (their recalls take the SQL path meanwhile), one at a time on
-// up to 7 cores and two at a time above, instead of taking every
-// connection of the pool or the cores the recalls being served need
-// (indexing a loaded Scope is CPU-bound). maxPendingLoads bounds the
-// Scopes waiting for a load; a cold Scope beyond it is queued by a later
-// recall.
-var maxBackgroundLoads = min(2, max(1, runtime.GOMAXPROCS(0)/4))
+// of recalls over many cold Scopes loads them two at a time, in the order
+// they were first asked for (their recalls take the SQL path meanwhile),
+// instead of taking every connection of the pool. A load waits on the
+// database for much of its time, so two overlap well; its CPU-bound part
+// (indexing) yields to the recalls being served (memorystore.NewSnapshot).
+// maxPendingLoads bounds the Scopes waiting for a load; a cold Scope
+// beyond it is queued by a later recall.
+const maxBackgroundLoads = 2
 
 const maxPendingLoads = 256
 
