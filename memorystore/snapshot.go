@@ -2,6 +2,7 @@ package memorystore
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/benbjohnson/clock"
 
@@ -48,6 +49,10 @@ func (x *Snapshot) str(v string) string {
 	return v
 }
 
+// yieldEvery is how many records or vectors NewSnapshot indexes between
+// yields (a few hundred microseconds of work).
+const yieldEvery = 64
+
 // maxInterned bounds Snapshot.strs.
 const maxInterned = 4096
 
@@ -78,7 +83,7 @@ func NewSnapshot(clk clock.Clock, recs []memorykit.Record, embs []SnapshotEmbedd
 		bytes: snapshotOverhead,
 		strs:  make(map[string]string),
 	}
-	x.add(recs, embs)
+	x.add(recs, embs, true)
 	return x
 }
 
@@ -102,14 +107,21 @@ func (x *Snapshot) Apply(changed []string, recs []memorykit.Record, embs []Snaps
 		}
 		delete(s.records, id)
 	}
-	x.add(recs, embs)
+	x.add(recs, embs, false)
 }
 
 // add indexes recs and then embs; the caller holds s.mu for writing or
-// owns the snapshot alone.
-func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding) {
+// owns the snapshot alone. With yield (a snapshot being built, which no
+// recall waits on) it lets other goroutines run every yieldEvery items:
+// building a large snapshot is CPU-bound work in the background, and a
+// recall of another Scope made runnable meanwhile should not wait for
+// the scheduler to preempt it (10 ms) when every core is busy.
+func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding, yield bool) {
 	s := x.s
-	for _, r := range recs {
+	for i, r := range recs {
+		if yield && i > 0 && i%yieldEvery == 0 {
+			runtime.Gosched()
+		}
 		if r.Status != memorykit.StatusActive {
 			// Only active records take part in recall; the others need
 			// no place in the snapshot.
@@ -127,7 +139,10 @@ func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding) {
 		s.sync(e)
 		x.bytes += entryBytes(e)
 	}
-	for _, m := range embs {
+	for i, m := range embs {
+		if yield && i > 0 && i%yieldEvery == 0 {
+			runtime.Gosched()
+		}
 		e := s.records[m.RecordID]
 		if e == nil {
 			continue

@@ -70,9 +70,14 @@ type recallCache struct {
 
 	// Loads of Scopes not cached yet run in the background (see
 	// loadInBackground) under bgCtx; close cancels them and waits.
+	// pending holds the Scopes waiting for a load, oldest first, and
+	// queued marks them from the moment they are queued until their load
+	// ends; bgRunning counts the goroutines loading them.
 	bgMu      sync.Mutex
 	bgClosed  bool
 	bgRunning int
+	pending   []memorykit.Scope
+	queued    map[memorykit.Scope]bool
 	bgCtx     context.Context
 	bgStop    context.CancelFunc
 	bg        sync.WaitGroup
@@ -84,9 +89,16 @@ const (
 )
 
 // maxBackgroundLoads bounds the background loads running at once: a burst
-// of recalls over many cold Scopes loads two at a time (their recalls take
-// the SQL path meanwhile) instead of taking every connection of the pool.
+// of recalls over many cold Scopes loads them two at a time, in the order
+// they were first asked for (their recalls take the SQL path meanwhile),
+// instead of taking every connection of the pool. A load waits on the
+// database for much of its time, so two overlap well; its CPU-bound part
+// (indexing) yields to the recalls being served (memorystore.NewSnapshot).
+// maxPendingLoads bounds the Scopes waiting for a load; a cold Scope
+// beyond it is queued by a later recall.
 const maxBackgroundLoads = 2
+
+const maxPendingLoads = 256
 
 // cachedScope is one Scope's snapshot. The snapshot changes only inside a
 // refresh of its Scope (one at a time, see recallCache.refreshes); version
@@ -106,6 +118,7 @@ func newRecallCache(clk clock.Clock, budget int64) *recallCache {
 		lru:    list.New(),
 		scopes: make(map[memorykit.Scope]*list.Element),
 		tooBig: make(map[memorykit.Scope]time.Time),
+		queued: make(map[memorykit.Scope]bool),
 		bgCtx:  ctx,
 		bgStop: stop,
 	}
@@ -121,27 +134,56 @@ func (c *recallCache) close() {
 	c.bg.Wait()
 }
 
-// loadInBackground starts loading scope on a goroutine of its own, unless
-// the cache is closed or maxBackgroundLoads are running (a later recall
-// tries again); a load or refresh of the Scope already running is joined
-// instead.
+// loadInBackground queues scope for a load in the background, unless the
+// cache is closed, the Scope is queued or loading already, or
+// maxPendingLoads Scopes are waiting (a later recall queues it then), and
+// starts a loading goroutine if fewer than maxBackgroundLoads run. A
+// Scope queued while its workers were busy is loaded as soon as one is
+// free, not only when it is recalled again.
 func (s *Store) loadInBackground(scope memorykit.Scope) {
 	c := s.cache
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
-	if c.bgClosed || c.bgRunning >= maxBackgroundLoads {
+	if c.bgClosed || c.queued[scope] || len(c.pending) >= maxPendingLoads {
+		return
+	}
+	c.queued[scope] = true
+	c.pending = append(c.pending, scope)
+	if c.bgRunning >= maxBackgroundLoads {
 		return
 	}
 	c.bgRunning++
 	c.bg.Add(1)
-	done := c.refreshes.DoChan(scope.String(), func() (any, error) { return s.refreshScope(c.bgCtx, scope) })
-	go func() {
-		defer c.bg.Done()
-		<-done
+	go s.backgroundLoads()
+}
+
+// backgroundLoads loads the queued Scopes, oldest first, until none is
+// left or the cache is closed. A Scope cached meanwhile (by
+// WarmRecallCache, say) is skipped; a load or refresh of the Scope
+// already running is joined instead of repeated.
+func (s *Store) backgroundLoads() {
+	c := s.cache
+	defer c.bg.Done()
+	for {
 		c.bgMu.Lock()
-		c.bgRunning--
+		if c.bgClosed || len(c.pending) == 0 {
+			c.bgRunning--
+			c.bgMu.Unlock()
+			return
+		}
+		scope := c.pending[0]
+		c.pending[0] = memorykit.Scope{}
+		c.pending = c.pending[1:]
 		c.bgMu.Unlock()
-	}()
+		if cs, _ := c.entry(scope); cs == nil && !c.tooLarge(scope) {
+			// A failed load is not retried here: the Scope's next
+			// recall queues it again.
+			_, _, _ = c.refreshes.Do(scope.String(), func() (any, error) { return s.refreshScope(c.bgCtx, scope) })
+		}
+		c.bgMu.Lock()
+		delete(c.queued, scope)
+		c.bgMu.Unlock()
+	}
 }
 
 // errNotCached says the Scope cannot be served from the cache; the caller

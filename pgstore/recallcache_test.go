@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/goagents/memorykit"
 )
@@ -574,5 +575,59 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 	s.Close()
 	if !s.cache.bgClosed {
 		t.Fatal("the cache still takes background loads after Close")
+	}
+}
+
+// TestRecallCacheQueuesColdScopes: cold Scopes recalled while every
+// background loader is busy are queued and loaded once one is free,
+// without another recall, each loaded once; until then their recalls are
+// answered in SQL.
+func TestRecallCacheQueuesColdScopes(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	schema := uniqueSchema(t)
+	writer := openSQL(t, schema, clk)
+	s := openCached(t, schema, clk, 64<<20)
+	scopes := make([]memorykit.Scope, 4)
+	for i := range scopes {
+		scopes[i], _ = memorykit.ProjectScope("tenant-q", fmt.Sprintf("q%d", i))
+		if _, err := writer.Create(ctx, memorykit.NewRecord{Scope: scopes[i], Kind: memorykit.KindNote, Key: "region",
+			Content: "the api runs in the eu region", Status: memorykit.StatusActive, Actor: author}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Hold the loads of the first two Scopes (as many as loaders may run
+	// at once, or more): their background loads join these and wait.
+	release := make(chan struct{})
+	var held []<-chan singleflight.Result
+	for _, sc := range scopes[:2] {
+		held = append(held, s.cache.refreshes.DoChan(sc.String(), func() (any, error) {
+			<-release
+			return s.refreshScope(ctx, sc)
+		}))
+	}
+	for _, sc := range scopes {
+		res, err := s.Recall(ctx, memorykit.RecallQuery{Scope: sc, ExactKeys: []string{"region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Exact) != 1 {
+			t.Fatalf("scope %s: %d exact hits, want 1", sc, len(res.Exact))
+		}
+	}
+	close(release)
+	for _, ch := range held {
+		if r := <-ch; r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	s.cache.settle()
+	for _, sc := range scopes {
+		if cs, _ := s.cache.entry(sc); cs == nil {
+			t.Fatalf("scope %s was not loaded after its cold recall", sc)
+		}
+	}
+	if loads := s.cache.loads.Load(); loads != int64(len(scopes)) {
+		t.Fatalf("%d loads, want %d", loads, len(scopes))
 	}
 }

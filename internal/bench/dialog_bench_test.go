@@ -153,6 +153,9 @@ func dialogStore(b *testing.B, kind string) interface {
 // the cold loads. Reports p50 and p99 (ms) of every recall, of the recalls
 // after each Scope's first (warm-), of the first recall of each Scope
 // (first-) and, with writes, of the recalls right after a write (written-).
+// With the cache on it also reports after how many recalls every Scope
+// was cached (all-cached-after-recalls; b.N+1 if never): the recalls
+// before that may take the SQL path after a Scope's first.
 //
 //	go test ./internal/bench -run '^$' -bench 'BenchmarkRecallDialog' -benchtime 500x
 func BenchmarkRecallDialog(b *testing.B) {
@@ -178,6 +181,14 @@ func BenchmarkRecallDialog(b *testing.B) {
 				lat := make(latencies, 0, b.N)
 				warm := make(latencies, 0, b.N)
 				var first, written latencies
+				// cachedAt is the recall after which every Scope was
+				// cached (pgstore with the cache on): until then some
+				// recalls past a Scope's first took the SQL path.
+				cache, _ := s.(*pgstore.Store)
+				cachedAt := -1
+				if cache == nil || kind != "postgres-cached" {
+					cachedAt = 0
+				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					q := f.queries[i%dialogScopes][(i/dialogScopes)%dialogQueries]
@@ -205,6 +216,11 @@ func BenchmarkRecallDialog(b *testing.B) {
 					if wrote {
 						written = append(written, d)
 					}
+					if cachedAt < 0 {
+						if _, n := cache.RecallCacheUsage(); n == dialogScopes {
+							cachedAt = i + 1
+						}
+					}
 					if err != nil || res.VectorErr != nil {
 						b.Fatalf("recall: %v %v", err, res.VectorErr)
 					}
@@ -215,6 +231,12 @@ func BenchmarkRecallDialog(b *testing.B) {
 				first.report(b, "first-")
 				if phase == "writes" {
 					written.report(b, "written-")
+				}
+				if kind == "postgres-cached" {
+					if cachedAt < 0 {
+						cachedAt = b.N + 1 // never within the run
+					}
+					b.ReportMetric(float64(cachedAt), "all-cached-after-recalls")
 				}
 			})
 		}
