@@ -3,10 +3,10 @@ package pgstore
 import (
 	"context"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/goagents/memorykit"
@@ -22,7 +22,7 @@ var (
 type batchRow struct {
 	in        memorykit.NewRecord
 	meta, src any
-	terms     string // search_tsv as tsvector text input
+	terms     pgtype.TSVector // search_tsv
 	emb       *memorykit.BatchEmbedding
 	rec       memorykit.Record // the record as the batch leaves it
 	// superseder is the index of the later item that supersedes this one
@@ -84,23 +84,22 @@ func (s *Store) checkBatchItems(ctx context.Context, op string, items []memoryki
 		if emb := items[i].Embedding; emb != nil {
 			r.emb = &memorykit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
 		}
-		r.terms = tsvectorText(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
+		r.terms = tsvectorValue(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
 		rows[i] = r
 	}
 	return rows, nil
 }
 
-// tsvectorText renders lexemes as tsvector text input: each one quoted, so
-// it is stored verbatim, as array_to_tsvector would store it.
-func tsvectorText(lexemes []string) string {
-	var b strings.Builder
+// tsvectorValue is the tsvector of distinct lexemes, each stored
+// verbatim (as array_to_tsvector would store it), sent in binary: COPY
+// then neither quotes the lexemes nor parses them back, which a text value
+// costs on both sides. The server sorts the lexemes into its own order.
+func tsvectorValue(lexemes []string) pgtype.TSVector {
+	v := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(lexemes)), Valid: true}
 	for i, l := range lexemes {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(tsqueryLiteral(l))
+		v.Lexemes[i].Word = l
 	}
-	return b.String()
+	return v
 }
 
 // batchHolder is the active record of a Scope/kind/key while the batch is

@@ -77,6 +77,7 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 		// function above's CASCADE only for records)
 		`DROP FUNCTION {schema}.bump_scope_versions_embeddings() CASCADE`,
 		`DROP TABLE {schema}.scope_changes`,
+		// 10 only replaced the two functions dropped above.
 	} {
 		if _, err := conn.Exec(ctx, renderSQL(stmt, schema, "")); err != nil {
 			t.Fatal(err)
