@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,7 +160,11 @@ func (s *serverTimes) wrap(next http.Handler) http.Handler {
 type clientTally struct {
 	N, Good, Degraded, Refused, Other int
 	OK, Rejects                       []time.Duration
-	Reasons                           map[string]int
+	// FirstRejects are the 503s among the clients' first requests: the
+	// burst that opens a level, all clients at once on new connections.
+	// Rejects holds them too.
+	FirstRejects []time.Duration
+	Reasons      map[string]int
 	// Elapsed is the level's wall time, set on the merged tally.
 	Elapsed time.Duration
 }
@@ -167,7 +172,7 @@ type clientTally struct {
 // merge adds t to a.
 func (a *clientTally) merge(t *clientTally) {
 	a.N, a.Good, a.Degraded, a.Refused, a.Other = a.N+t.N, a.Good+t.Good, a.Degraded+t.Degraded, a.Refused+t.Refused, a.Other+t.Other
-	a.OK, a.Rejects = append(a.OK, t.OK...), append(a.Rejects, t.Rejects...)
+	a.OK, a.Rejects, a.FirstRejects = append(a.OK, t.OK...), append(a.Rejects, t.Rejects...), append(a.FirstRejects, t.FirstRejects...)
 	if a.Reasons == nil {
 		a.Reasons = map[string]int{}
 	}
@@ -233,6 +238,9 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 				case resp.StatusCode == http.StatusServiceUnavailable:
 					t.Refused++
 					t.Rejects = append(t.Rejects, took)
+					if i == c {
+						t.FirstRejects = append(t.FirstRejects, took)
+					}
 					var eb errorBody
 					_ = json.Unmarshal(raw, &eb)
 					t.Reasons[eb.Field+"/"+eb.Reason]++
@@ -267,6 +275,10 @@ const (
 	loadChildEnv     = "MEMORYKIT_LOAD_CHILD_URL"
 	loadBackoffEnv   = "MEMORYKIT_LOAD_BACKOFF"
 	loadResultPrefix = "load-level "
+	// loadHostProcsEnv, when set, is the GOMAXPROCS of the benchmark's
+	// process while it serves the Host, instead of the one serve would
+	// choose (serverProcs); the limits stay derived from the CPUs.
+	loadHostProcsEnv = "MEMORYKIT_LOAD_HOST_PROCS"
 )
 
 // TestHostLoadChild is the client side of BenchmarkHostLoad when it runs
@@ -360,6 +372,9 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The Ps serve gives the Host (serverProcs), or the knob's; the
+	// limits stay those NewHost derived from the CPUs.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(envInt(loadHostProcsEnv, host.procs)))
 	defer func() {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -418,8 +433,10 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 			all.Refused, pct(all.Rejects, 50), pct(all.Rejects, 99),
 			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), newConns))
 		if all.Refused > 0 || all.Other > 0 {
-			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s",
-				clients, all.Reasons, all.Other, conns.Load()-connsBefore, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99))
+			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s; "+
+				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d)",
+				clients, all.Reasons, all.Other, conns.Load()-connsBefore, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99),
+				pct(all.FirstRejects, 99), len(all.FirstRejects), pctLater(all.Rejects, all.FirstRejects), len(all.Rejects)-len(all.FirstRejects))
 		}
 	}
 	mode := "clients in a child process"
@@ -427,7 +444,25 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		mode = "clients in the Host's process"
 	}
 	// Printed, not logged: a benchmark's log is cut after a few lines.
-	fmt.Printf("%s, %s, backoff on 503: %v\n%s\n", b.Name(), mode, backoff, strings.Join(lines, "\n"))
+	fmt.Printf("%s, %s, Host GOMAXPROCS %d, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), backoff, strings.Join(lines, "\n"))
+}
+
+// pctLater is the p99 of the rejections that were not to a first
+// request: all minus first, as multisets.
+func pctLater(all, first []time.Duration) string {
+	drop := map[time.Duration]int{}
+	for _, d := range first {
+		drop[d]++
+	}
+	var later []time.Duration
+	for _, d := range all {
+		if drop[d] > 0 {
+			drop[d]--
+			continue
+		}
+		later = append(later, d)
+	}
+	return pct(later, 99)
 }
 
 func pct(d []time.Duration, p int) string {
