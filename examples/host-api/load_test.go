@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"runtime"
@@ -164,7 +165,12 @@ type clientTally struct {
 	// burst that opens a level, all clients at once on new connections.
 	// Rejects holds them too.
 	FirstRejects []time.Duration
-	Reasons      map[string]int
+	// RejectSend and RejectWait split each 503 as the client saw it: from
+	// taking the start time to having written the request (the client's
+	// own delay), and from there to the answer's first byte (the kernel
+	// and the Host).
+	RejectSend, RejectWait []time.Duration
+	Reasons                map[string]int
 	// Elapsed is the level's wall time, set on the merged tally.
 	Elapsed time.Duration
 }
@@ -173,6 +179,7 @@ type clientTally struct {
 func (a *clientTally) merge(t *clientTally) {
 	a.N, a.Good, a.Degraded, a.Refused, a.Other = a.N+t.N, a.Good+t.Good, a.Degraded+t.Degraded, a.Refused+t.Refused, a.Other+t.Other
 	a.OK, a.Rejects, a.FirstRejects = append(a.OK, t.OK...), append(a.Rejects, t.Rejects...), append(a.FirstRejects, t.FirstRejects...)
+	a.RejectSend, a.RejectWait = append(a.RejectSend, t.RejectSend...), append(a.RejectWait, t.RejectWait...)
 	if a.Reasons == nil {
 		a.Reasons = map[string]int{}
 	}
@@ -212,6 +219,11 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 				req, _ := http.NewRequest("POST", url, bytes.NewReader(bodies[i%len(bodies)]))
 				req.Header.Set("Authorization", "Bearer "+aliceToken)
 				req.Header.Set("Content-Type", "application/json")
+				var wrote, first time.Time
+				req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+					WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+					GotFirstResponseByte: func() { first = time.Now() },
+				}))
 				start := time.Now()
 				req.Header.Set(sentHeader, strconv.FormatInt(start.UnixNano(), 10))
 				resp, err := client.Do(req)
@@ -240,6 +252,9 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 					t.Rejects = append(t.Rejects, took)
 					if i == c {
 						t.FirstRejects = append(t.FirstRejects, took)
+					}
+					if !wrote.IsZero() && !first.IsZero() {
+						t.RejectSend, t.RejectWait = append(t.RejectSend, wrote.Sub(start)), append(t.RejectWait, first.Sub(wrote))
 					}
 					var eb errorBody
 					_ = json.Unmarshal(raw, &eb)
@@ -434,9 +449,11 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), newConns))
 		if all.Refused > 0 || all.Other > 0 {
 			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s; "+
-				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d)",
+				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d); "+
+				"503 p99 from start to request written %s, from written to first byte %s",
 				clients, all.Reasons, all.Other, conns.Load()-connsBefore, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99),
-				pct(all.FirstRejects, 99), len(all.FirstRejects), pctLater(all.Rejects, all.FirstRejects), len(all.Rejects)-len(all.FirstRejects))
+				pct(all.FirstRejects, 99), len(all.FirstRejects), pctLater(all.Rejects, all.FirstRejects), len(all.Rejects)-len(all.FirstRejects),
+				pct(all.RejectSend, 99), pct(all.RejectWait, 99))
 		}
 	}
 	mode := "clients in a child process"
