@@ -15,11 +15,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -431,6 +433,7 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		}
 		st.reset()
 		connsBefore := conns.Load()
+		schedBefore, cpuBefore := schedLatencies(), processCPU()
 		var all clientTally
 		if inProcess {
 			all = driveLevel(url, clients, dur, backoff)
@@ -438,6 +441,8 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 			b.Fatal(err)
 		}
 		elapsed := all.Elapsed.Seconds()
+		schedP99 := schedP99Since(schedBefore, schedLatencies())
+		cpu := (processCPU() - cpuBefore).Seconds() / elapsed
 		newConns := "-"
 		if isPG {
 			newConns = strconv.FormatInt(ps.PoolStats().NewConns-newBefore, 10)
@@ -450,10 +455,11 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		if all.Refused > 0 || all.Other > 0 {
 			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s; "+
 				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d); "+
-				"503 p99 from start to request written %s, from written to first byte %s",
+				"503 p99 from start to request written %s, from written to first byte %s; "+
+				"this process: %.2f cores busy, goroutine scheduling latency p99 %s",
 				clients, all.Reasons, all.Other, conns.Load()-connsBefore, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99),
 				pct(all.FirstRejects, 99), len(all.FirstRejects), pctLater(all.Rejects, all.FirstRejects), len(all.Rejects)-len(all.FirstRejects),
-				pct(all.RejectSend, 99), pct(all.RejectWait, 99))
+				pct(all.RejectSend, 99), pct(all.RejectWait, 99), cpu, schedP99)
 		}
 	}
 	mode := "clients in a child process"
@@ -462,6 +468,49 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	}
 	// Printed, not logged: a benchmark's log is cut after a few lines.
 	fmt.Printf("%s, %s, Host GOMAXPROCS %d, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), backoff, strings.Join(lines, "\n"))
+}
+
+// schedLatencies reads the Go scheduler's histogram of how long
+// goroutines stayed runnable before they ran.
+func schedLatencies() *metrics.Float64Histogram {
+	m := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return m[0].Value.Float64Histogram()
+}
+
+// schedP99Since is the p99 of the scheduling latencies between two reads
+// of the histogram (the upper bound of its bucket).
+func schedP99Since(before, after *metrics.Float64Histogram) string {
+	if before == nil || after == nil || len(before.Counts) != len(after.Counts) {
+		return "-"
+	}
+	var total uint64
+	for i := range after.Counts {
+		total += after.Counts[i] - before.Counts[i]
+	}
+	if total == 0 {
+		return "-"
+	}
+	var seen uint64
+	for i := range after.Counts {
+		seen += after.Counts[i] - before.Counts[i]
+		if seen*100 >= total*99 {
+			return pct([]time.Duration{time.Duration(after.Buckets[i+1] * float64(time.Second))}, 99)
+		}
+	}
+	return "-"
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // pctLater is the p99 of the rejections that were not to a first
