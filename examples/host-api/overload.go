@@ -109,7 +109,8 @@ func (o Options) limitsOr(deadline time.Duration) overloadLimits {
 // handler reached the client after tens of milliseconds. One P more than
 // the admitted recalls keeps a P for the HTTP server; the operating system
 // then shares the cores between the threads, and the recalls still have
-// every core. With PostgreSQL the recall's work is in the database and the
+// every core (less the HTTP server's share: some recall throughput is the
+// price of fast refusals). With PostgreSQL the recall's work is in the database and the
 // Host's goroutines mostly wait on the network, so its Ps are not the
 // bottleneck and it keeps one per CPU.
 func serverProcs(cpus int, l overloadLimits, inProcess bool) int {
