@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 
@@ -89,6 +90,8 @@ type Host struct {
 	obs *observability
 	// edge bounds the requests in flight per class (see overload.go).
 	edge edge
+	// procs is the GOMAXPROCS serve runs the Host with (serverProcs).
+	procs int
 }
 
 // NewHost opens the store, composes memorykit's runtime and starts it.
@@ -189,7 +192,8 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	h := &Host{
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
 		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(), obs: obs,
-		edge: newEdge(limits),
+		edge:  newEdge(limits),
+		procs: serverProcs(runtime.GOMAXPROCS(0), limits, o.DSN == ""),
 	}
 	h.registerRoutes()
 	return h, nil

@@ -1,19 +1,27 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +48,12 @@ import (
 // sessions the pool opened. Run it with -benchtime 1x: one pass is the
 // measurement.
 //
+// The clients run in a child process (see TestHostLoadChild), so that the
+// Host's Go scheduler has only the Host's goroutines, as in production;
+// client-side timings are taken in the child, the server-side columns in
+// this process. MEMORYKIT_LOAD_PROCESS=in runs the clients as goroutines
+// of this process instead, where they and the Host share one scheduler.
+//
 // A client that gets a 503 waits as its Retry-After says (between half and
 // one and a half times it, at random, so the refused clients do not come
 // back in one wave), as a well-behaved client does.
@@ -54,7 +68,8 @@ func BenchmarkHostLoad(b *testing.B) {
 	records := envInt("MEMORYKIT_LOAD_RECORDS", 5000)
 	clients := envInts("MEMORYKIT_LOAD_CLIENTS", []int{1, 4, 16, 64, 256})
 	stores := os.Getenv("MEMORYKIT_LOAD_STORES")
-	backoff := os.Getenv("MEMORYKIT_LOAD_BACKOFF") != "none"
+	backoff := os.Getenv(loadBackoffEnv) != "none"
+	inProcess := os.Getenv("MEMORYKIT_LOAD_PROCESS") == "in"
 	backends := []struct {
 		name string
 		opts func(b *testing.B) Options
@@ -71,7 +86,7 @@ func BenchmarkHostLoad(b *testing.B) {
 		}
 		b.Run(be.name, func(b *testing.B) {
 			for b.Loop() {
-				runLoad(b, be.opts(b), records, time.Duration(secs)*time.Second, clients, backoff)
+				runLoad(b, be.opts(b), records, time.Duration(secs)*time.Second, clients, backoff, inProcess)
 			}
 		})
 	}
@@ -101,7 +116,8 @@ var loadWords = []string{"deploy", "region", "database", "backup", "rollout", "p
 	"schema", "index", "cache", "queue", "tenant", "billing", "search", "audit"}
 
 // sentHeader carries the client's send time (Unix nanoseconds) to the
-// server-side timer; both run in this process, on one clock.
+// server-side timer. Both read the wall clock of one machine, whether the
+// clients run in this process or in a child.
 const sentHeader = "X-Load-Sent"
 
 // serverTimes collects, per status, how long requests spent before the
@@ -142,14 +158,227 @@ func (s *serverTimes) wrap(next http.Handler) http.Handler {
 }
 
 // clientTally is one client goroutine's record of a level, merged when
-// the level ends (no lock on the request path).
+// the level ends (no lock on the request path). Its fields are exported
+// so that a child process can send it to the parent as JSON.
 type clientTally struct {
-	n, good, degraded, refused, other int
-	ok, rejects                       []time.Duration
-	reasons                           map[string]int
+	N, Good, Degraded, Refused, Other int
+	OK, Rejects                       []time.Duration
+	// FirstRejects are the 503s among the clients' first requests: the
+	// burst that opens a level, all clients at once on new connections.
+	// Rejects holds them too.
+	FirstRejects []time.Duration
+	// RejectSend and RejectWait split each 503 as the client saw it: from
+	// taking the start time to having written the request (the client's
+	// own delay), and from there to the answer's first byte (the kernel
+	// and the Host).
+	RejectSend, RejectWait []time.Duration
+	Reasons                map[string]int
+	// Elapsed is the level's wall time, set on the merged tally.
+	Elapsed time.Duration
 }
 
-func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []int, backoff bool) {
+// merge adds t to a.
+func (a *clientTally) merge(t *clientTally) {
+	a.N, a.Good, a.Degraded, a.Refused, a.Other = a.N+t.N, a.Good+t.Good, a.Degraded+t.Degraded, a.Refused+t.Refused, a.Other+t.Other
+	a.OK, a.Rejects, a.FirstRejects = append(a.OK, t.OK...), append(a.Rejects, t.Rejects...), append(a.FirstRejects, t.FirstRejects...)
+	a.RejectSend, a.RejectWait = append(a.RejectSend, t.RejectSend...), append(a.RejectWait, t.RejectWait...)
+	if a.Reasons == nil {
+		a.Reasons = map[string]int{}
+	}
+	for k, v := range t.Reasons {
+		a.Reasons[k] += v
+	}
+}
+
+// loadBodies are the search bodies the clients send in turn.
+func loadBodies() [][]byte {
+	bodies := make([][]byte, 0, len(loadWords)*len(loadWords))
+	for i := range len(loadWords) * len(loadWords) {
+		q := loadWords[i%len(loadWords)] + " " + loadWords[(i*7+3)%len(loadWords)]
+		bodies = append(bodies, fmt.Appendf(nil, `{"query":%q}`, q))
+	}
+	return bodies
+}
+
+// driveLevel runs one level: clients goroutines search url for dur, each
+// sending its next request when the last is answered (after the pause a
+// 503's Retry-After asks for, when backoff is set). Every timing is taken
+// here, on the client's side.
+func driveLevel(url string, clients int, dur time.Duration, backoff bool) clientTally {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	defer client.CloseIdleConnections()
+	bodies := loadBodies()
+	tallies := make([]clientTally, clients)
+	begin := time.Now()
+	stop := begin.Add(dur)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			t := &tallies[c]
+			t.Reasons = map[string]int{}
+			rng := rand.New(rand.NewPCG(uint64(c), uint64(clients)))
+			for i := c; time.Now().Before(stop); i++ {
+				req, _ := http.NewRequest("POST", url, bytes.NewReader(bodies[i%len(bodies)]))
+				req.Header.Set("Authorization", "Bearer "+aliceToken)
+				req.Header.Set("Content-Type", "application/json")
+				var wrote, first time.Time
+				req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+					WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+					GotFirstResponseByte: func() { first = time.Now() },
+				}))
+				start := time.Now()
+				req.Header.Set(sentHeader, strconv.FormatInt(start.UnixNano(), 10))
+				resp, err := client.Do(req)
+				if err != nil {
+					t.N++
+					t.Other++
+					continue
+				}
+				var raw []byte
+				if resp.StatusCode == http.StatusServiceUnavailable {
+					raw, _ = io.ReadAll(resp.Body)
+				} else {
+					_, _ = io.Copy(io.Discard, resp.Body)
+				}
+				_ = resp.Body.Close()
+				took := time.Since(start)
+				t.N++
+				switch {
+				case resp.StatusCode == http.StatusOK && resp.Header.Get(degradedHeader) == "":
+					t.Good++
+					t.OK = append(t.OK, took)
+				case resp.StatusCode == http.StatusOK:
+					t.Degraded++
+				case resp.StatusCode == http.StatusServiceUnavailable:
+					t.Refused++
+					t.Rejects = append(t.Rejects, took)
+					if i == c {
+						t.FirstRejects = append(t.FirstRejects, took)
+					}
+					if !wrote.IsZero() && !first.IsZero() {
+						t.RejectSend, t.RejectWait = append(t.RejectSend, wrote.Sub(start)), append(t.RejectWait, first.Sub(wrote))
+					}
+					var eb errorBody
+					_ = json.Unmarshal(raw, &eb)
+					t.Reasons[eb.Field+"/"+eb.Reason]++
+					if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); backoff && err == nil && secs > 0 {
+						pause := time.Duration(secs) * time.Second
+						pause = pause/2 + time.Duration(rng.Int64N(int64(pause)))
+						time.Sleep(min(pause, time.Until(stop)))
+					}
+				default:
+					t.Other++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	all := clientTally{Reasons: map[string]int{}, Elapsed: time.Since(begin)}
+	for i := range tallies {
+		all.merge(&tallies[i])
+	}
+	return all
+}
+
+// Out-of-process clients. By default BenchmarkHostLoad runs its clients
+// in a child process: the test binary re-executed with only
+// TestHostLoadChild selected and the Host's URL in loadChildEnv. The
+// parent writes a level ("<clients> <duration in ns>") on the child's
+// stdin, the child drives it and prints the merged tally as one JSON line
+// after loadResultPrefix on stdout, then waits for the next level; it
+// exits when its stdin closes. MEMORYKIT_LOAD_PROCESS=in keeps the clients
+// in the benchmark's process instead, sharing the Host's Go scheduler.
+const (
+	loadChildEnv     = "MEMORYKIT_LOAD_CHILD_URL"
+	loadBackoffEnv   = "MEMORYKIT_LOAD_BACKOFF"
+	loadResultPrefix = "load-level "
+	// loadHostProcsEnv, when set, is the GOMAXPROCS of the benchmark's
+	// process while it serves the Host, instead of the one serve would
+	// choose (serverProcs); the limits stay derived from the CPUs.
+	loadHostProcsEnv = "MEMORYKIT_LOAD_HOST_PROCS"
+)
+
+// TestHostLoadChild is the client side of BenchmarkHostLoad when it runs
+// out of process; run directly, it does nothing.
+func TestHostLoadChild(t *testing.T) {
+	url := os.Getenv(loadChildEnv)
+	if url == "" {
+		t.Skip("the client process of BenchmarkHostLoad")
+	}
+	backoff := os.Getenv(loadBackoffEnv) != "none"
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var clients int
+		var dur time.Duration
+		if _, err := fmt.Sscan(in.Text(), &clients, &dur); err != nil {
+			t.Fatalf("level %q: %v", in.Text(), err)
+		}
+		out, err := json.Marshal(driveLevel(url, clients, dur, backoff))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("%s%s\n", loadResultPrefix, out)
+	}
+	if err := in.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadChild is the parent's handle on the client process.
+type loadChild struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startLoadChild(url string) (*loadChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "-test.run=^TestHostLoadChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), loadChildEnv+"="+url)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &loadChild{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}, nil
+}
+
+// level has the child drive one level and returns its tally.
+func (c *loadChild) level(clients int, dur time.Duration) (clientTally, error) {
+	if _, err := fmt.Fprintf(c.in, "%d %d\n", clients, int64(dur)); err != nil {
+		return clientTally{}, err
+	}
+	for {
+		line, err := c.out.ReadString('\n')
+		if err != nil {
+			return clientTally{}, fmt.Errorf("load child: %w", err)
+		}
+		if rest, ok := strings.CutPrefix(line, loadResultPrefix); ok {
+			var t clientTally
+			err := json.Unmarshal([]byte(rest), &t)
+			return t, err
+		}
+	}
+}
+
+// close ends the child and waits for it.
+func (c *loadChild) close() error {
+	_ = c.in.Close()
+	_, _ = io.Copy(io.Discard, c.out)
+	return c.cmd.Wait()
+}
+
+func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []int, backoff, inProcess bool) {
 	dir, err := LoadDirectory("")
 	if err != nil {
 		b.Fatal(err)
@@ -160,6 +389,9 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The Ps serve gives the Host (serverProcs), or the knob's; the
+	// limits stay those NewHost derived from the CPUs.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(envInt(loadHostProcsEnv, host.procs)))
 	defer func() {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -167,15 +399,26 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	}()
 	seed(b, host, records)
 	var st serverTimes
-	srv := httptest.NewServer(st.wrap(host.Handler()))
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(st.wrap(host.Handler()))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
 	defer srv.Close()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
-	defer client.CloseIdleConnections()
 	url := srv.URL + "/v1/projects/apollo/search"
-	bodies := make([][]byte, 0, len(loadWords)*len(loadWords))
-	for i := range len(loadWords) * len(loadWords) {
-		q := loadWords[i%len(loadWords)] + " " + loadWords[(i*7+3)%len(loadWords)]
-		bodies = append(bodies, fmt.Appendf(nil, `{"query":%q}`, q))
+	var child *loadChild
+	if !inProcess {
+		if child, err = startLoadChild(url); err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := child.close(); err != nil {
+				b.Errorf("load child: %v", err)
+			}
+		}()
 	}
 
 	lines := []string{
@@ -189,86 +432,103 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 			newBefore = ps.PoolStats().NewConns
 		}
 		st.reset()
-		tallies := make([]clientTally, clients)
-		begin := time.Now()
-		stop := begin.Add(dur)
-		var wg sync.WaitGroup
-		for c := range clients {
-			wg.Go(func() {
-				t := &tallies[c]
-				t.reasons = map[string]int{}
-				rng := rand.New(rand.NewPCG(uint64(c), uint64(clients)))
-				for i := c; time.Now().Before(stop); i++ {
-					req, _ := http.NewRequest("POST", url, bytes.NewReader(bodies[i%len(bodies)]))
-					req.Header.Set("Authorization", "Bearer "+aliceToken)
-					req.Header.Set("Content-Type", "application/json")
-					start := time.Now()
-					req.Header.Set(sentHeader, strconv.FormatInt(start.UnixNano(), 10))
-					resp, err := client.Do(req)
-					if err != nil {
-						t.n++
-						t.other++
-						continue
-					}
-					var raw []byte
-					if resp.StatusCode == http.StatusServiceUnavailable {
-						raw, _ = io.ReadAll(resp.Body)
-					} else {
-						_, _ = io.Copy(io.Discard, resp.Body)
-					}
-					_ = resp.Body.Close()
-					took := time.Since(start)
-					t.n++
-					switch {
-					case resp.StatusCode == http.StatusOK && resp.Header.Get(degradedHeader) == "":
-						t.good++
-						t.ok = append(t.ok, took)
-					case resp.StatusCode == http.StatusOK:
-						t.degraded++
-					case resp.StatusCode == http.StatusServiceUnavailable:
-						t.refused++
-						t.rejects = append(t.rejects, took)
-						var eb errorBody
-						_ = json.Unmarshal(raw, &eb)
-						t.reasons[eb.Field+"/"+eb.Reason]++
-						if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); backoff && err == nil && secs > 0 {
-							pause := time.Duration(secs) * time.Second
-							pause = pause/2 + time.Duration(rng.Int64N(int64(pause)))
-							time.Sleep(min(pause, time.Until(stop)))
-						}
-					default:
-						t.other++
-					}
-				}
-			})
-		}
-		wg.Wait()
-		elapsed := time.Since(begin).Seconds()
+		connsBefore := conns.Load()
+		schedBefore, cpuBefore := schedLatencies(), processCPU()
 		var all clientTally
-		all.reasons = map[string]int{}
-		for _, t := range tallies {
-			all.n, all.good, all.degraded, all.refused, all.other = all.n+t.n, all.good+t.good, all.degraded+t.degraded, all.refused+t.refused, all.other+t.other
-			all.ok, all.rejects = append(all.ok, t.ok...), append(all.rejects, t.rejects...)
-			for k, v := range t.reasons {
-				all.reasons[k] += v
-			}
+		if inProcess {
+			all = driveLevel(url, clients, dur, backoff)
+		} else if all, err = child.level(clients, dur); err != nil {
+			b.Fatal(err)
 		}
+		elapsed := all.Elapsed.Seconds()
+		schedP99 := schedP99Since(schedBefore, schedLatencies())
+		cpu := (processCPU() - cpuBefore).Seconds() / elapsed
 		newConns := "-"
 		if isPG {
 			newConns = strconv.FormatInt(ps.PoolStats().NewConns-newBefore, 10)
 		}
 		pre, inside := st.take()
 		lines = append(lines, fmt.Sprintf("| %d | %.0f | %.0f | %d | %s | %s | %d | %s | %s | %s | %s | %s |",
-			clients, float64(all.n)/elapsed, float64(all.good)/elapsed, all.degraded, pct(all.ok, 50), pct(all.ok, 99),
-			all.refused, pct(all.rejects, 50), pct(all.rejects, 99),
+			clients, float64(all.N)/elapsed, float64(all.Good)/elapsed, all.Degraded, pct(all.OK, 50), pct(all.OK, 99),
+			all.Refused, pct(all.Rejects, 50), pct(all.Rejects, 99),
 			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), newConns))
-		if all.refused > 0 || all.other > 0 {
-			b.Logf("clients=%d 503 reasons %v, other answers %d, server p99 of 200s: in handler %s, before %s",
-				clients, all.reasons, all.other, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99))
+		if all.Refused > 0 || all.Other > 0 {
+			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s; "+
+				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d); "+
+				"503 p99 from start to request written %s, from written to first byte %s; "+
+				"this process: %.2f cores busy, goroutine scheduling latency p99 %s",
+				clients, all.Reasons, all.Other, conns.Load()-connsBefore, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99),
+				pct(all.FirstRejects, 99), len(all.FirstRejects), pctLater(all.Rejects, all.FirstRejects), len(all.Rejects)-len(all.FirstRejects),
+				pct(all.RejectSend, 99), pct(all.RejectWait, 99), cpu, schedP99)
 		}
 	}
+	mode := "clients in a child process"
+	if inProcess {
+		mode = "clients in the Host's process"
+	}
 	// Printed, not logged: a benchmark's log is cut after a few lines.
-	fmt.Printf("%s, backoff on 503: %v\n%s\n", b.Name(), backoff, strings.Join(lines, "\n"))
+	fmt.Printf("%s, %s, Host GOMAXPROCS %d, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), backoff, strings.Join(lines, "\n"))
+}
+
+// schedLatencies reads the Go scheduler's histogram of how long
+// goroutines stayed runnable before they ran.
+func schedLatencies() *metrics.Float64Histogram {
+	m := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return m[0].Value.Float64Histogram()
+}
+
+// schedP99Since is the p99 of the scheduling latencies between two reads
+// of the histogram (the upper bound of its bucket).
+func schedP99Since(before, after *metrics.Float64Histogram) string {
+	if before == nil || after == nil || len(before.Counts) != len(after.Counts) {
+		return "-"
+	}
+	var total uint64
+	for i := range after.Counts {
+		total += after.Counts[i] - before.Counts[i]
+	}
+	if total == 0 {
+		return "-"
+	}
+	var seen uint64
+	for i := range after.Counts {
+		seen += after.Counts[i] - before.Counts[i]
+		if seen*100 >= total*99 {
+			return pct([]time.Duration{time.Duration(after.Buckets[i+1] * float64(time.Second))}, 99)
+		}
+	}
+	return "-"
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pctLater is the p99 of the rejections that were not to a first
+// request: all minus first, as multisets.
+func pctLater(all, first []time.Duration) string {
+	drop := map[time.Duration]int{}
+	for _, d := range first {
+		drop[d]++
+	}
+	var later []time.Duration
+	for _, d := range all {
+		if drop[d] > 0 {
+			drop[d]--
+			continue
+		}
+		later = append(later, d)
+	}
+	return pct(later, 99)
 }
 
 func pct(d []time.Duration, p int) string {

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -153,11 +154,16 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 		_ = host.Close(ctx)
 		return err
 	}
+	// One P for the HTTP server beside the admitted recalls (serverProcs),
+	// unless the operator set GOMAXPROCS; restored when serve returns.
+	if os.Getenv("GOMAXPROCS") == "" {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(host.procs))
+	}
 	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: serverReadTimeout, WriteTimeout: serverWriteTimeout, IdleTimeout: serverIdleTimeout}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID), zap.String("model", modelKind))
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID), zap.String("model", modelKind), zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
 
 	var failed error
 	select {

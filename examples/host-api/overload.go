@@ -99,6 +99,28 @@ func (o Options) limitsOr(deadline time.Duration) overloadLimits {
 	return hostLimits(runtime.GOMAXPROCS(0), o.DSN == "", deadline)
 }
 
+// serverProcs is the GOMAXPROCS the Host serves with, given the CPUs its
+// limits were derived from. With the store in this process (memorystore,
+// sqlitestore) a recall is CPU work on one of the Go scheduler's Ps, and
+// with as many admitted recalls as Ps every P is busy: a request that
+// arrives then is not even read (its connection's goroutine waits for a
+// P, and the network poller is polled only when a P looks for work) until
+// a recall ends or is preempted, so a refusal that takes 0.1 ms in the
+// handler reached the client after tens of milliseconds. One P more than
+// the admitted recalls keeps a P for the HTTP server; the operating system
+// then shares the cores between the threads, and the recalls still have
+// every core (less the HTTP server's share: some recall throughput is the
+// price of fast refusals). With PostgreSQL the recall's work is in the database and the
+// Host's goroutines mostly wait on the network, so its Ps are not the
+// bottleneck and it keeps one per CPU.
+func serverProcs(cpus int, l overloadLimits, inProcess bool) int {
+	cpus = max(1, cpus)
+	if !inProcess {
+		return cpus
+	}
+	return max(cpus, l.Admission.MaxReads) + 1
+}
+
 // hostWorkerConns is how many background workers hold a connection at
 // once: the embedding worker, the extraction worker and the lease reaper.
 const hostWorkerConns = 3

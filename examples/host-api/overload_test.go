@@ -93,6 +93,30 @@ func TestHostLimitsFollowCPUsAndDeadline(t *testing.T) {
 	}
 }
 
+// TestServerProcsKeepAPForHTTP: with an in-process store the Host serves
+// with one P more than it admits recalls at once, so a busy recall on
+// every core does not keep the HTTP server from reading (and refusing)
+// new requests; with PostgreSQL one P per CPU.
+func TestServerProcsKeepAPForHTTP(t *testing.T) {
+	for _, c := range []struct {
+		cpus      int
+		inProcess bool
+		procs     int
+	}{
+		{1, true, 3}, {2, true, 3}, {8, true, 9}, {0, true, 3},
+		{1, false, 1}, {2, false, 2}, {8, false, 8}, {0, false, 1},
+	} {
+		l := hostLimits(c.cpus, c.inProcess, 500*time.Millisecond)
+		got := serverProcs(c.cpus, l, c.inProcess)
+		if got != c.procs {
+			t.Errorf("%+v: GOMAXPROCS %d", c, got)
+		}
+		if c.inProcess && got <= l.Admission.MaxReads {
+			t.Errorf("%+v: %d Ps for %d admitted recalls", c, got, l.Admission.MaxReads)
+		}
+	}
+}
+
 // TestRouteClasses: every project route has a class; chat is its own,
 // searches and GETs are reads, every other POST is a write.
 func TestRouteClasses(t *testing.T) {
