@@ -17,7 +17,7 @@ func TestPostgresBatchBumpsScopeVersionOnce(t *testing.T) {
 	version := func() int64 {
 		t.Helper()
 		var v int64
-		if err := b.s.pool.QueryRow(b.ctx, b.s.q(scopeVersionSQL), b.scope.TenantID, string(b.scope.SubjectType), b.scope.SubjectID).Scan(&v); err != nil {
+		if err := b.s.pool.QueryRow(b.ctx, b.s.stmt("scope_version"), b.scope.TenantID, string(b.scope.SubjectType), b.scope.SubjectID).Scan(&v); err != nil {
 			t.Fatal(err)
 		}
 		return v

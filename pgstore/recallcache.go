@@ -298,7 +298,7 @@ func (c *recallCache) usage() (int64, int) {
 func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVector bool) (memorykit.RecallResult, error) {
 	c := s.cache
 	var version int64
-	err := s.pool.QueryRow(ctx, s.q(scopeVersionSQL), q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID).Scan(&version)
+	err := s.pool.QueryRow(ctx, s.stmt("scope_version"), q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID).Scan(&version)
 	if err != nil {
 		return memorykit.RecallResult{}, err
 	}
@@ -337,9 +337,6 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 	}
 	return snap.Recall(ctx, q)
 }
-
-const scopeVersionSQL = `SELECT COALESCE((SELECT version FROM {schema}.scope_versions
-	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3), 0)`
 
 // refreshResult is what a refresh brought a Scope's snapshot to.
 type refreshResult struct {
@@ -391,26 +388,13 @@ type scopeDelta struct {
 // and the rows come from one database snapshot.
 func (s *Store) readDelta(ctx context.Context, scope memorykit.Scope, from int64) (scopeDelta, error) {
 	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID, from}
-	const changed = `SELECT c.record_id FROM {schema}.scope_changes c
-		WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4`
-	// The rows of the changed records are looked up by primary key, one
-	// probe per changed record, whatever the planner knows about the
-	// tables: the ids come as an array, and no other indexed condition is
-	// left beside them for the planner to prefer (OFFSET 0 keeps the
-	// status filter out of the scan; the record of an embedding is read
-	// by a correlated probe). Right after a bulk load the planner knows
-	// nothing, and joins it estimated at one row became scans of the Scope
-	// (or of every active record) per changed record.
-	const ids = `(SELECT coalesce(array_agg(record_id), '{}') FROM (` + changed + `) ch)::text[]`
+	// See sql/recallcache.sql for why the changed rows are read by id.
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-	batch.Queue(s.q(scopeVersionSQL), args[:3]...)
-	batch.Queue(s.q(changed), args...)
-	batch.Queue(s.q(`SELECT `+recordCols+` FROM (SELECT * FROM {schema}.records WHERE id = ANY (`+ids+`) OFFSET 0) r
-		WHERE status = 'active'`), args...)
-	batch.Queue(s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
-		FROM (SELECT * FROM {schema}.embeddings WHERE record_id = ANY (`+ids+`) OFFSET 0) e
-		WHERE e.content_hash = (SELECT r.content_hash FROM {schema}.records r WHERE r.id = e.record_id AND r.status = 'active')`), args...)
+	batch.Queue(s.stmt("scope_version"), args[:3]...)
+	batch.Queue(s.stmt("read_delta_changed"), args...)
+	batch.Queue(s.stmt("read_delta_records"), args...)
+	batch.Queue(s.stmt("read_delta_embeddings"), args...)
 	batch.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, batch)
 	defer func() { _ = br.Close() }()
@@ -456,13 +440,9 @@ func (s *Store) loadScope(ctx context.Context, scope memorykit.Scope) (*cachedSc
 	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID}
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-	batch.Queue(s.q(scopeVersionSQL), args...)
-	batch.Queue(s.q(`SELECT `+recordCols+` FROM {schema}.records
-		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND status = 'active'`), args...)
-	batch.Queue(s.q(`SELECT e.record_id, e.profile, e.content_hash, e.embedding
-		FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
-		WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
-		AND r.status = 'active' AND r.content_hash = e.content_hash`), args...)
+	batch.Queue(s.stmt("scope_version"), args...)
+	batch.Queue(s.stmt("load_scope_records"), args...)
+	batch.Queue(s.stmt("load_scope_embeddings"), args...)
 	batch.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, batch)
 	defer func() { _ = br.Close() }()

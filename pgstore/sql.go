@@ -25,11 +25,6 @@ import (
 //   - recallsql.go: the one place SQL is generated at run time: the
 //     full-text recall statement, whose shape depends on the number of
 //     query lexemes (see that file).
-//   - Not moved yet: the statements of recallcache.go (rewritten on
-//     another branch); they belong in sql/recallcache.sql. A constant
-//     s.q(...) call moves mechanically: its text (with the fragments
-//     below as placeholders) goes under a new name, the call becomes
-//     s.stmt(name).
 //
 // Placeholders: the fragments below, filled in once when the package
 // loads, which stay in Go because Go code depends on them (column lists in
