@@ -193,7 +193,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
 		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(), obs: obs,
 		edge:  newEdge(limits),
-		procs: serverProcs(runtime.GOMAXPROCS(0), limits, o.DSN == ""),
+		procs: serverProcs(runtime.GOMAXPROCS(0), limits, o.recallInProcess()),
 	}
 	h.registerRoutes()
 	return h, nil

@@ -61,6 +61,25 @@ func TestHostPoolCoversAdmission(t *testing.T) {
 	}
 }
 
+// TestPostgresRecallsRankInProcess: the Host runs pgstore with its recall
+// cache, so its recalls are CPU work in this process and get the in-process
+// limits and the extra P, like memorystore's and sqlitestore's.
+func TestPostgresRecallsRankInProcess(t *testing.T) {
+	for _, o := range []Options{{}, {DataDir: "d"}, {DSN: "postgres://x"}} {
+		if !o.recallInProcess() {
+			t.Errorf("%+v: recall not in process", o)
+		}
+	}
+	if c := pgConfig(pgstore.Config{}, hostLimits(2, true, 500*time.Millisecond).Admission); c.SQLRecall {
+		t.Error("the Host turns pgstore's recall cache off")
+	}
+	o := Options{DSN: "postgres://x"}
+	l := hostLimits(2, o.recallInProcess(), 500*time.Millisecond)
+	if l.Admission.MaxReads != 2 || serverProcs(2, l, o.recallInProcess()) != 3 {
+		t.Errorf("pgstore on 2 CPUs: %d reads, %d Ps", l.Admission.MaxReads, serverProcs(2, l, o.recallInProcess()))
+	}
+}
+
 // TestHostLimitsFollowCPUsAndDeadline: the bounds scale with the CPUs
 // (reads one per CPU, at least two, for an in-process store; four per CPU
 // with PostgreSQL), a
