@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -52,15 +51,10 @@ func newTxStore(ctx context.Context, tx pgx.Tx, cfg Config) (*Store, error) {
 	if tx == nil {
 		return nil, memorykit.ConfigError(op, "tx", "missing")
 	}
-	var ext string
 	var version int
-	err = tx.QueryRow(ctx, `SELECT n.nspname FROM pg_extension e
-		JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'`).Scan(&ext)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: ReasonPgvectorUnavailable}
-	}
+	ext, err := vectorSchema(ctx, op, tx)
 	if err != nil {
-		return nil, mapErr(op, err)
+		return nil, err
 	}
 	if err := tx.QueryRow(ctx, renderSQL(`SELECT COALESCE(max(version), 0) FROM {schema}.schema_migrations`, schema, ext)).Scan(&version); err != nil {
 		return nil, mapErr(op, err)

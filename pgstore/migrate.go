@@ -28,10 +28,10 @@ const (
 	ReasonPgvectorUnavailable = "pgvector_unavailable"
 	// ReasonSchemaVersionNewer: the schema was migrated by a newer version
 	// of pgstore.
-	ReasonSchemaVersionNewer = "schema_version_newer"
+	ReasonSchemaVersionNewer = storekit.ReasonSchemaVersionNewer
 	// ReasonSchemaVersionUnknown: the schema records a version this package
 	// has no migration for.
-	ReasonSchemaVersionUnknown = "schema_version_unknown"
+	ReasonSchemaVersionUnknown = storekit.ReasonSchemaVersionUnknown
 )
 
 // Every version N has migrations/NNNN_name.up.sql, which brings a schema
@@ -102,12 +102,8 @@ func migrate(ctx context.Context, conn *pgx.Conn, schema string, clk clock.Clock
 	if err != nil {
 		return "", err
 	}
-	if err := conn.QueryRow(ctx, `SELECT n.nspname FROM pg_extension e
-		JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'`).Scan(&ext); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: ReasonPgvectorUnavailable}
-		}
-		return "", mapErr(op, err)
+	if ext, err = vectorSchema(ctx, op, conn); err != nil {
+		return "", err
 	}
 	err = withSessionLock(ctx, op, conn, schemaLockKey(schema), func() error {
 		return migrateSchema(ctx, conn, schema, ext, migs, clk)
@@ -135,15 +131,9 @@ func migrateSchema(ctx context.Context, conn *pgx.Conn, schema, ext string, migs
 	if err != nil {
 		return mapErr(op, err)
 	}
-	current := 0
-	for _, v := range applied {
-		switch {
-		case v > SchemaVersion:
-			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
-		case v != current+1:
-			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
-		}
-		current = v
+	current, err := storekit.AppliedVersion(op, applied, SchemaVersion)
+	if err != nil {
+		return err
 	}
 
 	for _, m := range migs[current:] {
@@ -152,6 +142,35 @@ func migrateSchema(ctx context.Context, conn *pgx.Conn, schema, ext string, migs
 		}
 	}
 	return nil
+}
+
+// rowQuerier is what vectorSchema needs: a connection, pool or
+// transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// vectorSchema returns the schema the vector extension is installed in;
+// ErrUnavailable with ReasonPgvectorUnavailable when it is not installed.
+func vectorSchema(ctx context.Context, op string, q rowQuerier) (string, error) {
+	var ext string
+	err := q.QueryRow(ctx, `SELECT n.nspname FROM pg_extension e
+		JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'`).Scan(&ext)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: ReasonPgvectorUnavailable}
+	}
+	if err != nil {
+		return "", mapErr(op, err)
+	}
+	return ext, nil
+}
+
+// migrationErr is err from running migration m, with the version as its
+// field.
+func migrationErr(op string, m migration, err error) error {
+	e := mapErr(op, err).(*memorykit.Error)
+	e.Field = "migration_" + strconv.Itoa(m.Version)
+	return e
 }
 
 func appliedVersions(ctx context.Context, conn *pgx.Conn, schema, ext string) ([]int, error) {
@@ -170,15 +189,11 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, schema, ext string, m m
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, renderSQL(m.Up, schema, ext)); err != nil {
-		e := mapErr(op, err).(*memorykit.Error)
-		e.Field = "migration_" + strconv.Itoa(m.Version)
-		return e
+		return migrationErr(op, m, err)
 	}
 	if _, name, _ := strings.Cut(m.Name, "_"); dataSteps[name] != nil {
 		if err := dataSteps[name](ctx, tx, schema, ext, now); err != nil {
-			e := mapErr(op, err).(*memorykit.Error)
-			e.Field = "migration_" + strconv.Itoa(m.Version)
-			return e
+			return migrationErr(op, m, err)
 		}
 	}
 	if _, err := tx.Exec(ctx, renderSQL(`INSERT INTO {schema}.schema_migrations (version, name, applied_at)

@@ -2,11 +2,11 @@ package pgstore
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // MigrateDown brings schema (empty means DefaultSchema) down to version,
@@ -51,14 +51,8 @@ func MigrateDown(ctx context.Context, conn *pgx.Conn, schema string, version int
 			if err != nil {
 				return mapErr(op, err)
 			}
-			for _, v := range applied {
-				switch {
-				case v > SchemaVersion:
-					return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
-				case v != current+1:
-					return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
-				}
-				current = v
+			if current, err = storekit.AppliedVersion(op, applied, SchemaVersion); err != nil {
+				return err
 			}
 		}
 		if version < 0 || version > current {
@@ -66,9 +60,9 @@ func MigrateDown(ctx context.Context, conn *pgx.Conn, schema string, version int
 		}
 		ext := ""
 		if current > 0 {
-			if err := conn.QueryRow(ctx, `SELECT n.nspname FROM pg_extension e
-				JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'`).Scan(&ext); err != nil {
-				return mapErr(op, err)
+			var err error
+			if ext, err = vectorSchema(ctx, op, conn); err != nil {
+				return err
 			}
 		}
 		for v := current; v > version; v-- {
@@ -89,9 +83,7 @@ func revertMigration(ctx context.Context, conn *pgx.Conn, schema, ext string, m 
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, renderSQL(m.Down, schema, ext)); err != nil {
-		e := mapErr(op, err).(*memorykit.Error)
-		e.Field = "migration_" + strconv.Itoa(m.Version)
-		return e
+		return migrationErr(op, m, err)
 	}
 	if _, err := tx.Exec(ctx, renderSQL(`DELETE FROM {schema}.schema_migrations WHERE version = $1`, schema, ext), m.Version); err != nil {
 		return mapErr(op, err)

@@ -32,7 +32,7 @@ func TestPostgresMigrateUpAndDown(t *testing.T) {
 	s.Close()
 
 	conn := adminConn(t)
-	ext := vectorSchema(t, conn)
+	ext := testVectorSchema(t, conn)
 	migs, err := loadMigrations()
 	if err != nil {
 		t.Fatal(err)
@@ -111,12 +111,11 @@ func TestPostgresMigrateDownRefuses(t *testing.T) {
 	}
 }
 
-// vectorSchema is the schema holding the vector extension.
-func vectorSchema(t *testing.T, conn *pgx.Conn) string {
+// testVectorSchema is vectorSchema for a test.
+func testVectorSchema(t *testing.T, conn *pgx.Conn) string {
 	t.Helper()
-	var ext string
-	if err := conn.QueryRow(context.Background(), `SELECT n.nspname FROM pg_extension x JOIN pg_namespace n ON n.oid = x.extnamespace
-		WHERE x.extname = 'vector'`).Scan(&ext); err != nil {
+	ext, err := vectorSchema(context.Background(), "test", conn)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ext

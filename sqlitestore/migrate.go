@@ -19,10 +19,10 @@ const SchemaVersion = 1
 const (
 	// ReasonSchemaVersionNewer: the file was migrated by a newer version
 	// of sqlitestore.
-	ReasonSchemaVersionNewer = "schema_version_newer"
+	ReasonSchemaVersionNewer = storekit.ReasonSchemaVersionNewer
 	// ReasonSchemaVersionUnknown: the file records a version sequence this
 	// package has no migrations for.
-	ReasonSchemaVersionUnknown = "schema_version_unknown"
+	ReasonSchemaVersionUnknown = storekit.ReasonSchemaVersionUnknown
 )
 
 //go:embed migrations/*.up.sql
@@ -65,15 +65,9 @@ func migrate(ctx context.Context, conn *sql.Conn, migs []migration, now time.Tim
 	if err != nil {
 		return mapErr(op, err)
 	}
-	current := 0
-	for _, v := range applied {
-		switch {
-		case v > SchemaVersion:
-			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
-		case v != current+1:
-			return &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
-		}
-		current = v
+	current, err := storekit.AppliedVersion(op, applied, SchemaVersion)
+	if err != nil {
+		return err
 	}
 	for _, m := range migs[current:] {
 		if _, err := conn.ExecContext(ctx, m.Up); err != nil {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/goagents/memorykit"
 )
 
 // Migration is one numbered schema step of a SQL store, read from a pair
@@ -66,4 +68,34 @@ func LoadMigrations(fsys fs.FS, dir string, requireDown bool) ([]Migration, erro
 		}
 	}
 	return out, nil
+}
+
+// Reason codes of AppliedVersion's errors; stores re-export them.
+const (
+	// ReasonSchemaVersionNewer: the schema was migrated by a newer version
+	// of the store than the one reading it.
+	ReasonSchemaVersionNewer = "schema_version_newer"
+	// ReasonSchemaVersionUnknown: the schema records a version sequence
+	// the store has no migrations for.
+	ReasonSchemaVersionUnknown = "schema_version_unknown"
+)
+
+// AppliedVersion checks the versions a schema records as applied (in
+// ascending order) against the newest version the store supports and
+// returns the schema's current version: applied must be exactly 1..n with
+// n <= supported. A newer version is ErrIntegrity with reason
+// ReasonSchemaVersionNewer, any other gap or stray version
+// ReasonSchemaVersionUnknown, both with field "schema_version".
+func AppliedVersion(op string, applied []int, supported int) (int, error) {
+	current := 0
+	for _, v := range applied {
+		switch {
+		case v > supported:
+			return 0, &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionNewer}
+		case v != current+1:
+			return 0, &memorykit.Error{Op: op, Kind: memorykit.ErrIntegrity, Field: "schema_version", Reason: ReasonSchemaVersionUnknown}
+		}
+		current = v
+	}
+	return current, nil
 }

@@ -1,9 +1,11 @@
 package storekit_test
 
 import (
+	"errors"
 	"testing"
 	"testing/fstest"
 
+	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/storekit"
 )
 
@@ -37,6 +39,25 @@ func TestLoadMigrations(t *testing.T) {
 	for name, fsys := range bad {
 		if _, err := storekit.LoadMigrations(fsys, "m", true); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestAppliedVersion(t *testing.T) {
+	for _, c := range []struct {
+		applied []int
+		want    int
+		reason  string
+	}{
+		{nil, 0, ""},
+		{[]int{1, 2, 3}, 3, ""},
+		{[]int{1, 2, 3, 4}, 0, storekit.ReasonSchemaVersionNewer},
+		{[]int{1, 3}, 0, storekit.ReasonSchemaVersionUnknown},
+		{[]int{2}, 0, storekit.ReasonSchemaVersionUnknown},
+	} {
+		got, err := storekit.AppliedVersion("op", c.applied, 3)
+		if got != c.want || memorykit.ReasonCode(err) != c.reason || (c.reason != "" && !errors.Is(err, memorykit.ErrIntegrity)) {
+			t.Errorf("AppliedVersion(%v) = %d, %v; want %d, reason %q", c.applied, got, err, c.want, c.reason)
 		}
 	}
 }
