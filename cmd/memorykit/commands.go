@@ -320,14 +320,22 @@ func runVerifyErased(ctx context.Context, c *cli, o *options) error {
 	if err != nil {
 		return err
 	}
-	if len(hits) == 0 {
+	return reportHits(c, "table\tcolumn\trow", len(hits), func(i int) string {
+		return fmt.Sprintf("%s\t%s\t%s", hits[i].Table, hits[i].Column, hits[i].Row)
+	})
+}
+
+// reportHits prints "not found", or a table of the n places the canary
+// was found (header and rows tab-separated) and returns errCanaryFound.
+func reportHits(c *cli, header string, n int, row func(i int) string) error {
+	if n == 0 {
 		fmt.Fprintln(c.out, "not found")
 		return nil
 	}
 	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "table\tcolumn\trow")
-	for _, h := range hits {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", h.Table, h.Column, h.Row)
+	fmt.Fprintln(w, header)
+	for i := range n {
+		fmt.Fprintln(w, row(i))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -342,17 +350,7 @@ func verifySQLite(c *cli, o *options) error {
 	if err != nil {
 		return err
 	}
-	if len(hits) == 0 {
-		fmt.Fprintln(c.out, "not found")
-		return nil
-	}
-	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "file\toffset")
-	for _, h := range hits {
-		fmt.Fprintf(w, "%s\t%d\n", h.File, h.Offset)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return errCanaryFound
+	return reportHits(c, "file\toffset", len(hits), func(i int) string {
+		return fmt.Sprintf("%s\t%d", hits[i].File, hits[i].Offset)
+	})
 }
