@@ -18,6 +18,7 @@ import (
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/turn"
 )
 
 // This file plugs real model servers into the Host through memorykit's
@@ -108,7 +109,7 @@ func newTurnRunner(cfg modelConfig, getenv func(string) string, httpClient *http
 		if err != nil {
 			return nil, err
 		}
-		return openaiRunner{a}, nil
+		return adapterRunner{a}, nil
 	case modelAnthropic:
 		key := getenv(envAnthropicKey)
 		if key == "" {
@@ -126,30 +127,21 @@ func newTurnRunner(cfg modelConfig, getenv func(string) string, httpClient *http
 		if err != nil {
 			return nil, err
 		}
-		return anthropicRunner{a}, nil
+		return adapterRunner{a}, nil
 	}
 	return nil, memorykit.ConfigError(op, "model", "unknown")
 }
 
-type openaiRunner struct{ a *mkopenai.Adapter }
-
-func (r openaiRunner) RunTurn(ctx context.Context, s *mkruntime.Session, msgs []projector.Message, runRef string) (TurnOutcome, error) {
-	res, err := r.a.RunTurn(ctx, mkopenai.Turn{Session: s, Messages: withSystemPrompt(msgs), RunRef: runRef})
-	out := TurnOutcome{
-		Text: res.Text, Rejected: res.Rejected, Projection: res.Projection, Extraction: res.Extraction,
-		Usage:     usageJSON{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, TotalTokens: res.Usage.TotalTokens},
-		ToolCalls: []toolCallJSON{},
+// adapterRunner runs turns on either SDK adapter: both take a turn.Turn
+// and return a turn.Result.
+type adapterRunner struct {
+	a interface {
+		RunTurn(context.Context, turn.Turn) (turn.Result, error)
 	}
-	for _, c := range res.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, toolCallJSON{Name: c.Name, IsError: c.Result.IsError, Result: c.Result.Content})
-	}
-	return out, err
 }
 
-type anthropicRunner struct{ a *mkanthropic.Adapter }
-
-func (r anthropicRunner) RunTurn(ctx context.Context, s *mkruntime.Session, msgs []projector.Message, runRef string) (TurnOutcome, error) {
-	res, err := r.a.RunTurn(ctx, mkanthropic.Turn{Session: s, Messages: withSystemPrompt(msgs), RunRef: runRef})
+func (r adapterRunner) RunTurn(ctx context.Context, s *mkruntime.Session, msgs []projector.Message, runRef string) (TurnOutcome, error) {
+	res, err := r.a.RunTurn(ctx, turn.Turn{Session: s, Messages: withSystemPrompt(msgs), RunRef: runRef})
 	out := TurnOutcome{
 		Text: res.Text, Rejected: res.Rejected, Projection: res.Projection, Extraction: res.Extraction,
 		Usage:     usageJSON{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, TotalTokens: res.Usage.TotalTokens},

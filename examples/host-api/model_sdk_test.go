@@ -136,12 +136,16 @@ func TestNewTurnRunnerKinds(t *testing.T) {
 	}{
 		{modelConfig{}, "<nil>"},
 		{modelConfig{kind: modelScripted}, "<nil>"},
-		{modelConfig{kind: modelOpenAI, name: "llama3.2", url: "http://127.0.0.1:11434/v1/"}, "main.openaiRunner"},
-		{modelConfig{kind: modelAnthropic, name: "m"}, "main.anthropicRunner"},
+		{modelConfig{kind: modelOpenAI, name: "llama3.2", url: "http://127.0.0.1:11434/v1/"}, "*openai.Adapter"},
+		{modelConfig{kind: modelAnthropic, name: "m"}, "*anthropic.Adapter"},
 	} {
 		r, err := newTurnRunner(c.cfg, env, nil)
-		if err != nil || fmt.Sprintf("%T", r) != c.want {
-			t.Errorf("%+v: runner %T, err %v; want %s", c.cfg, r, err, c.want)
+		got := fmt.Sprintf("%T", r)
+		if ar, ok := r.(adapterRunner); ok {
+			got = fmt.Sprintf("%T", ar.a) // the SDK adapter it runs on
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%+v: runner %s, err %v; want %s", c.cfg, got, err, c.want)
 		}
 	}
 	// Ollama needs no key: an OpenAI runner without one is fine.
