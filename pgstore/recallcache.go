@@ -51,9 +51,10 @@ import (
 //     has room left. Such a load only takes free room (it evicts nothing;
 //     the Scope enters as the least recently used), so a bulk import into
 //     many Scopes fills the spare budget and then stops warming instead of
-//     pushing out the Scopes being recalled; a Scope found too big is
-//     skipped as a recall would skip it. Each Scope written is read back
-//     once, by its load, at most two at a time, beside the writes.
+//     pushing out the Scopes being recalled; a Scope found too big, or
+//     too big for the room left by its last write-triggered load, is
+//     skipped for tooBigRetry. Each Scope written is read back once, by
+//     its load, at most two at a time, beside the writes.
 //   - A recall of a Scope whose load is running waits for it (joinLoad)
 //     up to joinLoadWait on the injected clock or its context's end,
 //     instead of ranking in SQL beside it; a load queued but not yet
@@ -90,6 +91,12 @@ type recallCache struct {
 	// Scope too big to keep is costly to load and usually stays too big.
 	// It is cleared when it reaches tooBigLimit entries.
 	tooBig map[memorykit.Scope]time.Time
+	// noRoom remembers when write-triggered loads found no free room for
+	// Scopes (see putSpare): writes to them queue no load for tooBigRetry,
+	// so a bulk import into more Scopes than fit does not load each of
+	// them again after every write. Recalls are not affected. It is
+	// cleared when it reaches tooBigLimit entries.
+	noRoom map[memorykit.Scope]time.Time
 	// refreshes serialises the loads and refreshes of each Scope and
 	// shares them among concurrent recalls.
 	refreshes singleflight.Group
@@ -179,6 +186,7 @@ func newRecallCache(clk clock.Clock, budget int64) *recallCache {
 		lru:    list.New(),
 		scopes: make(map[memorykit.Scope]*list.Element),
 		tooBig: make(map[memorykit.Scope]time.Time),
+		noRoom: make(map[memorykit.Scope]time.Time),
 		queued: make(map[memorykit.Scope]*bgLoad),
 		bgCtx:  ctx,
 		bgStop: stop,
@@ -299,8 +307,9 @@ func (c *recallCache) fromWrite(l *bgLoad) bool {
 // second; nothing is read before that recall, so a Store that writes much
 // and recalls little does not read back what it writes. A Scope not cached
 // is queued for a load in the background when the cache has room left and
-// the Scope was not found too big lately; the load takes only free room
-// (bgLoad.byWrite). A write that changed no Scope it names only costs the
+// the Scope was not found too big lately, nor too big for the free room
+// by a load after an earlier write (recallCache.noRoom); the load takes
+// only free room (bgLoad.byWrite). A write that changed no Scope it names only costs the
 // next recall of that Scope a few empty rows.
 func (s *Store) wrote(scopes ...memorykit.Scope) {
 	c := s.cache
@@ -314,6 +323,9 @@ func (s *Store) wrote(scopes ...memorykit.Scope) {
 			el.Value.(*cachedScope).written = true
 		}
 		at, big := c.tooBig[sc]
+		if !big {
+			at, big = c.noRoom[sc]
+		}
 		full := c.used >= c.budget
 		c.mu.Unlock()
 		if el != nil || full || (big && c.clk.Since(at) < tooBigRetry) {
@@ -438,6 +450,9 @@ func (c *recallCache) putLocked(cs *cachedScope, spare bool) {
 		return
 	}
 	delete(c.tooBig, cs.scope)
+	if !spare {
+		delete(c.noRoom, cs.scope)
+	}
 	if el := c.scopes[cs.scope]; el != nil {
 		if el.Value.(*cachedScope).version >= cs.version {
 			c.lru.MoveToFront(el)
@@ -447,6 +462,10 @@ func (c *recallCache) putLocked(cs *cachedScope, spare bool) {
 	}
 	if spare {
 		if c.used+cs.bytes > c.budget {
+			if len(c.noRoom) >= tooBigLimit {
+				clear(c.noRoom)
+			}
+			c.noRoom[cs.scope] = c.clk.Now()
 			return
 		}
 		c.scopes[cs.scope] = c.lru.PushBack(cs)

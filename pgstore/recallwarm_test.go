@@ -171,7 +171,8 @@ func TestRecallCacheWrittenScopeOneRoundTrip(t *testing.T) {
 // TestRecallCacheWarmsWithinBudget: a batch written to more Scopes than
 // the budget holds loads them only into the room the cache has free: the
 // Scope being recalled stays cached, the accounting stays within the
-// budget, and the Scopes warmed enter behind it in LRU order.
+// budget, and the Scopes warmed enter behind it in LRU order. Further
+// writes to those Scopes load none of them again.
 func TestRecallCacheWarmsWithinBudget(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
@@ -212,6 +213,21 @@ func TestRecallCacheWarmsWithinBudget(t *testing.T) {
 	if front != scopes[0] {
 		t.Fatalf("the most recently used Scope is %s, want the recalled %s", front, scopes[0])
 	}
+	// More writes to the same Scopes load none again: the cached ones are
+	// only marked written, the ones that found no room are remembered.
+	loads := s.cache.loads.Load()
+	more := warmItems(scopes[1:], 10)
+	for i := range more {
+		more[i].Record.Key = fmt.Sprintf("later %d", i)
+	}
+	if _, err := s.CreateBatch(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	s.cache.settle()
+	if got := s.cache.loads.Load(); got != loads {
+		t.Fatalf("the second batch to the same Scopes loaded %d of them again", got-loads)
+	}
+	checkAccounting(t, s.cache)
 	// A recall of a Scope that did not fit loads it the usual way,
 	// evicting a warmed Scope that was never recalled first.
 	var cold memorykit.Scope
