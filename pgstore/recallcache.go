@@ -309,8 +309,8 @@ func (c *recallCache) fromWrite(l *bgLoad) bool {
 // is queued for a load in the background when the cache has room left and
 // the Scope was not found too big lately, nor too big for the free room
 // by a load after an earlier write (recallCache.noRoom); the load takes
-// only free room (bgLoad.byWrite). A write that changed no Scope it names only costs the
-// next recall of that Scope a few empty rows.
+// only free room (bgLoad.byWrite). A write that changed nothing in a
+// Scope it names only costs that Scope's next recall a few empty rows.
 func (s *Store) wrote(scopes ...memorykit.Scope) {
 	c := s.cache
 	if c == nil {
@@ -351,13 +351,19 @@ func rowScopes(rows []batchRow) []memorykit.Scope {
 // the injected clock). See joinLoad.
 const joinLoadWait = 20 * time.Millisecond
 
-// joinLoad waits for l, a running background load of q's Scope, and
-// returns its snapshot if it holds the Scope at version or later. It gives
-// up (false) when ctx ends or after joinLoadWait. A load already running
-// has read part of the Scope or all of it, and indexes it on one core;
-// ranking the recall in SQL meanwhile would compete with it for the
-// database and the CPU, and so far has cost more than the rest of a
-// conversation-sized load (see docs/benchmarks.md).
+// joinLoad waits for l, a running background load of a recall's Scope,
+// and returns its snapshot if it holds the Scope at version or later. It
+// gives up (false) when ctx ends or after joinLoadWait. A load already
+// running has read part of the Scope or all of it, and indexes it on one
+// core; ranking the recall in SQL meanwhile would compete with it for the
+// database and the CPU. Measured on the conversation fixture (600 turns a
+// Scope, docs/benchmarks.md), a recall that joined a load waited 7.5-15
+// ms, one in SQL beside a load took 10-25 ms. A large Scope loads for
+// longer than that (a 10k Scope in 0.6 s), so the wait is capped: at worst
+// the recall costs joinLoadWait more than the SQL path, well inside a
+// recall deadline such as RecallPolicyV1's 500 ms. Recall deadlines are
+// cancellations on the injected clock (internal/clockctx) with no
+// Deadline to plan by, so the wait ends with ctx, and the recall with it.
 func (c *recallCache) joinLoad(ctx context.Context, l *bgLoad, version int64) (*memorystore.Snapshot, bool) {
 	t := c.clk.Timer(joinLoadWait)
 	defer t.Stop()
