@@ -57,6 +57,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	if err != nil {
 		return nil, err
 	}
+	s.wrote(rowScopes(rows)...)
 	out := make([]memorykit.Record, len(rows))
 	for i, r := range rows {
 		out[i] = r.rec.Clone()

@@ -173,6 +173,13 @@ func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.Em
 	if err != nil {
 		return nil, err
 	}
+	var wrote []memorykit.Scope
+	for i, p := range puts {
+		if errs[i] == nil && !slices.Contains(wrote, p.Scope) {
+			wrote = append(wrote, p.Scope)
+		}
+	}
+	s.wrote(wrote...)
 	return errs, nil
 }
 
@@ -485,6 +492,9 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 		profile, all, sc.TenantID, string(sc.SubjectType), sc.SubjectID).Scan(&n)
 	if err != nil {
 		return 0, mapErr(op, err)
+	}
+	if !all && n > 0 {
+		s.wrote(sc)
 	}
 	return n, nil
 }

@@ -294,6 +294,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	if err != nil {
 		return memorykit.PurgeReport{}, err
 	}
+	s.wrote(scope)
 	return rep, nil
 }
 

@@ -212,6 +212,9 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 	if err != nil {
 		return 0, err
 	}
+	if created > 0 {
+		s.wrote(job.Scope)
+	}
 	return created, nil
 }
 

@@ -55,6 +55,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if err != nil {
 		return memorykit.Record{}, err
 	}
+	s.wrote(in.Scope)
 	return rows[0].rec.Clone(), nil
 }
 
@@ -251,6 +252,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	if err != nil {
 		return memorykit.Record{}, err
 	}
+	s.wrote(t.Scope)
 	return out, nil
 }
 
@@ -301,6 +303,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	if err != nil {
 		return memorykit.Record{}, err
 	}
+	s.wrote(c.Scope)
 	return out, nil
 }
 

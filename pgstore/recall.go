@@ -40,6 +40,7 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 			return memorykit.RecallResult{}, mapErr(op, ctx.Err())
 		}
 		// Not cacheable, or the load failed: the SQL path answers.
+		s.cache.sqlRecalls.Add(1)
 	}
 	res, err := s.recall(ctx, q, now, useVector)
 	if err == nil {

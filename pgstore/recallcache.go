@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,34 @@ import (
 // older than the version just read, so an erase or forget committed by any
 // process is seen by the next recall.
 //
+// The Store's own writes keep the Scopes they touch warm (Store.wrote,
+// called after each commit), so a Host that writes and then recalls
+// through one Store does not meet a cold Scope:
+//   - A cached Scope is marked written, and its next recall sends the
+//     refresh at once (one round trip: the version and the changed rows
+//     together) instead of the version first. The refresh must have begun
+//     after the recall did (recallCache.tickets), so it, too, holds every
+//     change committed before the recall by any process. Nothing is read
+//     before that recall: a Store that writes a lot and recalls little
+//     does not read back what it writes.
+//   - A Scope not cached is queued for a background load, when the cache
+//     has room left. Such a load only takes free room (it evicts nothing;
+//     the Scope enters as the least recently used), so a bulk import into
+//     many Scopes fills the spare budget and then stops warming instead of
+//     pushing out the Scopes being recalled; a Scope found too big, or
+//     too big for the room left by its last write-triggered load, is
+//     skipped for tooBigRetry. Each Scope written is read back once, by
+//     its load, at most two at a time, beside the writes.
+//   - A recall of a Scope whose load is running waits for it (joinLoad)
+//     up to joinLoadWait on the injected clock or its context's end,
+//     instead of ranking in SQL beside it; a load queued but not yet
+//     running moves to the head of the queue, and the recall takes the
+//     SQL path.
+//
+// Close cancels the loads (write-triggered ones too) and waits for them.
+// A process that only writes (a worker on a Store of its own) gains
+// nothing from the cache and can turn it off with Config.SQLRecall.
+//
 // Ranking is memorystore's, which the SQL path reproduces (the
 // differential test TestRecallCacheMatchesSQL holds them to the same
 // hits, ranks, scores and records) with one difference at scale: the
@@ -62,25 +91,59 @@ type recallCache struct {
 	// Scope too big to keep is costly to load and usually stays too big.
 	// It is cleared when it reaches tooBigLimit entries.
 	tooBig map[memorykit.Scope]time.Time
+	// noRoom remembers when write-triggered loads found no free room for
+	// Scopes (see putSpare): writes to them queue no load for tooBigRetry,
+	// so a bulk import into more Scopes than fit does not load each of
+	// them again after every write. Recalls are not affected. It is
+	// cleared when it reaches tooBigLimit entries.
+	noRoom map[memorykit.Scope]time.Time
 	// refreshes serialises the loads and refreshes of each Scope and
 	// shares them among concurrent recalls.
 	refreshes singleflight.Group
-	// loads and deltas count whole-Scope loads and incremental refreshes.
-	loads, deltas atomic.Int64
+	// loads and deltas count whole-Scope loads and incremental refreshes;
+	// sqlRecalls counts the recalls the cache left to the SQL path.
+	loads, deltas, sqlRecalls atomic.Int64
+
+	// tickets orders the starts of recalls and refreshes: a refresh
+	// whose ticket is above a recall's began after that recall did, so it
+	// read every change committed before the recall began.
+	tickets atomic.Int64
 
 	// Loads of Scopes not cached yet run in the background (see
 	// loadInBackground) under bgCtx; close cancels them and waits.
-	// pending holds the Scopes waiting for a load, oldest first, and
-	// queued marks them from the moment they are queued until their load
-	// ends; bgRunning counts the goroutines loading them.
+	// pending holds the loads waiting to run, oldest first, and queued
+	// holds them by Scope from the moment they are queued until they
+	// end; bgRunning counts the goroutines running them.
 	bgMu      sync.Mutex
 	bgClosed  bool
 	bgRunning int
-	pending   []memorykit.Scope
-	queued    map[memorykit.Scope]bool
+	pending   []*bgLoad
+	queued    map[memorykit.Scope]*bgLoad
 	bgCtx     context.Context
 	bgStop    context.CancelFunc
 	bg        sync.WaitGroup
+	// beforeLoad, when set (tests only), runs on the loading goroutine
+	// before each background load, with the cache's background context;
+	// joining, when set (tests only), runs when a recall starts waiting
+	// for a running load (joinLoad).
+	beforeLoad func(ctx context.Context, scope memorykit.Scope)
+	joining    func(scope memorykit.Scope)
+}
+
+// bgLoad is one background load of a Scope. byWrite, running and the
+// position in pending change under the cache's bgMu; res and err are set
+// before done is closed.
+type bgLoad struct {
+	scope memorykit.Scope
+	// byWrite: queued after a write of this Store (see Store.wrote), and
+	// no recall has asked for the Scope since. Such a load only takes
+	// room the cache has free: it evicts no Scope, and its Scope enters
+	// as the least recently used one.
+	byWrite bool
+	running bool
+	done    chan struct{}
+	res     refreshResult
+	err     error
 }
 
 const (
@@ -95,7 +158,7 @@ const (
 // database for much of its time, so two overlap well; its CPU-bound part
 // (indexing) yields to the recalls being served (memorystore.NewSnapshot).
 // maxPendingLoads bounds the Scopes waiting for a load; a cold Scope
-// beyond it is queued by a later recall.
+// beyond it is queued by a later recall (or write).
 const maxBackgroundLoads = 2
 
 const maxPendingLoads = 256
@@ -108,6 +171,11 @@ type cachedScope struct {
 	snap    *memorystore.Snapshot
 	version int64
 	bytes   int64
+	// written: a write of this Store to the Scope committed after the
+	// start of the refresh that brought the snapshot to version, so the
+	// Scope's version has moved (see Store.wrote). Guarded by the cache's
+	// mu.
+	written bool
 }
 
 func newRecallCache(clk clock.Clock, budget int64) *recallCache {
@@ -118,7 +186,8 @@ func newRecallCache(clk clock.Clock, budget int64) *recallCache {
 		lru:    list.New(),
 		scopes: make(map[memorykit.Scope]*list.Element),
 		tooBig: make(map[memorykit.Scope]time.Time),
-		queued: make(map[memorykit.Scope]bool),
+		noRoom: make(map[memorykit.Scope]time.Time),
+		queued: make(map[memorykit.Scope]*bgLoad),
 		bgCtx:  ctx,
 		bgStop: stop,
 	}
@@ -135,32 +204,47 @@ func (c *recallCache) close() {
 }
 
 // loadInBackground queues scope for a load in the background, unless the
-// cache is closed, the Scope is queued or loading already, or
-// maxPendingLoads Scopes are waiting (a later recall queues it then), and
-// starts a loading goroutine if fewer than maxBackgroundLoads run. A
-// Scope queued while its workers were busy is loaded as soon as one is
-// free, not only when it is recalled again.
-func (s *Store) loadInBackground(scope memorykit.Scope) {
+// cache is closed or maxPendingLoads Scopes are waiting (a later recall
+// or write queues it then), and starts a loading goroutine if fewer than
+// maxBackgroundLoads run. A Scope queued while the loaders were busy is
+// loaded as soon as one is free, not only when it is recalled again.
+// byWrite says a write queues it (see bgLoad.byWrite); a recall (byWrite
+// false) of a Scope queued by a write and still waiting moves it to the
+// head of the queue. It returns the Scope's load, queued now or earlier
+// (nil if none), and whether that load is running.
+func (s *Store) loadInBackground(scope memorykit.Scope, byWrite bool) (*bgLoad, bool) {
 	c := s.cache
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
-	if c.bgClosed || c.queued[scope] || len(c.pending) >= maxPendingLoads {
-		return
+	if l := c.queued[scope]; l != nil {
+		if !byWrite && l.byWrite {
+			l.byWrite = false
+			if !l.running {
+				i := slices.Index(c.pending, l)
+				c.pending = slices.Insert(slices.Delete(c.pending, i, i+1), 0, l)
+			}
+		}
+		return l, l.running
 	}
-	c.queued[scope] = true
-	c.pending = append(c.pending, scope)
-	if c.bgRunning >= maxBackgroundLoads {
-		return
+	if c.bgClosed || len(c.pending) >= maxPendingLoads {
+		return nil, false
 	}
-	c.bgRunning++
-	c.bg.Add(1)
-	go s.backgroundLoads()
+	l := &bgLoad{scope: scope, byWrite: byWrite, done: make(chan struct{})}
+	c.queued[scope] = l
+	c.pending = append(c.pending, l)
+	if c.bgRunning < maxBackgroundLoads {
+		c.bgRunning++
+		c.bg.Add(1)
+		go s.backgroundLoads()
+	}
+	return l, false
 }
 
-// backgroundLoads loads the queued Scopes, oldest first, until none is
-// left or the cache is closed. A Scope cached meanwhile (by
-// WarmRecallCache, say) is skipped; a load or refresh of the Scope
-// already running is joined instead of repeated.
+// backgroundLoads runs the queued loads, oldest first, until none is left
+// or the cache is closed. A Scope cached meanwhile (by WarmRecallCache,
+// say) is skipped; a load or refresh of the Scope already running is
+// joined instead of repeated. Loads left in the queue at close end
+// unrun.
 func (s *Store) backgroundLoads() {
 	c := s.cache
 	defer c.bg.Done()
@@ -168,22 +252,135 @@ func (s *Store) backgroundLoads() {
 		c.bgMu.Lock()
 		if c.bgClosed || len(c.pending) == 0 {
 			c.bgRunning--
+			if c.bgRunning == 0 {
+				for _, l := range c.pending {
+					l.err = errNotCached
+					close(l.done)
+					delete(c.queued, l.scope)
+				}
+				c.pending = nil
+			}
 			c.bgMu.Unlock()
 			return
 		}
-		scope := c.pending[0]
-		c.pending[0] = memorykit.Scope{}
+		l := c.pending[0]
+		c.pending[0] = nil
 		c.pending = c.pending[1:]
+		l.running = true
 		c.bgMu.Unlock()
-		if cs, _ := c.entry(scope); cs == nil && !c.tooLarge(scope) {
+		if c.beforeLoad != nil {
+			c.beforeLoad(c.bgCtx, l.scope)
+		}
+		l.err = errNotCached
+		if cs, _ := c.entry(l.scope); cs == nil && !c.tooLarge(l.scope) {
 			// A failed load is not retried here: the Scope's next
-			// recall queues it again.
-			_, _, _ = c.refreshes.Do(scope.String(), func() (any, error) { return s.refreshScope(c.bgCtx, scope) })
+			// recall or write queues it again.
+			v, err, _ := c.refreshes.Do(l.scope.String(), func() (any, error) { return s.refresh(c.bgCtx, l.scope, l) })
+			if err == nil {
+				l.res, l.err = v.(refreshResult), nil
+			}
 		}
 		c.bgMu.Lock()
-		delete(c.queued, scope)
+		close(l.done)
+		delete(c.queued, l.scope)
 		c.bgMu.Unlock()
 	}
+}
+
+// fromWrite reports whether l is a load queued by a write that no recall
+// has asked for since (nil: a recall's or WarmRecallCache's refresh).
+func (c *recallCache) fromWrite(l *bgLoad) bool {
+	if l == nil {
+		return false
+	}
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	return l.byWrite
+}
+
+// wrote keeps the Scopes a transaction of this Store just committed
+// changes to warm for their next recall, so a Host that writes and then
+// recalls through one Store does not meet a cold Scope. It is called after
+// the commit, never inside the transaction. A cached Scope is marked
+// written: its next recall reads the version and the changed rows in one
+// round trip (see cachedRecall) instead of the version first and the rows
+// second; nothing is read before that recall, so a Store that writes much
+// and recalls little does not read back what it writes. A Scope not cached
+// is queued for a load in the background when the cache has room left and
+// the Scope was not found too big lately, nor too big for the free room
+// by a load after an earlier write (recallCache.noRoom); the load takes
+// only free room (bgLoad.byWrite). A write that changed nothing in a
+// Scope it names only costs that Scope's next recall a few empty rows.
+func (s *Store) wrote(scopes ...memorykit.Scope) {
+	c := s.cache
+	if c == nil {
+		return
+	}
+	for _, sc := range scopes {
+		c.mu.Lock()
+		el := c.scopes[sc]
+		if el != nil {
+			el.Value.(*cachedScope).written = true
+		}
+		at, big := c.tooBig[sc]
+		if !big {
+			at, big = c.noRoom[sc]
+		}
+		full := c.used >= c.budget
+		c.mu.Unlock()
+		if el != nil || full || (big && c.clk.Since(at) < tooBigRetry) {
+			continue
+		}
+		s.loadInBackground(sc, true)
+	}
+}
+
+// rowScopes is the distinct Scopes of rows, in order of first appearance.
+func rowScopes(rows []batchRow) []memorykit.Scope {
+	var out []memorykit.Scope
+	for _, r := range rows {
+		if !slices.Contains(out, r.in.Scope) {
+			out = append(out, r.in.Scope)
+		}
+	}
+	return out
+}
+
+// joinLoadWait bounds how long a recall of a Scope whose background load
+// is running waits for that load before it takes the SQL path (measured on
+// the injected clock). See joinLoad.
+const joinLoadWait = 20 * time.Millisecond
+
+// joinLoad waits for l, a running background load of a recall's Scope,
+// and returns its snapshot if it holds the Scope at version or later. It
+// gives up (false) when ctx ends or after joinLoadWait. A load already
+// running has read part of the Scope or all of it, and indexes it on one
+// core; ranking the recall in SQL meanwhile would compete with it for the
+// database and the CPU. Measured on the conversation fixture (600 turns a
+// Scope, docs/benchmarks.md), a recall that joined a load waited 7.5-15
+// ms, one in SQL beside a load took 10-25 ms. A large Scope loads for
+// longer than that (a 10k Scope in 0.6 s), so the wait is capped: at worst
+// the recall costs joinLoadWait more than the SQL path, well inside a
+// recall deadline such as RecallPolicyV1's 500 ms. Recall deadlines are
+// cancellations on the injected clock (internal/clockctx) with no
+// Deadline to plan by, so the wait ends with ctx, and the recall with it.
+func (c *recallCache) joinLoad(ctx context.Context, l *bgLoad, version int64) (*memorystore.Snapshot, bool) {
+	t := c.clk.Timer(joinLoadWait)
+	defer t.Stop()
+	if c.joining != nil {
+		c.joining(l.scope)
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil, false
+	case <-t.C:
+		return nil, false
+	}
+	if l.err != nil || l.res.snap == nil || l.res.version < version {
+		return nil, false
+	}
+	return l.res.snap, true
 }
 
 // errNotCached says the Scope cannot be served from the cache; the caller
@@ -235,10 +432,21 @@ func (c *recallCache) entry(scope memorykit.Scope) (*cachedScope, int64) {
 func (c *recallCache) put(cs *cachedScope) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.putLocked(cs)
+	c.putLocked(cs, false)
 }
 
-func (c *recallCache) putLocked(cs *cachedScope) {
+// putSpare is put for a Scope loaded because this Store wrote to it (see
+// bgLoad.byWrite): it takes only room the cache has free, evicting
+// nothing, and enters as the least recently used Scope, so warming Scopes
+// that are written never pushes out the Scopes being recalled, and a
+// Scope warmed but never recalled is the first to go.
+func (c *recallCache) putSpare(cs *cachedScope) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(cs, true)
+}
+
+func (c *recallCache) putLocked(cs *cachedScope, spare bool) {
 	if cs.bytes > c.budget {
 		if len(c.tooBig) >= tooBigLimit {
 			clear(c.tooBig)
@@ -248,12 +456,27 @@ func (c *recallCache) putLocked(cs *cachedScope) {
 		return
 	}
 	delete(c.tooBig, cs.scope)
+	if !spare {
+		delete(c.noRoom, cs.scope)
+	}
 	if el := c.scopes[cs.scope]; el != nil {
 		if el.Value.(*cachedScope).version >= cs.version {
 			c.lru.MoveToFront(el)
 			return
 		}
 		c.removeLocked(cs.scope)
+	}
+	if spare {
+		if c.used+cs.bytes > c.budget {
+			if len(c.noRoom) >= tooBigLimit {
+				clear(c.noRoom)
+			}
+			c.noRoom[cs.scope] = c.clk.Now()
+			return
+		}
+		c.scopes[cs.scope] = c.lru.PushBack(cs)
+		c.used += cs.bytes
+		return
 	}
 	for c.used+cs.bytes > c.budget {
 		c.removeLocked(c.lru.Back().Value.(*cachedScope).scope)
@@ -272,7 +495,7 @@ func (c *recallCache) refreshed(cs *cachedScope, version, bytes int64) {
 		c.removeLocked(cs.scope)
 	}
 	cs.version, cs.bytes = version, bytes
-	c.putLocked(cs)
+	c.putLocked(cs, false)
 }
 
 func (c *recallCache) removeLocked(scope memorykit.Scope) {
@@ -297,39 +520,14 @@ func (c *recallCache) usage() (int64, int) {
 // failure while ctx is live) sends the caller to the SQL path.
 func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVector bool) (memorykit.RecallResult, error) {
 	c := s.cache
-	var version int64
-	err := s.pool.QueryRow(ctx, s.stmt("scope_version"), q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID).Scan(&version)
+	ticket := c.tickets.Add(1)
+	snap, ok, err := s.recallWritten(ctx, q.Scope, ticket)
 	if err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if c.tooLarge(q.Scope) {
-		return memorykit.RecallResult{}, errNotCached
-	}
-	snap, ok := c.get(q.Scope, version)
 	if !ok {
-		if cs, _ := c.entry(q.Scope); cs == nil {
-			// Not cached: loading a large Scope takes far longer than
-			// one recall in SQL, so the SQL path answers while the Scope
-			// loads in the background.
-			s.loadInBackground(q.Scope)
-			return memorykit.RecallResult{}, errNotCached
-		}
-	}
-	// Cached but stale: refreshed by the rows changed since (a round
-	// trip). A refresh shared with another recall may have read the Scope
-	// before this one's version was committed; then it is refreshed again.
-	for tries := 0; !ok; tries++ {
-		if tries == 2 {
-			return memorykit.RecallResult{}, errNotCached
-		}
-		v, err, _ := c.refreshes.Do(q.Scope.String(), func() (any, error) {
-			return s.refreshScope(ctx, q.Scope)
-		})
-		if err != nil {
+		if snap, err = s.recallSnapshot(ctx, q.Scope); err != nil {
 			return memorykit.RecallResult{}, err
-		}
-		if r := v.(refreshResult); r.version >= version {
-			snap, ok = r.snap, true
 		}
 	}
 	if !useVector {
@@ -338,10 +536,89 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 	return snap.Recall(ctx, q)
 }
 
-// refreshResult is what a refresh brought a Scope's snapshot to.
+// recallWritten serves a Scope cached and marked written by this Store
+// since its snapshot's refresh began (cachedScope.written): its version has
+// moved, so the refresh is sent at once, the version and the rows changed
+// since in one round trip, instead of reading the version first. The
+// refresh must have begun after the recall (ticket) to hold every change
+// committed before it; one shared with an earlier recall is followed by
+// another. false (with no error) sends the recall the usual way.
+func (s *Store) recallWritten(ctx context.Context, scope memorykit.Scope, ticket int64) (*memorystore.Snapshot, bool, error) {
+	c := s.cache
+	c.mu.Lock()
+	el := c.scopes[scope]
+	written := el != nil && el.Value.(*cachedScope).written
+	c.mu.Unlock()
+	if !written {
+		return nil, false, nil
+	}
+	for tries := 0; tries < 2; tries++ {
+		v, err, _ := c.refreshes.Do(scope.String(), func() (any, error) { return s.refreshScope(ctx, scope) })
+		if err != nil {
+			return nil, false, err
+		}
+		if r := v.(refreshResult); r.ticket > ticket {
+			return r.snap, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// recallSnapshot reads the Scope's committed version (one round trip) and
+// returns a snapshot at that version or later: the cached one, brought up
+// to date by the rows changed since when the version moved (a second round
+// trip), or, for a Scope not cached, the one its running background load
+// brings (see joinLoad). errNotCached sends the recall to the SQL path.
+func (s *Store) recallSnapshot(ctx context.Context, scope memorykit.Scope) (*memorystore.Snapshot, error) {
+	c := s.cache
+	var version int64
+	err := s.pool.QueryRow(ctx, s.stmt("scope_version"), scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&version)
+	if err != nil {
+		return nil, err
+	}
+	if c.tooLarge(scope) {
+		return nil, errNotCached
+	}
+	snap, ok := c.get(scope, version)
+	if ok {
+		return snap, nil
+	}
+	if cs, _ := c.entry(scope); cs == nil {
+		// Not cached: loading a large Scope takes far longer than one
+		// recall in SQL, so the SQL path answers while the Scope loads
+		// in the background, unless its load is running already (after
+		// a write of this Store, say): then the recall waits a little
+		// for it.
+		if l, running := s.loadInBackground(scope, false); running {
+			if snap, ok := c.joinLoad(ctx, l, version); ok {
+				return snap, nil
+			}
+		}
+		return nil, errNotCached
+	}
+	// Cached but stale: refreshed by the rows changed since (a round
+	// trip). A refresh shared with another recall may have read the Scope
+	// before this one's version was committed; then it is refreshed again.
+	for tries := 0; tries < 2; tries++ {
+		v, err, _ := c.refreshes.Do(scope.String(), func() (any, error) {
+			return s.refreshScope(ctx, scope)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if r := v.(refreshResult); r.version >= version {
+			return r.snap, nil
+		}
+	}
+	return nil, errNotCached
+}
+
+// refreshResult is what a refresh brought a Scope's snapshot to, and the
+// ticket (recallCache.tickets) it took as it began.
 type refreshResult struct {
 	snap    *memorystore.Snapshot
 	version int64
+	ticket  int64
 }
 
 // refreshScope brings the Scope's cached snapshot up to the committed
@@ -349,18 +626,41 @@ type refreshResult struct {
 // cached, else by a whole load. Only one refresh of a Scope runs at a time
 // (recallCache.refreshes).
 func (s *Store) refreshScope(ctx context.Context, scope memorykit.Scope) (refreshResult, error) {
+	return s.refresh(ctx, scope, nil)
+}
+
+// refresh is refreshScope for the background load l (nil: for a recall or
+// WarmRecallCache), whose kind decides how a whole load enters the cache
+// (see putSpare). It takes its ticket, and clears the Scope's written
+// mark, before it sends anything: a write committed later marks the Scope
+// again.
+func (s *Store) refresh(ctx context.Context, scope memorykit.Scope, l *bgLoad) (refreshResult, error) {
 	c := s.cache
-	cs, from := c.entry(scope)
+	ticket := c.tickets.Add(1)
+	c.mu.Lock()
+	var cs *cachedScope
+	var from int64
+	if el := c.scopes[scope]; el != nil {
+		cs = el.Value.(*cachedScope)
+		from = cs.version
+		cs.written = false
+	}
+	c.mu.Unlock()
 	if cs != nil {
 		d, err := s.readDelta(ctx, scope, from)
 		if err != nil {
+			// The mark may have been the reason for this refresh: keep
+			// it for the next recall.
+			c.mu.Lock()
+			cs.written = true
+			c.mu.Unlock()
 			return refreshResult{}, err
 		}
 		if d.version >= from {
 			cs.snap.Apply(d.changed, d.recs, d.embs)
 			c.deltas.Add(1)
 			c.refreshed(cs, d.version, cs.snap.Bytes())
-			return refreshResult{snap: cs.snap, version: d.version}, nil
+			return refreshResult{snap: cs.snap, version: d.version, ticket: ticket}, nil
 		}
 		// The version went back (the schema was rebuilt): start over.
 	}
@@ -369,8 +669,12 @@ func (s *Store) refreshScope(ctx context.Context, scope memorykit.Scope) (refres
 		return refreshResult{}, err
 	}
 	c.loads.Add(1)
-	c.put(cs)
-	return refreshResult{snap: cs.snap, version: cs.version}, nil
+	if c.fromWrite(l) {
+		c.putSpare(cs)
+	} else {
+		c.put(cs)
+	}
+	return refreshResult{snap: cs.snap, version: cs.version, ticket: ticket}, nil
 }
 
 // scopeDelta is what changed in a Scope after a version: the ids of every
@@ -385,12 +689,20 @@ type scopeDelta struct {
 
 // readDelta reads the Scope's version and the rows changed after from, in
 // one round trip: a pipelined REPEATABLE READ transaction, so the version
-// and the rows come from one database snapshot.
+// and the rows come from one database snapshot. Its statements run on
+// their generic plans (SET LOCAL lasts until the COMMIT): each is one
+// primary-key probe per changed record whatever the values (see
+// sql/recallcache.sql), and planning them for each call's values, as
+// PostgreSQL does for the first five executions on every connection, cost
+// 0.2-1 ms a refresh, so the first refreshes after a write on each pool
+// connection took 0.4-1.3 ms instead of 0.2-0.3 (traced in
+// BenchmarkRecallDialog's writes phase).
 func (s *Store) readDelta(ctx context.Context, scope memorykit.Scope, from int64) (scopeDelta, error) {
 	args := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID, from}
 	// See sql/recallcache.sql for why the changed rows are read by id.
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	batch.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	batch.Queue(s.stmt("scope_version"), args[:3]...)
 	batch.Queue(s.stmt("read_delta_changed"), args...)
 	batch.Queue(s.stmt("read_delta_records"), args...)
@@ -399,8 +711,10 @@ func (s *Store) readDelta(ctx context.Context, scope memorykit.Scope, from int64
 	br := s.pool.SendBatch(ctx, batch)
 	defer func() { _ = br.Close() }()
 	var d scopeDelta
-	if _, err := br.Exec(); err != nil {
-		return d, err
+	for range 2 { // BEGIN, SET LOCAL
+		if _, err := br.Exec(); err != nil {
+			return d, err
+		}
 	}
 	if err := br.QueryRow().Scan(&d.version); err != nil {
 		return d, err
@@ -521,7 +835,8 @@ func scanEmbeddings(br pgx.BatchResults) ([]memorystore.SnapshotEmbedding, error
 // to the committed version if it is cached already, so its next recall is
 // served from memory (a Host may warm its busiest Scopes at startup;
 // otherwise a Scope's first recall is answered in SQL while it loads in
-// the background). It does nothing when the cache is off or the Scope does
+// the background, unless this Store wrote to it since it opened: see
+// recallCache). It does nothing when the cache is off or the Scope does
 // not fit the budget.
 func (s *Store) WarmRecallCache(ctx context.Context, scope memorykit.Scope) error {
 	const op = "pgstore.warm_recall_cache"

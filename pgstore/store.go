@@ -36,10 +36,11 @@
 // statement generated at run time, full-text recall, in recallsql.go; see
 // sql.go for the layout.
 //
-// Recall ranks in an in-process copy of each recently recalled Scope (the
-// recall cache, on by default within Config.RecallCacheBytes), kept
-// coherent with the database by the Scope versions above: a recall costs
-// one round trip when nothing changed and two when something did, and
+// Recall ranks in an in-process copy of each recently recalled or written
+// Scope (the recall cache, on by default within Config.RecallCacheBytes),
+// kept coherent with the database by the Scope versions above: a recall
+// costs one round trip when nothing changed or when the change was this
+// Store's own write, two when another process changed the Scope, and
 // always sees every change committed before it began, by any process.
 // Config.SQLRecall ranks every recall in SQL instead.
 //
@@ -100,11 +101,14 @@ type Config struct {
 	// version (one round trip) and ranks in a per-Scope copy of its active
 	// records and vectors, brought up to date by the rows changed since
 	// (a second round trip) when the version moved, instead of ranking in
-	// SQL. Results are those of the SQL path (see recallcache.go for the
-	// one documented difference at scale). Scopes are evicted least
-	// recently used first to stay within the budget; a Scope larger than
-	// the budget is ranked in SQL. Zero means DefaultRecallCacheBytes;
-	// negative is invalid.
+	// SQL. After this Store's own write to a cached Scope, the version and
+	// the rows come in one round trip; a Scope this Store writes while it
+	// is not cached is loaded in the background into the room the budget
+	// has free, so recalls after ingest find it cached. Results are those
+	// of the SQL path (see recallcache.go for the one documented
+	// difference at scale). Scopes are evicted least recently used first
+	// to stay within the budget; a Scope larger than the budget is ranked
+	// in SQL. Zero means DefaultRecallCacheBytes; negative is invalid.
 	RecallCacheBytes int64
 	// SQLRecall turns the recall cache off: every recall ranks in one SQL
 	// statement, the path the cache is checked against, and no copy of

@@ -51,13 +51,16 @@ func TestPostgresDeadlineStormKeepsConnections(t *testing.T) {
 	before := s.PoolStats().NewConns
 
 	// Make every recall statement wait on the server: an exclusive lock
-	// on the records table, held until the storm is over.
+	// on the records table (the SQL path) and on the Scope versions (the
+	// recall cache, which the Create above warmed), held until the storm
+	// is over.
+	s.cache.settle()
 	admin := adminConn(t)
 	tx, err := admin.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE "+quoteIdent(schema)+".records IN ACCESS EXCLUSIVE MODE"); err != nil {
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+quoteIdent(schema)+".records, "+quoteIdent(schema)+".scope_versions IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
 
