@@ -220,48 +220,14 @@ func benchCopySchema(b *testing.B) {
 	}
 	ws := newWriteSet(b, min(b.N, 20000), 42)
 	sc := scopeOf(b, "writes")
-	tag := pgScopeTag(sc)
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i += batchSize {
-		var recs, revs, embs [][]any
-		for j := i; j < min(i+batchSize, b.N); j++ {
-			it := ws.item(sc, j, true)
-			in := it.Record
-			key := memorykit.NormalizeKey(in.Key)
-			id := storekit.NewRecordID(benchEpoch)
-			hash := storekit.ContentHash(in.Content)
-			at := storekit.BatchItemTime(benchEpoch, j-i, min(batchSize, b.N-i))
-			terms := memorykit.IndexTerms(key, in.Content)
-			tsv := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(terms)), Valid: true}
-			for k, t := range terms {
-				tsv.Lexemes[k].Word = tag + pgLexeme(t)
-			}
-			recs = append(recs, []any{id, sc.TenantID, string(sc.SubjectType), sc.SubjectID, string(in.Kind), key, in.Content,
-				nil, nil, "active", int64(1), hash, at, nil, string(in.Actor.Kind), in.Actor.ID, string(in.Actor.Kind), in.Actor.ID,
-				at, at, tsv})
-			revs = append(revs, []any{id, int64(1), "create", string(in.Actor.Kind), in.Actor.ID, "", "active", hash, in.Content,
-				nil, nil, at})
-			embs = append(embs, []any{id, it.Embedding.Profile, sc.TenantID, string(sc.SubjectType), sc.SubjectID, hash,
-				int32(len(it.Embedding.Vector)), pgvector.NewVector(it.Embedding.Vector), at, true})
-		}
 		tx, err := conn.Begin(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, c := range []struct {
-			table string
-			cols  []string
-			rows  [][]any
-		}{
-			{"records", []string{"id", "tenant_id", "subject_type", "subject_id", "kind", "key", "content", "metadata", "sources",
-				"status", "version", "content_hash", "effective_from", "effective_until", "created_by_kind", "created_by_id",
-				"touched_by_kind", "touched_by_id", "created_at", "updated_at", "search_tsv"}, recs},
-			{"revisions", []string{"record_id", "version", "action", "actor_kind", "actor_id", "reason", "status",
-				"content_hash", "content", "metadata", "sources", "at"}, revs},
-			{"embeddings", []string{"record_id", "profile", "tenant_id", "subject_type", "subject_id", "content_hash", "dims",
-				"embedding", "created_at", "live"}, embs},
-		} {
+		for _, c := range schemaBatch(ws, sc, i, min(i+batchSize, b.N)) {
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{schema, c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
 				b.Fatal(err)
 			}
@@ -273,6 +239,49 @@ func benchCopySchema(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+}
+
+// schemaCopy is one COPY of a batch into a pgstore schema.
+type schemaCopy struct {
+	table string
+	cols  []string
+	rows  [][]any
+}
+
+// schemaBatch is the COPYs of items from..to-1 of ws, as CreateBatch
+// makes them: records, revisions, embeddings.
+func schemaBatch(ws writeSet, sc memorykit.Scope, from, to int) []schemaCopy {
+	tag := pgScopeTag(sc)
+	var recs, revs, embs [][]any
+	for j := from; j < to; j++ {
+		it := ws.item(sc, j, true)
+		in := it.Record
+		key := memorykit.NormalizeKey(in.Key)
+		id := storekit.NewRecordID(benchEpoch)
+		hash := storekit.ContentHash(in.Content)
+		at := storekit.BatchItemTime(benchEpoch, j-from, to-from)
+		terms := memorykit.IndexTerms(key, in.Content)
+		tsv := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(terms)), Valid: true}
+		for k, t := range terms {
+			tsv.Lexemes[k].Word = tag + pgLexeme(t)
+		}
+		recs = append(recs, []any{id, sc.TenantID, string(sc.SubjectType), sc.SubjectID, string(in.Kind), key, in.Content,
+			nil, nil, "active", int64(1), hash, at, nil, string(in.Actor.Kind), in.Actor.ID, string(in.Actor.Kind), in.Actor.ID,
+			at, at, tsv})
+		revs = append(revs, []any{id, int64(1), "create", string(in.Actor.Kind), in.Actor.ID, "", "active", hash, in.Content,
+			nil, nil, at})
+		embs = append(embs, []any{id, it.Embedding.Profile, sc.TenantID, string(sc.SubjectType), sc.SubjectID, hash,
+			int32(len(it.Embedding.Vector)), pgvector.NewVector(it.Embedding.Vector), at, true})
+	}
+	return []schemaCopy{
+		{"records", []string{"id", "tenant_id", "subject_type", "subject_id", "kind", "key", "content", "metadata", "sources",
+			"status", "version", "content_hash", "effective_from", "effective_until", "created_by_kind", "created_by_id",
+			"touched_by_kind", "touched_by_id", "created_at", "updated_at", "search_tsv"}, recs},
+		{"revisions", []string{"record_id", "version", "action", "actor_kind", "actor_id", "reason", "status",
+			"content_hash", "content", "metadata", "sources", "at"}, revs},
+		{"embeddings", []string{"record_id", "profile", "tenant_id", "subject_type", "subject_id", "content_hash", "dims",
+			"embedding", "created_at", "live"}, embs},
+	}
 }
 
 // pgScopeTag is the prefix pgstore puts before every lexeme of a Scope's
