@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,6 +75,7 @@ func (s *Store) checkBatchItems(ctx context.Context, op string, items []memoryki
 		return nil, err
 	}
 	rows := make([]batchRow, len(checked))
+	var tags scopeTags
 	for i, in := range checked {
 		r := batchRow{in: in, superseder: -1}
 		if r.meta, err = encodeMetadata(in.Metadata); err != nil {
@@ -85,22 +87,53 @@ func (s *Store) checkBatchItems(ctx context.Context, op string, items []memoryki
 		if emb := items[i].Embedding; emb != nil {
 			r.emb = &memorykit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
 		}
-		r.terms = tsvectorValue(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
+		r.terms = termsValue(tags.of(in.Scope), memorykit.IndexTerms(in.Key, in.Content))
 		rows[i] = r
 	}
 	return rows, nil
 }
 
-// tsvectorValue is the tsvector of distinct lexemes, each stored
-// verbatim (as array_to_tsvector would store it), sent in binary: COPY
-// then neither quotes the lexemes nor parses them back, which a text value
-// costs on both sides. The server sorts the lexemes into its own order.
-func tsvectorValue(lexemes []string) pgtype.TSVector {
-	v := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(lexemes)), Valid: true}
-	for i, l := range lexemes {
-		v.Lexemes[i].Word = l
+// termsValue is the search_tsv of a record of the Scope tagged tag
+// (scopeTag) with the given index terms (already distinct and non-empty):
+// the lexemes ftsTerms makes, each stored verbatim (as array_to_tsvector
+// would store it), built in one string rather than one per lexeme, and
+// sent in binary: COPY then neither quotes the lexemes nor parses them
+// back, which a text value costs on both sides. The server sorts the
+// lexemes into its own order.
+func termsValue(tag string, terms []string) pgtype.TSVector {
+	v := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(terms)), Valid: true}
+	n := 0
+	for _, t := range terms {
+		n += len(tag) + len(t) // a surrogate (ftsTerm) is shorter than its term
+	}
+	var b strings.Builder
+	b.Grow(n)
+	ends := make([]int, len(terms))
+	for i, t := range terms {
+		b.WriteString(tag)
+		b.WriteString(ftsTerm(t))
+		ends[i] = b.Len()
+	}
+	all, start := b.String(), 0
+	for i, end := range ends {
+		v.Lexemes[i].Word = all[start:end]
+		start = end
 	}
 	return v
+}
+
+// scopeTags remembers the tag of the last Scope asked for: a batch
+// usually writes to one Scope, and the tag is an md5.
+type scopeTags struct {
+	scope memorykit.Scope
+	tag   string
+}
+
+func (c *scopeTags) of(scope memorykit.Scope) string {
+	if c.tag == "" || c.scope != scope {
+		c.scope, c.tag = scope, scopeTag(scope)
+	}
+	return c.tag
 }
 
 // batchHolder is the active record of a Scope/kind/key while the batch is
@@ -262,9 +295,6 @@ func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) 
 		return holders, nil
 	}
 	sort.Slice(locks, func(i, j int) bool { return locks[i] < locks[j] })
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k`, locks); err != nil {
-		return nil, err
-	}
 	var tenants, types, subjects, kinds, ks []string
 	for k := range keys {
 		tenants = append(tenants, k.scope.TenantID)
@@ -273,7 +303,18 @@ func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) 
 		kinds = append(kinds, string(k.kind))
 		ks = append(ks, k.key)
 	}
-	res, err := tx.Query(ctx, s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
+	// The locks, then the read, in one round trip: the server runs them in
+	// order, so the read sees the holders as they are once it holds every
+	// lock.
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k`, locks)
+	batch.Queue(s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	res, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +335,7 @@ func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) 
 	if err := res.Err(); err != nil {
 		return nil, err
 	}
-	return holders, nil
+	return holders, br.Close()
 }
 
 // supersedes are the earlier holders an UPDATE supersedes, with the
@@ -374,7 +415,7 @@ func (s *Store) checkExpect(ctx context.Context, tx pgx.Tx, op string, in memory
 func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow) error {
 	recRows := make([][]any, len(rows))
 	var revRows, embRows [][]any
-	var embIDs []string
+	var embIDs, embProfiles []string
 	for i, r := range rows {
 		var until any
 		if !r.rec.EffectiveUntil.IsZero() {
@@ -392,7 +433,7 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.UpdatedAt})
 		}
 		if r.emb != nil {
-			embIDs = append(embIDs, r.rec.ID)
+			embIDs, embProfiles = append(embIDs, r.rec.ID), append(embProfiles, r.emb.Profile)
 			embRows = append(embRows, []any{r.rec.ID, r.emb.Profile, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType),
 				r.rec.Scope.SubjectID, r.rec.ContentHash, int32(len(r.emb.Vector)), pgvector.NewVector(r.emb.Vector), r.rec.CreatedAt,
 				r.rec.Status == memorykit.StatusActive})
@@ -425,7 +466,7 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 	}
 	// The records trigger queued these records for every registered
 	// profile; the ones just given a vector need no work for it.
-	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs)
+	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs, embProfiles)
 	return err
 }
 

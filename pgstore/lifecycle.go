@@ -39,7 +39,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if r.src, err = encodeSources(in.Sources); err != nil {
 		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err)
 	}
-	r.terms = tsvectorValue(ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)))
+	r.terms = termsValue(scopeTag(in.Scope), memorykit.IndexTerms(in.Key, in.Content))
 	rows := []batchRow{r}
 	now := s.now()
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {

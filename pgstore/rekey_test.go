@@ -78,6 +78,7 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 		`DROP FUNCTION {schema}.bump_scope_versions_embeddings() CASCADE`,
 		`DROP TABLE {schema}.scope_changes`,
 		// 10 only replaced the two functions dropped above.
+		// 11 only set term_df's fillfactor; running it again sets it again.
 	} {
 		if _, err := conn.Exec(ctx, renderSQL(stmt, schema, "")); err != nil {
 			t.Fatal(err)

@@ -2,12 +2,16 @@ package bench
 
 import (
 	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/goagents/memorykit"
@@ -79,9 +83,14 @@ func writeStoreOn(b *testing.B, kind string, clk clock.Clock) memorykit.Store {
 // commit: one fsync per Create, PutEmbedding or batch).
 // For PostgreSQL, copy=floor is the same rows COPYed into bare tables (no
 // index, no trigger, no validation) in the same run: the speed limit of
-// the wire and the heap.
+// the wire and the heap. copy=schema is the same rows COPYed into the
+// tables of a real pgstore schema (every index, constraint and trigger of
+// the current migrations, no validation, no pgstore code, no locks): what
+// the schema costs. mode=batch over copy=schema is what pgstore's code
+// adds; copy=schema over copy=floor is what the schema adds.
 //
 //	go test ./internal/bench -run '^$' -bench 'BenchmarkWrite' -benchtime 10000x -count 5
+//	go test ./internal/bench -run '^$' -bench 'BenchmarkWrite/store=postgres/(mode=batch|copy)' -benchtime 10000x -count 3
 func BenchmarkWrite(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		for _, mode := range []string{"single", "batch"} {
@@ -188,4 +197,106 @@ func BenchmarkWrite(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
 	})
+	b.Run("store=postgres/copy=schema", benchCopySchema)
+}
+
+// benchCopySchema COPYs the rows CreateBatch would write (the same
+// columns, the same values: tagged lexemes in binary, generated record
+// IDs, the embeddings marked live) straight into a migrated pgstore
+// schema, one transaction of three COPYs per batch.
+func benchCopySchema(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	ctx := context.Background()
+	schema := pgtest.Schema(b, dsn)
+	s, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: benchClock(), Guard: benchGuard(b), Tombstones: benchTombstones(b),
+		Schema: schema, MaxConns: 1})
+	if err != nil {
+		pgtest.Unusable(b, "open pgstore", err)
+	}
+	s.Close() // it only migrated the schema
+	conn := pgtest.Connect(b, dsn)
+	if err := pgvectorTypes(ctx, conn); err != nil {
+		b.Fatal(err)
+	}
+	ws := newWriteSet(b, min(b.N, 20000), 42)
+	sc := scopeOf(b, "writes")
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i += batchSize {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range schemaBatch(ws, sc, i, min(i+batchSize, b.N)) {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{schema, c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+}
+
+// schemaCopy is one COPY of a batch into a pgstore schema.
+type schemaCopy struct {
+	table string
+	cols  []string
+	rows  [][]any
+}
+
+// schemaBatch is the COPYs of items from..to-1 of ws, as CreateBatch
+// makes them: records, revisions, embeddings.
+func schemaBatch(ws writeSet, sc memorykit.Scope, from, to int) []schemaCopy {
+	tag := pgScopeTag(sc)
+	var recs, revs, embs [][]any
+	for j := from; j < to; j++ {
+		it := ws.item(sc, j, true)
+		in := it.Record
+		key := memorykit.NormalizeKey(in.Key)
+		id := storekit.NewRecordID(benchEpoch)
+		hash := storekit.ContentHash(in.Content)
+		at := storekit.BatchItemTime(benchEpoch, j-from, to-from)
+		terms := memorykit.IndexTerms(key, in.Content)
+		tsv := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(terms)), Valid: true}
+		for k, t := range terms {
+			tsv.Lexemes[k].Word = tag + pgLexeme(t)
+		}
+		recs = append(recs, []any{id, sc.TenantID, string(sc.SubjectType), sc.SubjectID, string(in.Kind), key, in.Content,
+			nil, nil, "active", int64(1), hash, at, nil, string(in.Actor.Kind), in.Actor.ID, string(in.Actor.Kind), in.Actor.ID,
+			at, at, tsv})
+		revs = append(revs, []any{id, int64(1), "create", string(in.Actor.Kind), in.Actor.ID, "", "active", hash, in.Content,
+			nil, nil, at})
+		embs = append(embs, []any{id, it.Embedding.Profile, sc.TenantID, string(sc.SubjectType), sc.SubjectID, hash,
+			int32(len(it.Embedding.Vector)), pgvector.NewVector(it.Embedding.Vector), at, true})
+	}
+	return []schemaCopy{
+		{"records", []string{"id", "tenant_id", "subject_type", "subject_id", "kind", "key", "content", "metadata", "sources",
+			"status", "version", "content_hash", "effective_from", "effective_until", "created_by_kind", "created_by_id",
+			"touched_by_kind", "touched_by_id", "created_at", "updated_at", "search_tsv"}, recs},
+		{"revisions", []string{"record_id", "version", "action", "actor_kind", "actor_id", "reason", "status",
+			"content_hash", "content", "metadata", "sources", "at"}, revs},
+		{"embeddings", []string{"record_id", "profile", "tenant_id", "subject_type", "subject_id", "content_hash", "dims",
+			"embedding", "created_at", "live"}, embs},
+	}
+}
+
+// pgScopeTag is the prefix pgstore puts before every lexeme of a Scope's
+// records (pgstore's scopeTag: 12 hex digits of the md5 of the Scope).
+func pgScopeTag(sc memorykit.Scope) string {
+	sum := md5.Sum([]byte(sc.TenantID + "/" + string(sc.SubjectType) + "/" + sc.SubjectID))
+	return hex.EncodeToString(sum[:])[:12] + "."
+}
+
+// pgLexeme is the lexeme pgstore stores for a term (pgstore's ftsTerm: a
+// term over 256 bytes becomes a fixed-size surrogate).
+func pgLexeme(t string) string {
+	if len(t) <= 256 {
+		return t
+	}
+	sum := sha256.Sum256([]byte(t))
+	return "~" + hex.EncodeToString(sum[:])
 }

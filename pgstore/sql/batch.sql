@@ -28,6 +28,7 @@ SELECT id, version, 'supersede', touched_by_kind, touched_by_id, why, status, co
 FROM u
 
 -- name: batch_dequeue_embedded
+-- $1, $2: the records the batch gave a vector and that vector's profile.
 DELETE FROM {schema}.embedding_queue q
-	USING {schema}.embeddings e
-	WHERE e.record_id = ANY ($1::text[]) AND q.record_id = e.record_id AND q.profile = e.profile
+	USING unnest($1::text[], $2::text[]) AS e(record_id, profile)
+	WHERE q.profile = e.profile AND q.record_id = e.record_id
