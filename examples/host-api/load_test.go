@@ -296,6 +296,9 @@ const (
 	// process while it serves the Host, instead of the one serve would
 	// choose (serverProcs); the limits stay derived from the CPUs.
 	loadHostProcsEnv = "MEMORYKIT_LOAD_HOST_PROCS"
+	// loadWorkerNiceEnv, when set, is how much the Host's work pool lowers
+	// its threads' priority instead of hostWorkerNice (0: not at all).
+	loadWorkerNiceEnv = "MEMORYKIT_LOAD_WORKER_NICE"
 )
 
 // TestHostLoadChild is the client side of BenchmarkHostLoad when it runs
@@ -384,6 +387,9 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		b.Fatal(err)
 	}
 	o.Directory, o.Clock, o.Logger, o.Model, o.WorkerID = dir, clock.New(), zap.NewNop(), ScriptedModel{}, "load-host"
+	if v, err := strconv.Atoi(os.Getenv(loadWorkerNiceEnv)); err == nil {
+		o.workerNice = &v
+	}
 	ctx := context.Background()
 	host, err := NewHost(ctx, o)
 	if err != nil {

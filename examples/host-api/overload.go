@@ -135,6 +135,12 @@ func serverProcs(cpus int, l overloadLimits, inProcess bool) int {
 	return max(cpus, l.Admission.MaxReads) + 1
 }
 
+// hostWorkerNice is how much the work pool lowers its threads' CPU
+// priority (added to the process's nice value, at most 19): the reads it
+// runs get a small share of a core that the front end also wants, and all
+// of an idle one.
+const hostWorkerNice = 10
+
 // hostWorkerConns is how many background workers hold a connection at
 // once: the embedding worker, the extraction worker and the lease reaper.
 const hostWorkerConns = 3
