@@ -67,6 +67,9 @@ type Options struct {
 	// workerNice, if set, replaces hostWorkerNice: a benchmark knob
 	// (0 keeps the work pool at the default priority).
 	workerNice *int
+	// noWorkPool runs reads on the HTTP server's goroutines, as before
+	// the work pool: a benchmark knob for A/B runs in one binary.
+	noWorkPool bool
 }
 
 // DataFile is the name of the SQLite file in Options.DataDir.
@@ -95,7 +98,8 @@ type Host struct {
 	edge edge
 	// procs is the GOMAXPROCS serve runs the Host with (serverProcs).
 	procs int
-	// pool runs admitted reads at a lower CPU priority (workpool.go).
+	// pool runs admitted reads at a lower CPU priority (workpool.go);
+	// nil only when Options.noWorkPool is set.
 	pool *workPool
 }
 
@@ -198,10 +202,13 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	if o.workerNice != nil {
 		nice = *o.workerNice
 	}
-	pool := newWorkPool(limits.EdgeReads, func() error { return lowerThreadPriority(nice) })
-	if n := pool.lowerFailed.Load(); n > 0 {
-		// Tolerated: the reads then compete with the front end as equals.
-		o.Logger.Warn("work pool threads keep the default priority", zap.Int64("threads", n))
+	var pool *workPool
+	if !o.noWorkPool {
+		pool = newWorkPool(limits.EdgeReads, func() error { return lowerThreadPriority(nice) })
+		if n := pool.lowerFailed.Load(); n > 0 {
+			// Tolerated: the reads then compete with the front end as equals.
+			o.Logger.Warn("work pool threads keep the default priority", zap.Int64("threads", n))
+		}
 	}
 	h := &Host{
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
@@ -301,7 +308,9 @@ func (h *Host) Close(ctx context.Context) error {
 	stopErr := h.rt.Stop(context.WithoutCancel(ctx))
 	// The pool's workers end once their reads have returned (the runtime
 	// has stopped, so they return at once), before the store closes.
-	h.pool.stop()
+	if h.pool != nil {
+		h.pool.stop()
+	}
 	h.closeStore()
 	obsErr := h.obs.close(context.WithoutCancel(ctx))
 	return errors.Join(drainErr, stopErr, obsErr)

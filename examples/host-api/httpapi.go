@@ -68,7 +68,7 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 		}
 		defer class.leave()
 		c := call{caller: caller, project: project, scope: scope, query: values}
-		if class.name != classReads {
+		if class.name != classReads || h.pool == nil {
 			fn(w, r, c)
 			return
 		}
