@@ -28,6 +28,11 @@ import (
 // slots, so the edge, not the runtime's queue, turns away the surplus of
 // searches, reads and writes (see hostLimits).
 //
+// An admitted read then runs on the work pool, at a lower CPU priority
+// than the goroutines that read requests and write the refusals, so that
+// a refusal does not wait for a core behind the admitted work
+// (workpool.go).
+//
 // Both answers are 503 with Retry-After and the JSON error shape
 // ({"error":"overloaded","reason":...,"field":<class>}). The PostgreSQL pool
 // has a connection for every admitted call and every worker, so an
