@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -152,5 +154,35 @@ func TestWorkPoolToleratesLowerFailure(t *testing.T) {
 	ran := false
 	if err := p.run(context.Background(), func() { ran = true }); err != nil || !ran {
 		t.Fatalf("%v, ran %v", err, ran)
+	}
+}
+
+// TestHostPoolHasAWorkerPerReadSlot: the Host's work pool has exactly as
+// many workers as the edge lets reads in, so an admitted read never
+// queues for a worker and the pool adds no queue of its own.
+func TestHostPoolHasAWorkerPerReadSlot(t *testing.T) {
+	lim := hostLimits(2, true, 500*time.Millisecond)
+	lim.EdgeReads = 3
+	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits = &lim })
+	p := e.host.pool
+	if n := p.lowered.Load() + p.lowerFailed.Load(); n != 3 || cap(e.host.edge[classReads].slots) != 3 {
+		t.Fatalf("%d workers for %d read slots", n, cap(e.host.edge[classReads].slots))
+	}
+}
+
+// TestPoolRefusalsAre503: a read the pool did not run is answered 503:
+// draining once the pool has stopped, deadline when the request ended
+// before a worker took it.
+func TestPoolRefusalsAre503(t *testing.T) {
+	for err, want := range map[error]string{errPoolStopped: "draining", context.DeadlineExceeded: "deadline"} {
+		rec := httptest.NewRecorder()
+		writePoolErr(rec, err)
+		var body errorBody
+		if jerr := json.Unmarshal(rec.Body.Bytes(), &body); jerr != nil {
+			t.Fatal(jerr)
+		}
+		if rec.Code != http.StatusServiceUnavailable || body.Error != want {
+			t.Errorf("%v: %d %+v", err, rec.Code, body)
+		}
 	}
 }
