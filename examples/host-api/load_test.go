@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -51,7 +52,8 @@ import (
 //
 // MEMORYKIT_LOAD_WORK_POOL=off serves the reads without the Host's work
 // pool (workpool.go) and MEMORYKIT_LOAD_WORKER_NICE=n lowers the pool's
-// threads by n instead of hostWorkerNice, for A/B runs in one binary.
+// threads by n instead of hostWorkerNice, for A/B runs in one binary;
+// MEMORYKIT_LOAD_HOST_GOGC=n sets the Host's GC percentage.
 //
 // The clients run in a child process (see TestHostLoadChild), so that the
 // Host's Go scheduler has only the Host's goroutines, as in production;
@@ -319,6 +321,10 @@ const (
 	// loadWorkPoolEnv=off serves reads without the work pool, on the HTTP
 	// server's goroutines (the Host before it), for A/B runs.
 	loadWorkPoolEnv = "MEMORYKIT_LOAD_WORK_POOL"
+	// loadHostGOGCEnv, when set, is the GC percentage of the benchmark's
+	// process while it serves the Host (the client process keeps its
+	// own), to weigh fewer GC pauses against memory.
+	loadHostGOGCEnv = "MEMORYKIT_LOAD_HOST_GOGC"
 )
 
 // TestHostLoadChild is the client side of BenchmarkHostLoad when it runs
@@ -415,6 +421,9 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	host, err := NewHost(ctx, o)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if v, err := strconv.Atoi(os.Getenv(loadHostGOGCEnv)); err == nil {
+		defer debug.SetGCPercent(debug.SetGCPercent(v))
 	}
 	// The Ps serve gives the Host (serverProcs), or the knob's; the
 	// limits stay those NewHost derived from the CPUs.
