@@ -64,6 +64,12 @@ type Options struct {
 	// limits, if set, replace hostLimits: a test seam to make overload
 	// reachable with a few requests.
 	limits *overloadLimits
+	// workerNice, if set, replaces hostWorkerNice: a benchmark knob
+	// (0 keeps the work pool at the default priority).
+	workerNice *int
+	// noWorkPool runs reads on the HTTP server's goroutines, as before
+	// the work pool: a benchmark knob for A/B runs in one binary.
+	noWorkPool bool
 }
 
 // DataFile is the name of the SQLite file in Options.DataDir.
@@ -92,6 +98,9 @@ type Host struct {
 	edge edge
 	// procs is the GOMAXPROCS serve runs the Host with (serverProcs).
 	procs int
+	// pool runs admitted reads at a lower CPU priority (workpool.go);
+	// nil only when Options.noWorkPool is set.
+	pool *workPool
 }
 
 // NewHost opens the store, composes memorykit's runtime and starts it.
@@ -189,11 +198,24 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		closeStore()
 		return nil, err
 	}
+	nice := hostWorkerNice
+	if o.workerNice != nil {
+		nice = *o.workerNice
+	}
+	var pool *workPool
+	if !o.noWorkPool {
+		pool = newWorkPool(limits.EdgeReads, func() error { return lowerThreadPriority(nice) })
+		if n := pool.lowerFailed.Load(); n > 0 {
+			// Tolerated: the reads then compete with the front end as equals.
+			o.Logger.Warn("work pool threads keep the default priority", zap.Int64("threads", n))
+		}
+	}
 	h := &Host{
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
 		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(), obs: obs,
 		edge:  newEdge(limits),
 		procs: serverProcs(runtime.GOMAXPROCS(0), limits, o.recallInProcess()),
+		pool:  pool,
 	}
 	h.registerRoutes()
 	return h, nil
@@ -284,6 +306,11 @@ func (h *Host) Close(ctx context.Context) error {
 	// Stop gets its own context: it must run even when Drain ran out of
 	// time, because only after Stop may the pool close.
 	stopErr := h.rt.Stop(context.WithoutCancel(ctx))
+	// The pool's workers end once their reads have returned (the runtime
+	// has stopped, so they return at once), before the store closes.
+	if h.pool != nil {
+		h.pool.stop()
+	}
 	h.closeStore()
 	obsErr := h.obs.close(context.WithoutCancel(ctx))
 	return errors.Join(drainErr, stopErr, obsErr)

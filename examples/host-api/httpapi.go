@@ -29,7 +29,8 @@ type call struct {
 // route registers a project route. Before fn runs, the request passes, in
 // order: authentication, the header check, the query check (only the
 // listed parameters are allowed), the Scope from the trusted route, and
-// the edge bound of the route's class (see overload.go).
+// the edge bound of the route's class (see overload.go). A read (a
+// search or a GET) then runs on the Host's work pool (workpool.go).
 func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter, *http.Request, call)) {
 	h.routes = append(h.routes, pattern)
 	class := h.edge[classOf(pattern)]
@@ -66,8 +67,27 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			return
 		}
 		defer class.leave()
-		fn(w, r, call{caller: caller, project: project, scope: scope, query: values})
+		c := call{caller: caller, project: project, scope: scope, query: values}
+		if class.name != classReads || h.pool == nil {
+			fn(w, r, c)
+			return
+		}
+		// An admitted read runs on the lower-priority work pool, so that
+		// this goroutine's thread stays free for the front end (workpool.go).
+		if err := h.pool.run(r.Context(), func() { fn(w, r, c) }); err != nil {
+			writePoolErr(w, err)
+		}
 	})
+}
+
+// writePoolErr answers a read the work pool did not run: the Host is
+// shutting down, or the request ended before a worker took it.
+func writePoolErr(w http.ResponseWriter, err error) {
+	if errors.Is(err, errPoolStopped) {
+		writeError(w, http.StatusServiceUnavailable, "draining", "shutting_down", "")
+		return
+	}
+	writeErr(w, &memorykit.Error{Op: "host.pool", Kind: memorykit.ErrDeadline, Reason: "deadline", Err: err, Retry: true})
 }
 
 // Names a caller might use to smuggle a Scope, an identity or a permission

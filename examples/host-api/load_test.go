@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -42,11 +43,17 @@ import (
 // MEMORYKIT_LOAD_CLIENTS (1,4,16,64,256) narrow the run. It prints one
 // Markdown table per store: throughput, goodput (200 answers whose recall
 // did not degrade), degraded answers, p50/p99 of the successes and of the
-// 503 rejections as the client saw them, the rejections' p99 inside the
-// Host's handler and before it (accept, header read and scheduling, from
-// the client's send to the handler's first line), and the PostgreSQL
-// sessions the pool opened. Run it with -benchtime 1x: one pass is the
-// measurement.
+// 503 rejections as the client saw them, the rejections' p99 from the
+// moment the client had its connection (without the client's own dial),
+// their p99 inside the Host's handler and before it (accept, header read
+// and scheduling, from the client's send to the handler's first line),
+// and the PostgreSQL sessions the pool opened. Run it with -benchtime 1x:
+// one pass is the measurement.
+//
+// MEMORYKIT_LOAD_WORK_POOL=off serves the reads without the Host's work
+// pool (workpool.go) and MEMORYKIT_LOAD_WORKER_NICE=n lowers the pool's
+// threads by n instead of hostWorkerNice, for A/B runs in one binary;
+// MEMORYKIT_LOAD_HOST_GOGC=n sets the Host's GC percentage.
 //
 // The clients run in a child process (see TestHostLoadChild), so that the
 // Host's Go scheduler has only the Host's goroutines, as in production;
@@ -167,6 +174,12 @@ type clientTally struct {
 	// burst that opens a level, all clients at once on new connections.
 	// Rejects holds them too.
 	FirstRejects []time.Duration
+	// RejectsFromConn are the 503s timed from the moment the client had
+	// its connection (httptrace GotConn) instead of from before the call:
+	// without the client's own dial and the wait for its dial goroutine,
+	// which in the opening burst queue behind every other client's in the
+	// client process, before the Host can see the request.
+	RejectsFromConn []time.Duration
 	// RejectSend and RejectWait split each 503 as the client saw it: from
 	// taking the start time to having written the request (the client's
 	// own delay), and from there to the answer's first byte (the kernel
@@ -182,6 +195,7 @@ func (a *clientTally) merge(t *clientTally) {
 	a.N, a.Good, a.Degraded, a.Refused, a.Other = a.N+t.N, a.Good+t.Good, a.Degraded+t.Degraded, a.Refused+t.Refused, a.Other+t.Other
 	a.OK, a.Rejects, a.FirstRejects = append(a.OK, t.OK...), append(a.Rejects, t.Rejects...), append(a.FirstRejects, t.FirstRejects...)
 	a.RejectSend, a.RejectWait = append(a.RejectSend, t.RejectSend...), append(a.RejectWait, t.RejectWait...)
+	a.RejectsFromConn = append(a.RejectsFromConn, t.RejectsFromConn...)
 	if a.Reasons == nil {
 		a.Reasons = map[string]int{}
 	}
@@ -221,8 +235,9 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 				req, _ := http.NewRequest("POST", url, bytes.NewReader(bodies[i%len(bodies)]))
 				req.Header.Set("Authorization", "Bearer "+aliceToken)
 				req.Header.Set("Content-Type", "application/json")
-				var wrote, first time.Time
+				var gotConn, wrote, first time.Time
 				req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+					GotConn:              func(httptrace.GotConnInfo) { gotConn = time.Now() },
 					WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Now() },
 					GotFirstResponseByte: func() { first = time.Now() },
 				}))
@@ -241,7 +256,8 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 					_, _ = io.Copy(io.Discard, resp.Body)
 				}
 				_ = resp.Body.Close()
-				took := time.Since(start)
+				end := time.Now()
+				took := end.Sub(start)
 				t.N++
 				switch {
 				case resp.StatusCode == http.StatusOK && resp.Header.Get(degradedHeader) == "":
@@ -254,6 +270,9 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 					t.Rejects = append(t.Rejects, took)
 					if i == c {
 						t.FirstRejects = append(t.FirstRejects, took)
+					}
+					if !gotConn.IsZero() {
+						t.RejectsFromConn = append(t.RejectsFromConn, end.Sub(gotConn))
 					}
 					if !wrote.IsZero() && !first.IsZero() {
 						t.RejectSend, t.RejectWait = append(t.RejectSend, wrote.Sub(start)), append(t.RejectWait, first.Sub(wrote))
@@ -296,6 +315,16 @@ const (
 	// process while it serves the Host, instead of the one serve would
 	// choose (serverProcs); the limits stay derived from the CPUs.
 	loadHostProcsEnv = "MEMORYKIT_LOAD_HOST_PROCS"
+	// loadWorkerNiceEnv, when set, is how much the Host's work pool lowers
+	// its threads' priority instead of hostWorkerNice (0: not at all).
+	loadWorkerNiceEnv = "MEMORYKIT_LOAD_WORKER_NICE"
+	// loadWorkPoolEnv=off serves reads without the work pool, on the HTTP
+	// server's goroutines (the Host before it), for A/B runs.
+	loadWorkPoolEnv = "MEMORYKIT_LOAD_WORK_POOL"
+	// loadHostGOGCEnv, when set, is the GC percentage of the benchmark's
+	// process while it serves the Host (the client process keeps its
+	// own), to weigh fewer GC pauses against memory.
+	loadHostGOGCEnv = "MEMORYKIT_LOAD_HOST_GOGC"
 )
 
 // TestHostLoadChild is the client side of BenchmarkHostLoad when it runs
@@ -384,10 +413,17 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		b.Fatal(err)
 	}
 	o.Directory, o.Clock, o.Logger, o.Model, o.WorkerID = dir, clock.New(), zap.NewNop(), ScriptedModel{}, "load-host"
+	if v, err := strconv.Atoi(os.Getenv(loadWorkerNiceEnv)); err == nil {
+		o.workerNice = &v
+	}
+	o.noWorkPool = os.Getenv(loadWorkPoolEnv) == "off"
 	ctx := context.Background()
 	host, err := NewHost(ctx, o)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if v, err := strconv.Atoi(os.Getenv(loadHostGOGCEnv)); err == nil {
+		defer debug.SetGCPercent(debug.SetGCPercent(v))
 	}
 	// The Ps serve gives the Host (serverProcs), or the knob's; the
 	// limits stay those NewHost derived from the CPUs.
@@ -422,8 +458,8 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	}
 
 	lines := []string{
-		"| clients | req/s | goodput/s | degraded | ok p50 | ok p99 | 503s | 503 p50 | 503 p99 | 503 p99 in handler | 503 p99 before handler | new PG sessions |",
-		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+		"| clients | req/s | goodput/s | degraded | ok p50 | ok p99 | 503s | 503 p50 | 503 p99 | 503 p99 from connection | 503 p99 in handler | 503 p99 before handler | new PG sessions |",
+		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 	}
 	for _, clients := range levels {
 		var newBefore int64
@@ -433,7 +469,7 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		}
 		st.reset()
 		connsBefore := conns.Load()
-		schedBefore, cpuBefore := schedLatencies(), processCPU()
+		schedBefore, gcBefore, cpuBefore := schedLatencies(), gcPauses(), processCPU()
 		var all clientTally
 		if inProcess {
 			all = driveLevel(url, clients, dur, backoff)
@@ -441,25 +477,26 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 			b.Fatal(err)
 		}
 		elapsed := all.Elapsed.Seconds()
-		schedP99 := schedP99Since(schedBefore, schedLatencies())
+		gcAfter := gcPauses()
+		schedP99, gcP99, gcN := schedP99Since(schedBefore, schedLatencies()), schedP99Since(gcBefore, gcAfter), countSince(gcBefore, gcAfter)
 		cpu := (processCPU() - cpuBefore).Seconds() / elapsed
 		newConns := "-"
 		if isPG {
 			newConns = strconv.FormatInt(ps.PoolStats().NewConns-newBefore, 10)
 		}
 		pre, inside := st.take()
-		lines = append(lines, fmt.Sprintf("| %d | %.0f | %.0f | %d | %s | %s | %d | %s | %s | %s | %s | %s |",
+		lines = append(lines, fmt.Sprintf("| %d | %.0f | %.0f | %d | %s | %s | %d | %s | %s | %s | %s | %s | %s |",
 			clients, float64(all.N)/elapsed, float64(all.Good)/elapsed, all.Degraded, pct(all.OK, 50), pct(all.OK, 99),
-			all.Refused, pct(all.Rejects, 50), pct(all.Rejects, 99),
+			all.Refused, pct(all.Rejects, 50), pct(all.Rejects, 99), pct(all.RejectsFromConn, 99),
 			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), newConns))
 		if all.Refused > 0 || all.Other > 0 {
 			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s; "+
 				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d); "+
 				"503 p99 from start to request written %s, from written to first byte %s; "+
-				"this process: %.2f cores busy, goroutine scheduling latency p99 %s",
+				"this process: %.2f cores busy, goroutine scheduling latency p99 %s, GC pauses %d, p99 %s",
 				clients, all.Reasons, all.Other, conns.Load()-connsBefore, pct(inside[http.StatusOK], 99), pct(pre[http.StatusOK], 99),
 				pct(all.FirstRejects, 99), len(all.FirstRejects), pctLater(all.Rejects, all.FirstRejects), len(all.Rejects)-len(all.FirstRejects),
-				pct(all.RejectSend, 99), pct(all.RejectWait, 99), cpu, schedP99)
+				pct(all.RejectSend, 99), pct(all.RejectWait, 99), cpu, schedP99, gcN, gcP99)
 		}
 	}
 	mode := "clients in a child process"
@@ -467,13 +504,25 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		mode = "clients in the Host's process"
 	}
 	// Printed, not logged: a benchmark's log is cut after a few lines.
-	fmt.Printf("%s, %s, Host GOMAXPROCS %d, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), backoff, strings.Join(lines, "\n"))
+	pool := "off"
+	if host.pool != nil {
+		pool = fmt.Sprintf("%d threads lowered, %d not", host.pool.lowered.Load(), host.pool.lowerFailed.Load())
+	}
+	fmt.Printf("%s, %s, Host GOMAXPROCS %d, work pool: %s, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), pool, backoff, strings.Join(lines, "\n"))
 }
 
 // schedLatencies reads the Go scheduler's histogram of how long
 // goroutines stayed runnable before they ran.
-func schedLatencies() *metrics.Float64Histogram {
-	m := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+func schedLatencies() *metrics.Float64Histogram { return histogram("/sched/latencies:seconds") }
+
+// gcPauses reads the histogram of the garbage collector's stop-the-world
+// pauses: a pool thread the operating system holds off a core delays
+// them, and every goroutine waits during one.
+func gcPauses() *metrics.Float64Histogram { return histogram("/sched/pauses/total/gc:seconds") }
+
+// histogram reads one runtime/metrics histogram, nil if it has none.
+func histogram(name string) *metrics.Float64Histogram {
+	m := []metrics.Sample{{Name: name}}
 	metrics.Read(m)
 	if m[0].Value.Kind() != metrics.KindFloat64Histogram {
 		return nil
@@ -511,6 +560,18 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// countSince is how many samples a histogram gained between two reads.
+func countSince(before, after *metrics.Float64Histogram) uint64 {
+	if before == nil || after == nil || len(before.Counts) != len(after.Counts) {
+		return 0
+	}
+	var n uint64
+	for i := range after.Counts {
+		n += after.Counts[i] - before.Counts[i]
+	}
+	return n
 }
 
 // pctLater is the p99 of the rejections that were not to a first

@@ -28,6 +28,11 @@ import (
 // slots, so the edge, not the runtime's queue, turns away the surplus of
 // searches, reads and writes (see hostLimits).
 //
+// An admitted read then runs on the work pool, at a lower CPU priority
+// than the goroutines that read requests and write the refusals, so that
+// a refusal does not wait for a core behind the admitted work
+// (workpool.go).
+//
 // Both answers are 503 with Retry-After and the JSON error shape
 // ({"error":"overloaded","reason":...,"field":<class>}). The PostgreSQL pool
 // has a connection for every admitted call and every worker, so an
@@ -134,6 +139,12 @@ func serverProcs(cpus int, l overloadLimits, inProcess bool) int {
 	}
 	return max(cpus, l.Admission.MaxReads) + 1
 }
+
+// hostWorkerNice is how much the work pool lowers its threads' CPU
+// priority (added to the process's nice value, at most 19): the reads it
+// runs get a small share of a core that the front end also wants, and all
+// of an idle one.
+const hostWorkerNice = 10
 
 // hostWorkerConns is how many background workers hold a connection at
 // once: the embedding worker, the extraction worker and the lease reaper.
