@@ -34,7 +34,7 @@ func (s *Store) Dump() string {
 			terms = memorykit.IndexTerms(r.Key, r.Content)
 		}
 		fmt.Fprintf(&b, "  terms %q\n", terms)
-		for _, v := range e.revisions {
+		for _, v := range e.history() {
 			fmt.Fprintf(&b, "  revision version=%d action=%q actor=%s reason=%q status=%q hash=%q content=%q metadata=%s sources=%s at=%s\n",
 				v.Version, v.Action, dumpActor(v.Actor), v.Reason, v.Status, v.ContentHash, v.Content,
 				dumpMap(v.Metadata), dumpSources(v.Sources), ts(v.At))

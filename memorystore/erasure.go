@@ -33,6 +33,7 @@ type erasure struct {
 // scrubs the extraction jobs the record came from. The caller holds s.mu
 // for writing and has checked the transition.
 func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
+	e.ownHistory()
 	jobs := storekit.ErasureJobIDs(e.rec, e.revisions)
 	digest := s.tombstoneKey(e.rec.Scope, e.rec.Key)
 	if e.ix != nil {

@@ -94,7 +94,8 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		},
 	}
 	e.rec = canonical(e.rec)
-	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
+	// The record describes its create revision until it changes.
+	e.lazyCreate, e.createReason = true, in.Reason
 	s.records[id] = e
 	s.changed(e)
 	scoped := s.byScope[in.Scope]
@@ -160,6 +161,7 @@ func canonical(r memorykit.Record) memorykit.Record {
 
 // record appends a revision snapshotting the record as it is now.
 func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason string, now time.Time) {
+	e.ownHistory()
 	snap := e.rec.Clone()
 	e.revisions = append(e.revisions, memorykit.Revision{
 		RecordID:    snap.ID,
@@ -179,6 +181,7 @@ func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason st
 // touch applies a lifecycle rule the caller has checked: the record takes
 // the rule's status and a new version, and the revision is recorded.
 func (e *entry) touch(r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) {
+	e.ownHistory()
 	e.rec.Status = r.Target(e.rec.Status)
 	e.rec.Version++
 	e.rec.TouchedBy = actor
@@ -370,6 +373,7 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 // metadata and sources, its search terms, its embeddings and embedding
 // state for every profile, and the snapshots of every revision.
 func (s *Store) scrub(e *entry) {
+	e.ownHistory()
 	e.rec.Content = ""
 	e.rec.ContentHash = ""
 	e.rec.Metadata = nil
@@ -430,6 +434,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		// it was indexed with (see unindex).
 		s.unindex(e)
 	}
+	e.ownHistory()
 	e.rec.Content = c.Content
 	e.rec.ContentHash = hash
 	e.rec.Sources = c.Sources
@@ -469,8 +474,9 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 	if e == nil {
 		return nil, notFound(op)
 	}
-	out := make([]memorykit.Revision, len(e.revisions))
-	for i, v := range e.revisions {
+	hist := e.history()
+	out := make([]memorykit.Revision, len(hist))
+	for i, v := range hist {
 		out[i] = v.Clone()
 	}
 	return out, nil

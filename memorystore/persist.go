@@ -264,8 +264,9 @@ func (s *Store) imageLocked(e *entry, lifecycle bool) RecordImage {
 	ri := RecordImage{Lifecycle: lifecycle, Record: memorykit.Record{ID: e.rec.ID, Scope: e.rec.Scope}}
 	if lifecycle {
 		ri.Record = e.rec.Clone()
-		ri.Revisions = make([]memorykit.Revision, len(e.revisions))
-		for i, v := range e.revisions {
+		hist := e.history()
+		ri.Revisions = make([]memorykit.Revision, len(hist))
+		for i, v := range hist {
 			ri.Revisions[i] = v.Clone()
 		}
 	}

@@ -105,13 +105,61 @@ var (
 
 // entry is one record with its audit trail.
 type entry struct {
-	rec       memorykit.Record
+	rec memorykit.Record
+	// revisions is the audit trail, oldest first, except while lazyCreate
+	// is set: then it is nil and the trail is the one create revision,
+	// which the record as it still is describes completely (see
+	// history). Read it with history, change it after ownHistory.
 	revisions []memorykit.Revision
 	// embeddings holds the record's vector per profile.
 	embeddings embeddingSet
 	// ix is the record's place in its scope's recall index while it is
 	// active; nil otherwise.
 	ix *indexState
+	// lazyCreate marks a record untouched since its create: its create
+	// revision is not stored but derived from the record and createReason
+	// (most records are never touched, and a stored Revision costs ~190
+	// bytes besides the strings it shares with the record).
+	lazyCreate   bool
+	createReason string
+}
+
+// history returns e's revisions, oldest first. The caller must not change
+// them (see ownHistory); a lazy create revision shares the record's
+// metadata and sources, so clone before handing it out.
+func (e *entry) history() []memorykit.Revision {
+	if e.lazyCreate {
+		return []memorykit.Revision{e.createRevision()}
+	}
+	return e.revisions
+}
+
+// ownHistory stores e's create revision if it was lazy, so the trail can
+// change. Every change to the record or its trail calls it first.
+func (e *entry) ownHistory() {
+	if e.lazyCreate {
+		e.revisions = []memorykit.Revision{e.createRevision().Clone()}
+		e.lazyCreate, e.createReason = false, ""
+	}
+}
+
+// createRevision is the create revision of a record untouched since its
+// create: the revision entry.record would have stored then.
+func (e *entry) createRevision() memorykit.Revision {
+	r := &e.rec
+	return memorykit.Revision{
+		RecordID:    r.ID,
+		Version:     r.Version,
+		Action:      memorykit.ActionCreate,
+		Actor:       r.CreatedBy,
+		Reason:      e.createReason,
+		Status:      r.Status,
+		ContentHash: r.ContentHash,
+		Content:     r.Content,
+		Metadata:    r.Metadata,
+		Sources:     r.Sources,
+		At:          r.CreatedAt,
+	}
 }
 
 // activeKey identifies the one active record a Scope may hold per kind and
