@@ -52,9 +52,11 @@ func (s *Store) Dump() string {
 		lines = append(lines, fmt.Sprintf("embedding_state record=%q profile=%q hash=%q attempt=%d leased_by=%q lease_expiry=%s retry_at=%s parked=%t reason=%q\n",
 			k.recordID, k.profile, st.hash, st.attempt, st.leasedBy, ts(st.leaseExpiry), ts(st.retryAt), st.parked, st.reason))
 	}
-	active := make([]string, 0, len(s.active))
-	for k, id := range s.active {
-		active = append(active, fmt.Sprintf("active scope=%q kind=%q key=%q record=%q\n", k.scope.String(), k.kind, k.key, id))
+	var active []string
+	for id, e := range s.records {
+		if r := &e.rec; r.Status == memorykit.StatusActive {
+			active = append(active, fmt.Sprintf("active scope=%q kind=%q key=%q record=%q\n", r.Scope.String(), r.Kind, r.Key, id))
+		}
 	}
 	sort.Strings(lines)
 	sort.Strings(active)

@@ -41,7 +41,6 @@ func TestPurgeLeavesNoKeyInTheIndex(t *testing.T) {
 	}
 	s.mu.Lock()
 	e := s.records[ids[0]]
-	delete(s.active, activeKey{scope: sc, kind: e.rec.Kind, key: e.rec.Key})
 	s.eraseLocked(e, storekit.LifecycleRule{}, actor, "project_closed", s.now())
 	x := s.indexes[sc]
 	s.mu.Unlock()

@@ -39,7 +39,7 @@ type scopeIndex struct {
 	postings []postingList
 	df       []int32
 	free     []int32
-	keys     map[string][]int32 // canonical key -> slots, holes included
+	keys     map[string][]int32 // canonical key -> live slots, ascending
 	// active counts live slots and windowed those with an EffectiveUntil;
 	// maxFrom is at least the latest EffectiveFrom among live slots. With
 	// no windowed record and now >= maxFrom every indexed record is
@@ -259,8 +259,19 @@ func (s *Store) unindex(e *entry) {
 		// unknown, so they are counted again from the other records.
 		x.recountTerms()
 	}
-	if k := e.ix.key; len(x.keys[k]) == 1 && x.keys[k][0] == e.ix.slot {
-		delete(x.keys, k)
+	// The key's slots are exactly its live records (activeEntry looks the
+	// active record up there), so the slot leaves its list now.
+	list := x.keys[e.ix.key]
+	for i, slot := range list {
+		if slot == e.ix.slot {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(x.keys, e.ix.key)
+	} else {
+		x.keys[e.ix.key] = list
 	}
 	x.active--
 	if e.ix.windowed {

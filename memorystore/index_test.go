@@ -25,7 +25,7 @@ import (
 func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 	now := s.now()
 	var pool []*entry
-	for _, e := range s.byScope[q.Scope] {
+	for e := range s.scopes[q.Scope].all() {
 		if e.rec.Recallable(q.Scope, now) {
 			pool = append(pool, e)
 		}

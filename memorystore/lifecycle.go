@@ -95,24 +95,16 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 	}
 	e.rec = canonical(e.rec)
 	// The record describes its create revision until it changes.
-	e.lazyCreate, e.createReason = true, in.Reason
+	e.createReason = in.Reason
 	s.records[id] = e
 	s.changed(e)
-	scoped := s.byScope[in.Scope]
-	if scoped == nil {
-		scoped = make(map[string]*entry)
-		s.byScope[in.Scope] = scoped
-	}
-	scoped[id] = e
-	sk := scopedKey{scope: in.Scope, key: in.Key}
-	s.byKey[sk] = append(s.byKey[sk], e)
+	s.scopeRecordsOf(in.Scope).add(e)
 	if in.Status == memorykit.StatusActive {
 		if current != nil {
 			current.supersede(in.Actor, in.Reason, now)
 			s.sync(current)
 			s.changed(current)
 		}
-		s.active[ak] = id
 		s.sync(e)
 	}
 	return e.rec.Clone(), nil
@@ -121,16 +113,20 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 // keyGovernedLocked reports whether any record of scope holding the
 // canonical key, under any kind and in any status, governs the key against
 // owner (memorykit.GovernsKeyAgainst). It is the one place memorystore
-// matches records to a key for that rule (through s.byKey, filled at
+// matches records to a key for that rule (through s.scopes, filled at
 // create). The caller holds s.mu.
 func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memorykit.Actor) bool {
-	for _, e := range s.byKey[scopedKey{scope: scope, key: key}] {
+	recs := s.scopes[scope]
+	if recs == nil {
+		return false
+	}
+	for e := range recs.withKey(key) {
 		if memorykit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
 	}
 	// Erased records hold the key's tombstone digest instead of the key.
-	for _, e := range s.byKey[scopedKey{scope: scope, key: s.tombstoneKey(scope, key)}] {
+	for e := range recs.withKey(s.tombstoneKey(scope, key)) {
 		if e.rec.Status == memorykit.StatusErased && memorykit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
@@ -138,13 +134,20 @@ func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memor
 	return false
 }
 
-// activeEntry returns the active record holding ak, or nil.
+// activeEntry returns the active record holding ak, or nil. Every active
+// record, and no other, is in its Scope's recall index (see sync), where
+// the key's slots are the records holding it, one per kind at most.
 func (s *Store) activeEntry(ak activeKey) *entry {
-	id, ok := s.active[ak]
-	if !ok {
+	x := s.indexes[ak.scope]
+	if x == nil {
 		return nil
 	}
-	return s.records[id]
+	for _, slot := range x.keys[ak.key] {
+		if e := x.docs[slot]; e != nil && e.rec.Kind == ak.kind {
+			return e
+		}
+	}
+	return nil
 }
 
 // canonical stores empty metadata and sources as nil, so an empty value
@@ -253,8 +256,8 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		digest = s.tombstoneKey(f.Scope, f.Key)
 	}
 	var ids []string
-	for id, e := range s.byScope[f.Scope] {
-		r := &e.rec
+	for e := range s.scopes[f.Scope].all() {
+		id, r := e.rec.ID, &e.rec
 		switch {
 		case f.AfterID != "" && id <= f.AfterID:
 		case len(statuses) > 0 && !statuses[r.Status]:
@@ -356,9 +359,6 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 			s.sync(current)
 			s.changed(current)
 		}
-		s.active[ak] = e.rec.ID
-	case memorykit.ActionForget:
-		delete(s.active, activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key})
 	case memorykit.ActionErase:
 		s.eraseLocked(e, r, t.Actor, t.Reason, now)
 		return e.rec.Clone(), nil

@@ -192,18 +192,13 @@ func (s *Store) restoreRecord(ri RecordImage) {
 	for _, t := range ri.Tokens {
 		s.embTokens[embKey{recordID: r.ID, profile: t.Profile}] = embToken{hash: t.ContentHash, token: t.Token}
 	}
+	if e.revisions == nil {
+		// An image without revisions keeps none: a nil trail would read
+		// as an untouched create (see entry.revisions).
+		e.revisions = []memorykit.Revision{}
+	}
 	s.records[r.ID] = e
-	scoped := s.byScope[r.Scope]
-	if scoped == nil {
-		scoped = make(map[string]*entry)
-		s.byScope[r.Scope] = scoped
-	}
-	scoped[r.ID] = e
-	sk := scopedKey{scope: r.Scope, key: r.Key}
-	s.byKey[sk] = append(s.byKey[sk], e)
-	if r.Status == memorykit.StatusActive {
-		s.active[activeKey{scope: r.Scope, kind: r.Kind, key: r.Key}] = r.ID
-	}
+	s.scopeRecordsOf(r.Scope).add(e)
 	s.sync(e)
 }
 

@@ -60,11 +60,9 @@ type Store struct {
 	// state change; the Host's ContentValidator runs before it is taken.
 	mu      sync.RWMutex
 	records map[string]*entry
-	byScope map[memorykit.Scope]map[string]*entry
-	active  map[activeKey]string
-	// byKey holds every record of a Scope and canonical key, any kind and
-	// status, for the KeyOwner rule (keyGovernedLocked).
-	byKey     map[scopedKey][]*entry
+	// scopes holds every record of each Scope by key, any kind and status,
+	// for List, purges and the KeyOwner rule (keyGovernedLocked).
+	scopes    map[memorykit.Scope]*scopeRecords
 	embStates map[embKey]*embState
 	jobs      map[string]*memorykit.Job
 	// pendingIdx holds, per profile asked about, the records that may
@@ -106,21 +104,19 @@ var (
 // entry is one record with its audit trail.
 type entry struct {
 	rec memorykit.Record
-	// revisions is the audit trail, oldest first, except while lazyCreate
-	// is set: then it is nil and the trail is the one create revision,
-	// which the record as it still is describes completely (see
-	// history). Read it with history, change it after ownHistory.
+	// revisions is the audit trail, oldest first, except while it is nil:
+	// the record is untouched since its create, and the trail is the one
+	// create revision, which the record as it still is and createReason
+	// describe completely (most records are never touched, and a stored
+	// Revision costs ~190 bytes besides the strings it shares with the
+	// record). Read it with history, change it after ownHistory.
 	revisions []memorykit.Revision
 	// embeddings holds the record's vector per profile.
 	embeddings embeddingSet
 	// ix is the record's place in its scope's recall index while it is
 	// active; nil otherwise.
 	ix *indexState
-	// lazyCreate marks a record untouched since its create: its create
-	// revision is not stored but derived from the record and createReason
-	// (most records are never touched, and a stored Revision costs ~190
-	// bytes besides the strings it shares with the record).
-	lazyCreate   bool
+	// createReason is the reason of the create while revisions is nil.
 	createReason string
 }
 
@@ -128,7 +124,7 @@ type entry struct {
 // them (see ownHistory); a lazy create revision shares the record's
 // metadata and sources, so clone before handing it out.
 func (e *entry) history() []memorykit.Revision {
-	if e.lazyCreate {
+	if e.revisions == nil {
 		return []memorykit.Revision{e.createRevision()}
 	}
 	return e.revisions
@@ -137,9 +133,9 @@ func (e *entry) history() []memorykit.Revision {
 // ownHistory stores e's create revision if it was lazy, so the trail can
 // change. Every change to the record or its trail calls it first.
 func (e *entry) ownHistory() {
-	if e.lazyCreate {
+	if e.revisions == nil {
 		e.revisions = []memorykit.Revision{e.createRevision().Clone()}
-		e.lazyCreate, e.createReason = false, ""
+		e.createReason = ""
 	}
 }
 
@@ -163,16 +159,11 @@ func (e *entry) createRevision() memorykit.Revision {
 }
 
 // activeKey identifies the one active record a Scope may hold per kind and
-// canonical key.
+// canonical key. The active records of a Scope are exactly the records in
+// its recall index, so the index finds it (see activeEntry).
 type activeKey struct {
 	scope memorykit.Scope
 	kind  memorykit.Kind
-	key   string
-}
-
-// scopedKey identifies a canonical key within a Scope, whatever the kind.
-type scopedKey struct {
-	scope memorykit.Scope
 	key   string
 }
 
@@ -272,9 +263,7 @@ func New(cfg Config) (*Store, error) {
 		jobErased:  make(map[string][]string),
 		purges:     make(map[memorykit.Scope]*memorykit.PurgeReport),
 		records:    make(map[string]*entry),
-		byScope:    make(map[memorykit.Scope]map[string]*entry),
-		active:     make(map[activeKey]string),
-		byKey:      make(map[scopedKey][]*entry),
+		scopes:     make(map[memorykit.Scope]*scopeRecords),
 		embStates:  make(map[embKey]*embState),
 		embTokens:  make(map[embKey]embToken),
 		jobs:       make(map[string]*memorykit.Job),
