@@ -39,7 +39,7 @@ type scopeIndex struct {
 	postings []postingList
 	df       []int32
 	free     []int32
-	keys     map[string][]int32 // canonical key -> live slots, ascending
+	keys     keySlots // canonical key -> live slots
 	// active counts live slots and windowed those with an EffectiveUntil;
 	// maxFrom is at least the latest EffectiveFrom among live slots. With
 	// no windowed record and now >= maxFrom every indexed record is
@@ -155,7 +155,7 @@ type vecRow struct {
 func newScopeIndex() *scopeIndex {
 	return &scopeIndex{
 		termIDs: make(map[string]int32),
-		keys:    make(map[string][]int32),
+		keys:    newKeySlots(0),
 		vectors: make(map[vecKey]*vectorSlab),
 	}
 }
@@ -212,7 +212,7 @@ func (s *Store) index(e *entry) {
 		x.df[id]++
 	}
 	e.ix = &indexState{slot: slot, key: e.rec.Key, hash: e.rec.ContentHash, windowed: !e.rec.EffectiveUntil.IsZero()}
-	x.keys[e.rec.Key] = append(x.keys[e.rec.Key], slot)
+	x.keys.add(e.rec.Key, slot)
 	x.active++
 	if e.ix.windowed {
 		x.windowed++
@@ -261,18 +261,7 @@ func (s *Store) unindex(e *entry) {
 	}
 	// The key's slots are exactly its live records (activeEntry looks the
 	// active record up there), so the slot leaves its list now.
-	list := x.keys[e.ix.key]
-	for i, slot := range list {
-		if slot == e.ix.slot {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(x.keys, e.ix.key)
-	} else {
-		x.keys[e.ix.key] = list
-	}
+	x.keys.remove(e.ix.key, e.ix.slot)
 	x.active--
 	if e.ix.windowed {
 		x.windowed--
@@ -328,7 +317,7 @@ func (x *scopeIndex) compact() {
 	old := x.docs
 	x.docs = make([]*entry, 0, x.active)
 	x.holes = 0
-	x.keys = make(map[string][]int32, len(x.keys))
+	x.keys = newKeySlots(x.active)
 	for _, e := range old {
 		if e == nil {
 			continue
@@ -336,7 +325,7 @@ func (x *scopeIndex) compact() {
 		slot := int32(len(x.docs))
 		x.docs = append(x.docs, e)
 		e.ix.slot = slot
-		x.keys[e.ix.key] = append(x.keys[e.ix.key], slot)
+		x.keys.add(e.ix.key, slot)
 	}
 	x.recountTerms()
 	for _, v := range x.vectors {

@@ -142,7 +142,7 @@ func (s *Store) activeEntry(ak activeKey) *entry {
 	if x == nil {
 		return nil
 	}
-	for _, slot := range x.keys[ak.key] {
+	for slot := range x.keys.slots(ak.key) {
 		if e := x.docs[slot]; e != nil && e.rec.Kind == ak.kind {
 			return e
 		}

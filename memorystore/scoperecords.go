@@ -102,3 +102,87 @@ func (r *scopeRecords) all() iter.Seq[*entry] {
 		}
 	}
 }
+
+// keySlots maps each canonical key of a Scope's recall index to the slots
+// of the live records holding it, ascending. Nearly every key is held by
+// one live record (one per kind at most), so such a key maps to its slot
+// alone and only the others keep a list.
+type keySlots struct {
+	one  map[string]int32
+	more map[string][]int32
+}
+
+func newKeySlots(size int) keySlots {
+	return keySlots{one: make(map[string]int32, size), more: make(map[string][]int32)}
+}
+
+// add files slot, higher than every slot filed before, under key.
+func (k keySlots) add(key string, slot int32) {
+	if list, ok := k.more[key]; ok {
+		k.more[key] = append(list, slot)
+		return
+	}
+	if first, ok := k.one[key]; ok {
+		delete(k.one, key)
+		k.more[key] = []int32{first, slot}
+		return
+	}
+	k.one[key] = slot
+}
+
+// remove takes slot out from under key.
+func (k keySlots) remove(key string, slot int32) {
+	if s, ok := k.one[key]; ok {
+		if s == slot {
+			delete(k.one, key)
+		}
+		return
+	}
+	list := k.more[key]
+	for i, s := range list {
+		if s == slot {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	switch len(list) {
+	case 0:
+		delete(k.more, key)
+	case 1:
+		delete(k.more, key)
+		k.one[key] = list[0]
+	default:
+		k.more[key] = list
+	}
+}
+
+// slots yields the slots holding key, ascending.
+func (k keySlots) slots(key string) iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		if s, ok := k.one[key]; ok {
+			yield(s)
+			return
+		}
+		for _, s := range k.more[key] {
+			if !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// all yields every key held by a live record.
+func (k keySlots) all() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for key := range k.one {
+			if !yield(key) {
+				return
+			}
+		}
+		for key := range k.more {
+			if !yield(key) {
+				return
+			}
+		}
+	}
+}
