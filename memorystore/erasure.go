@@ -33,8 +33,7 @@ type erasure struct {
 // scrubs the extraction jobs the record came from. The caller holds s.mu
 // for writing and has checked the transition.
 func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
-	e.ownHistory()
-	jobs := storekit.ErasureJobIDs(e.rec, e.revisions)
+	jobs := storekit.ErasureJobIDs(e.rec, e.ownHistory().revisions)
 	digest := s.tombstoneKey(e.rec.Scope, e.rec.Key)
 	if e.ix != nil {
 		// Out of the recall index while the index still knows the key.
@@ -58,10 +57,11 @@ func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.
 		e.rec.UpdatedAt = now
 		e.record(memorykit.ActionPurge, actor, reason, now)
 	}
-	for i := range e.revisions {
-		e.revisions[i].Reason = storekit.ScrubReason(e.revisions[i].Reason)
+	revs := e.trail.revisions
+	for i := range revs {
+		revs[i].Reason = storekit.ScrubReason(revs[i].Reason)
 	}
-	n.revisions = len(e.revisions)
+	n.revisions = len(revs)
 	s.sync(e)
 	s.changed(e)
 	for _, id := range jobs {

@@ -95,7 +95,9 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 	}
 	e.rec = canonical(e.rec)
 	// The record describes its create revision until it changes.
-	e.createReason = in.Reason
+	if in.Reason != "" {
+		e.trail = &trail{createReason: in.Reason}
+	}
 	s.records[id] = e
 	s.changed(e)
 	s.scopeRecordsOf(in.Scope).add(e)
@@ -164,9 +166,9 @@ func canonical(r memorykit.Record) memorykit.Record {
 
 // record appends a revision snapshotting the record as it is now.
 func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason string, now time.Time) {
-	e.ownHistory()
+	t := e.ownHistory()
 	snap := e.rec.Clone()
-	e.revisions = append(e.revisions, memorykit.Revision{
+	t.revisions = append(t.revisions, memorykit.Revision{
 		RecordID:    snap.ID,
 		Version:     snap.Version,
 		Action:      action,
@@ -378,8 +380,8 @@ func (s *Store) scrub(e *entry) {
 	e.rec.ContentHash = ""
 	e.rec.Metadata = nil
 	e.rec.Sources = nil
-	for i := range e.revisions {
-		v := &e.revisions[i]
+	for i := range e.trail.revisions {
+		v := &e.trail.revisions[i]
 		v.Content, v.ContentHash, v.Metadata, v.Sources = "", "", nil, nil
 	}
 	e.embeddings = nil

@@ -177,8 +177,11 @@ func NewJournaled(cfg Config, img Image) (*Store, error) {
 func (s *Store) restoreRecord(ri RecordImage) {
 	r := canonical(ri.Record.Clone())
 	e := &entry{rec: r}
+	// An image's revisions are its trail as they are, even none (a nil
+	// trail would read as an untouched create).
+	e.trail = &trail{revisions: make([]memorykit.Revision, 0, len(ri.Revisions))}
 	for _, v := range ri.Revisions {
-		e.revisions = append(e.revisions, v.Clone())
+		e.trail.revisions = append(e.trail.revisions, v.Clone())
 	}
 	for _, m := range ri.Embeddings {
 		e.embeddings = e.embeddings.put(embedding{profile: m.Profile, hash: m.ContentHash, vector: cloneVector(m.Vector), norm: norm(m.Vector), at: m.At})
@@ -191,11 +194,6 @@ func (s *Store) restoreRecord(ri RecordImage) {
 	}
 	for _, t := range ri.Tokens {
 		s.embTokens[embKey{recordID: r.ID, profile: t.Profile}] = embToken{hash: t.ContentHash, token: t.Token}
-	}
-	if e.revisions == nil {
-		// An image without revisions keeps none: a nil trail would read
-		// as an untouched create (see entry.revisions).
-		e.revisions = []memorykit.Revision{}
 	}
 	s.records[r.ID] = e
 	s.scopeRecordsOf(r.Scope).add(e)

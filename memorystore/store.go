@@ -104,19 +104,25 @@ var (
 // entry is one record with its audit trail.
 type entry struct {
 	rec memorykit.Record
-	// revisions is the audit trail, oldest first, except while it is nil:
-	// the record is untouched since its create, and the trail is the one
-	// create revision, which the record as it still is and createReason
-	// describe completely (most records are never touched, and a stored
-	// Revision costs ~190 bytes besides the strings it shares with the
-	// record). Read it with history, change it after ownHistory.
-	revisions []memorykit.Revision
+	// trail is the audit trail: nil for a record untouched since a create
+	// without a reason (see trail).
+	trail *trail
 	// embeddings holds the record's vector per profile.
 	embeddings embeddingSet
 	// ix is the record's place in its scope's recall index while it is
 	// active; nil otherwise.
 	ix *indexState
-	// createReason is the reason of the create while revisions is nil.
+}
+
+// trail is a record's audit trail. Until the record first changes after
+// its create, revisions is nil and the trail is the one create revision,
+// which the record as it still is and createReason describe completely:
+// most records are never touched, and a stored Revision costs ~190 bytes
+// besides the strings it shares with the record. An entry whose create had
+// no reason needs no trail at all until then. Read it with history, change
+// it after ownHistory.
+type trail struct {
+	revisions    []memorykit.Revision
 	createReason string
 }
 
@@ -124,19 +130,32 @@ type entry struct {
 // them (see ownHistory); a lazy create revision shares the record's
 // metadata and sources, so clone before handing it out.
 func (e *entry) history() []memorykit.Revision {
-	if e.revisions == nil {
+	if e.trail == nil || e.trail.revisions == nil {
 		return []memorykit.Revision{e.createRevision()}
 	}
-	return e.revisions
+	return e.trail.revisions
 }
 
-// ownHistory stores e's create revision if it was lazy, so the trail can
-// change. Every change to the record or its trail calls it first.
-func (e *entry) ownHistory() {
-	if e.revisions == nil {
-		e.revisions = []memorykit.Revision{e.createRevision().Clone()}
-		e.createReason = ""
+// ownHistory stores e's create revision if it was derived, and returns
+// the trail, which the caller may then change. Every change to the record
+// or its trail calls it first.
+func (e *entry) ownHistory() *trail {
+	if e.trail == nil {
+		e.trail = &trail{}
 	}
+	if e.trail.revisions == nil {
+		e.trail.revisions = []memorykit.Revision{e.createRevision().Clone()}
+		e.trail.createReason = ""
+	}
+	return e.trail
+}
+
+// createReasonOf is the reason of e's create while its trail is derived.
+func (e *entry) createReasonOf() string {
+	if e.trail == nil {
+		return ""
+	}
+	return e.trail.createReason
 }
 
 // createRevision is the create revision of a record untouched since its
@@ -148,7 +167,7 @@ func (e *entry) createRevision() memorykit.Revision {
 		Version:     r.Version,
 		Action:      memorykit.ActionCreate,
 		Actor:       r.CreatedBy,
-		Reason:      e.createReason,
+		Reason:      e.createReasonOf(),
 		Status:      r.Status,
 		ContentHash: r.ContentHash,
 		Content:     r.Content,
