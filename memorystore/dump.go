@@ -45,7 +45,7 @@ func (s *Store) Dump() string {
 		for i := range e.embeddings {
 			emb := &e.embeddings[i]
 			lines = append(lines, fmt.Sprintf("embedding record=%q profile=%q hash=%q at=%s vector=%v\n",
-				id, emb.profile, emb.hash, ts(emb.at), s.vectorOf(e, emb)))
+				id, emb.profile, emb.hash, ts(emb.stored()), s.vectorOf(e, emb)))
 		}
 	}
 	for k, st := range s.embStates {

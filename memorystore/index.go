@@ -338,7 +338,11 @@ func (x *scopeIndex) compact() {
 // addRow moves e's current embedding of profile, if any, into its slab.
 func (x *scopeIndex) addRow(e *entry, profile string) {
 	emb := e.embeddings.get(profile)
-	if emb == nil || emb.hash != e.rec.ContentHash || emb.norm == 0 || emb.vector == nil {
+	if emb == nil || emb.hash != e.rec.ContentHash || emb.vector == nil {
+		return
+	}
+	n := norm(emb.vector)
+	if n == 0 {
 		return
 	}
 	k := vecKey{profile, len(emb.vector)}
@@ -348,7 +352,7 @@ func (x *scopeIndex) addRow(e *entry, profile string) {
 		x.vectors[k] = v
 	}
 	row := len(v.slots)
-	v.push(emb.vector, emb.norm, e.ix.slot)
+	v.push(emb.vector, n, e.ix.slot)
 	emb.vector = nil
 	e.ix.rows = append(e.ix.rows, vecRow{profile: profile, dims: k.dims, row: row})
 }

@@ -96,7 +96,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 		var hits []memorykit.Hit
 		for _, e := range pool {
 			emb := e.embeddings.get(q.Profile)
-			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || emb.norm == 0 {
+			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || norm(s.vectorOf(e, emb)) == 0 {
 				continue
 			}
 			vec := s.vectorOf(e, emb)
@@ -104,7 +104,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 			for i := range q.Vector {
 				d += float64(q.Vector[i]) * float64(vec[i])
 			}
-			hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * emb.norm)})
+			hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * norm(vec))})
 		}
 		sort.Slice(hits, func(i, j int) bool {
 			if hits[i].Score != hits[j].Score {

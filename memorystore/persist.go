@@ -184,7 +184,7 @@ func (s *Store) restoreRecord(ri RecordImage) {
 		e.trail.revisions = append(e.trail.revisions, v.Clone())
 	}
 	for _, m := range ri.Embeddings {
-		e.embeddings = e.embeddings.put(embedding{profile: m.Profile, hash: m.ContentHash, vector: cloneVector(m.Vector), norm: norm(m.Vector), at: m.At})
+		e.embeddings = e.embeddings.put(embedding{profile: m.Profile, hash: m.ContentHash, vector: cloneVector(m.Vector), at: m.At.UnixMicro()})
 	}
 	for _, l := range ri.Leases {
 		s.embStates[embKey{recordID: r.ID, profile: l.Profile}] = &embState{
@@ -265,7 +265,7 @@ func (s *Store) imageLocked(e *entry, lifecycle bool) RecordImage {
 	}
 	for i := range e.embeddings {
 		m := &e.embeddings[i]
-		ri.Embeddings = append(ri.Embeddings, EmbeddingImage{Profile: m.profile, ContentHash: m.hash, Vector: cloneVector(s.vectorOf(e, m)), At: m.at})
+		ri.Embeddings = append(ri.Embeddings, EmbeddingImage{Profile: m.profile, ContentHash: m.hash, Vector: cloneVector(s.vectorOf(e, m)), At: m.stored()})
 	}
 	sort.Slice(ri.Embeddings, func(i, j int) bool { return ri.Embeddings[i].Profile < ri.Embeddings[j].Profile })
 	for _, p := range sortedKeys(s.journal.profiles) {

@@ -147,7 +147,7 @@ func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding, yield 
 		if e == nil {
 			continue
 		}
-		e.embeddings = embeddingSet{{profile: m.Profile, hash: m.ContentHash, vector: m.Vector, norm: norm(m.Vector)}}
+		e.embeddings = embeddingSet{{profile: m.Profile, hash: m.ContentHash, vector: m.Vector}}
 		x.bytes -= entryBytes(e)
 		s.syncVector(e, m.Profile)
 		// The scope's slab now holds a copy of the vector, which is all

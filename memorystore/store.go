@@ -193,16 +193,20 @@ type embKey struct {
 }
 
 // embedding is a stored vector of one profile, current only while hash
-// equals the record's content hash. norm is the vector's Euclidean norm.
-// While the record is in its Scope's recall index the vector lives in a
-// slab row and vector is nil (read it with Store.vectorOf).
+// equals the record's content hash. While the record is in its Scope's
+// recall index the vector lives in a slab row, with its norm, and vector
+// is nil (read it with Store.vectorOf). at is when it was stored, in UTC
+// microseconds since the Unix epoch (see stored): the stores' timestamps
+// have that precision, and an int64 is a third of a time.Time.
 type embedding struct {
 	profile string
 	hash    string
 	vector  []float32
-	norm    float64
-	at      time.Time
+	at      int64
 }
+
+// stored is when the embedding was stored.
+func (m *embedding) stored() time.Time { return time.UnixMicro(m.at).UTC() }
 
 // embeddingSet is a record's embeddings, at most one per profile: a slice,
 // as a record rarely has more than one, is smaller than a map.
