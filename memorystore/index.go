@@ -119,12 +119,14 @@ func (v *vectorSlab) pop() {
 }
 
 // indexState is where an indexed entry sits in its scope's index, and the
-// key and content hash it was indexed with: while the record still has
-// them, its text yields the terms it was indexed with (see unindex).
+// content hash it was indexed with: while the record still has it, its
+// text yields the terms it was indexed with (see unindex). The key needs
+// no copy: a record's key never changes while it is indexed (only an
+// erase replaces it, by its tombstone digest, after taking the record out
+// of the index).
 type indexState struct {
 	slot     int32
 	windowed bool
-	key      string
 	hash     string
 	// rows lists the entry's rows in the slabs, one per profile.
 	rows []vecRow
@@ -146,11 +148,16 @@ func (p *postingList) add(slot int32) {
 	p.last = slot
 }
 
+// vecRow is one of an indexed entry's rows: its profile's slab (with the
+// vector's dimension) and the row in it.
 type vecRow struct {
 	profile string
-	dims    int
-	row     int
+	dims    int32
+	row     int32
 }
+
+// slab names the row's slab.
+func (r vecRow) slab() vecKey { return vecKey{r.profile, int(r.dims)} }
 
 func newScopeIndex() *scopeIndex {
 	return &scopeIndex{
@@ -191,7 +198,7 @@ func (s *Store) syncVector(e *entry, profile string) {
 			// The row held the vector this profile had before; whatever
 			// replaced or deleted it no longer needs it.
 			e.ix.rows = append(e.ix.rows[:i], e.ix.rows[i+1:]...)
-			x.removeRow(vecKey{profile, r.dims}, r.row)
+			x.removeRow(r.slab(), int(r.row))
 			break
 		}
 	}
@@ -211,7 +218,7 @@ func (s *Store) index(e *entry) {
 		x.postings[id].add(slot)
 		x.df[id]++
 	}
-	e.ix = &indexState{slot: slot, key: e.rec.Key, hash: e.rec.ContentHash, windowed: !e.rec.EffectiveUntil.IsZero()}
+	e.ix = &indexState{slot: slot, hash: e.rec.ContentHash, windowed: !e.rec.EffectiveUntil.IsZero()}
 	x.keys.add(e.rec.Key, slot)
 	x.active++
 	if e.ix.windowed {
@@ -249,7 +256,7 @@ func (s *Store) unindex(e *entry) {
 	x := s.indexes[e.rec.Scope]
 	x.docs[e.ix.slot] = nil
 	x.holes++
-	if e.ix.key == e.rec.Key && e.ix.hash == e.rec.ContentHash {
+	if e.ix.hash == e.rec.ContentHash {
 		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
 			x.dropTerm(x.termIDs[t])
 		}
@@ -261,7 +268,7 @@ func (s *Store) unindex(e *entry) {
 	}
 	// The key's slots are exactly its live records (activeEntry looks the
 	// active record up there), so the slot leaves its list now.
-	x.keys.remove(e.ix.key, e.ix.slot)
+	x.keys.remove(e.rec.Key, e.ix.slot)
 	x.active--
 	if e.ix.windowed {
 		x.windowed--
@@ -270,9 +277,9 @@ func (s *Store) unindex(e *entry) {
 		// The record keeps its embedding while out of the index (it may
 		// become current again); the vector moves back into it.
 		if emb := e.embeddings.get(r.profile); emb != nil && emb.vector == nil {
-			emb.vector = cloneVector(x.vectors[vecKey{r.profile, r.dims}].row(r.row))
+			emb.vector = cloneVector(x.vectors[r.slab()].row(int(r.row)))
 		}
-		x.removeRow(vecKey{r.profile, r.dims}, r.row)
+		x.removeRow(r.slab(), int(r.row))
 	}
 	e.ix = nil
 	if x.active == 0 {
@@ -304,7 +311,7 @@ func (x *scopeIndex) recountTerms() {
 		if e == nil {
 			continue
 		}
-		for _, t := range memorykit.IndexTerms(e.ix.key, e.rec.Content) {
+		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
 			id := x.intern(t)
 			x.postings[id].add(int32(slot))
 			x.df[id]++
@@ -325,7 +332,7 @@ func (x *scopeIndex) compact() {
 		slot := int32(len(x.docs))
 		x.docs = append(x.docs, e)
 		e.ix.slot = slot
-		x.keys.add(e.ix.key, slot)
+		x.keys.add(e.rec.Key, slot)
 	}
 	x.recountTerms()
 	for _, v := range x.vectors {
@@ -354,7 +361,7 @@ func (x *scopeIndex) addRow(e *entry, profile string) {
 	row := len(v.slots)
 	v.push(emb.vector, n, e.ix.slot)
 	emb.vector = nil
-	e.ix.rows = append(e.ix.rows, vecRow{profile: profile, dims: k.dims, row: row})
+	e.ix.rows = append(e.ix.rows, vecRow{profile: profile, dims: int32(k.dims), row: int32(row)})
 }
 
 // removeRow deletes a row by moving the slab's last row into its place.
@@ -368,8 +375,8 @@ func (x *scopeIndex) removeRow(k vecKey, row int) {
 		v.slots[row] = v.slots[last]
 		moved := x.docs[v.slots[row]].ix
 		for i := range moved.rows {
-			if r := &moved.rows[i]; r.profile == k.profile && r.dims == k.dims {
-				r.row = row
+			if r := &moved.rows[i]; r.slab() == k {
+				r.row = int32(row)
 			}
 		}
 	}
@@ -388,7 +395,7 @@ func (s *Store) vectorOf(e *entry, emb *embedding) []float32 {
 	}
 	for _, r := range e.ix.rows {
 		if r.profile == emb.profile {
-			return s.indexes[e.rec.Scope].vectors[vecKey{r.profile, r.dims}].row(r.row)
+			return s.indexes[e.rec.Scope].vectors[r.slab()].row(int(r.row))
 		}
 	}
 	return nil
