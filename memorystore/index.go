@@ -24,18 +24,18 @@ import (
 // it was indexed with as one []int32 rather than a set of strings. Posting
 // lists are []int32 slot numbers by term id. A current vector lives only
 // in its slab while its record is indexed (the record's embedding keeps
-// its hash and norm; see vectorOf), and slabs are chunked so they never
+// its hash; see vectorOf), and slabs are chunked so they never
 // copy or over-allocate a whole Scope's vectors when they grow.
 type scopeIndex struct {
 	docs  []*entry // by slot; nil marks a hole
 	holes int
-	// termIDs interns the terms of live records; terms, postings and df
-	// are indexed by term id. postings lists the slots holding the term in
+	// termIDs interns the terms of live records; postings and df are
+	// indexed by term id (whoever drops a term knows its text, so no list
+	// of terms by id is kept). postings lists the slots holding the term in
 	// ascending order, holes included; df counts the live ones. A term
 	// whose df reaches zero leaves termIDs (so no word of an unindexed
 	// record lingers) and its id goes to free for reuse.
 	termIDs  map[string]int32
-	terms    []string
 	postings []postingList
 	df       []int32
 	free     []int32
@@ -241,10 +241,8 @@ func (x *scopeIndex) intern(term string) int32 {
 	if n := len(x.free); n > 0 {
 		id = x.free[n-1]
 		x.free = x.free[:n-1]
-		x.terms[id] = term
 	} else {
-		id = int32(len(x.terms))
-		x.terms = append(x.terms, term)
+		id = int32(len(x.postings))
 		x.postings = append(x.postings, postingList{})
 		x.df = append(x.df, 0)
 	}
@@ -258,7 +256,7 @@ func (s *Store) unindex(e *entry) {
 	x.holes++
 	if e.ix.hash == e.rec.ContentHash {
 		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
-			x.dropTerm(x.termIDs[t])
+			x.dropTerm(t)
 		}
 	} else {
 		// The record's text changed while it was indexed (every writer
@@ -291,12 +289,12 @@ func (s *Store) unindex(e *entry) {
 	}
 }
 
-// dropTerm counts one live record less holding term id, and forgets the
-// term when none is left.
-func (x *scopeIndex) dropTerm(id int32) {
+// dropTerm counts one live record less holding term, and forgets the term
+// when none is left.
+func (x *scopeIndex) dropTerm(term string) {
+	id := x.termIDs[term]
 	if x.df[id]--; x.df[id] == 0 {
-		delete(x.termIDs, x.terms[id])
-		x.terms[id] = ""
+		delete(x.termIDs, term)
 		x.postings[id] = postingList{}
 		x.free = append(x.free, id)
 	}
@@ -306,7 +304,7 @@ func (x *scopeIndex) dropTerm(id int32) {
 // from the text of the live records.
 func (x *scopeIndex) recountTerms() {
 	x.termIDs = make(map[string]int32, len(x.termIDs))
-	x.terms, x.postings, x.df, x.free = nil, nil, nil, nil
+	x.postings, x.df, x.free = nil, nil, nil
 	for slot, e := range x.docs {
 		if e == nil {
 			continue
