@@ -1,6 +1,7 @@
 package memorystore
 
 import (
+	"reflect"
 	"sort"
 	"time"
 
@@ -177,11 +178,17 @@ func NewJournaled(cfg Config, img Image) (*Store, error) {
 func (s *Store) restoreRecord(ri RecordImage) {
 	r := canonical(ri.Record.Clone())
 	e := &entry{rec: r}
-	// An image's revisions are its trail as they are, even none (a nil
-	// trail would read as an untouched create).
-	e.trail = &trail{revisions: make([]memorykit.Revision, 0, len(ri.Revisions))}
-	for _, v := range ri.Revisions {
-		e.trail.revisions = append(e.trail.revisions, v.Clone())
+	if len(ri.Revisions) == 1 && ri.Revisions[0].Reason != "" {
+		e.trail = &trail{createReason: ri.Revisions[0].Reason}
+	}
+	if len(ri.Revisions) != 1 || !reflect.DeepEqual(e.createRevision(), ri.Revisions[0]) {
+		// Anything but a create the record still describes exactly is kept
+		// as it is, even no revision at all (a derived trail would read
+		// as a create).
+		e.trail = &trail{revisions: make([]memorykit.Revision, 0, len(ri.Revisions))}
+		for _, v := range ri.Revisions {
+			e.trail.revisions = append(e.trail.revisions, v.Clone())
+		}
 	}
 	for _, m := range ri.Embeddings {
 		e.embeddings = e.embeddings.put(embedding{profile: m.Profile, hash: m.ContentHash, vector: cloneVector(m.Vector), at: m.At.UnixMicro()})
