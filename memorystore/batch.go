@@ -52,7 +52,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 		}
 		if emb := items[i].Embedding; emb != nil {
 			e := s.records[in.ID]
-			e.embeddings = e.embeddings.put(embedding{profile: emb.Profile, hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), norm: norm(emb.Vector), at: at})
+			e.embeddings = e.embeddings.put(embedding{profile: emb.Profile, hash: e.rec.ContentHash, vector: cloneVector(emb.Vector), at: at.UnixMicro()})
 			s.syncVector(e, emb.Profile)
 			s.changedEmbeddings(e.rec.ID, emb.Profile)
 		}

@@ -34,7 +34,7 @@ func (s *Store) Dump() string {
 			terms = memorykit.IndexTerms(r.Key, r.Content)
 		}
 		fmt.Fprintf(&b, "  terms %q\n", terms)
-		for _, v := range e.revisions {
+		for _, v := range e.history() {
 			fmt.Fprintf(&b, "  revision version=%d action=%q actor=%s reason=%q status=%q hash=%q content=%q metadata=%s sources=%s at=%s\n",
 				v.Version, v.Action, dumpActor(v.Actor), v.Reason, v.Status, v.ContentHash, v.Content,
 				dumpMap(v.Metadata), dumpSources(v.Sources), ts(v.At))
@@ -45,16 +45,18 @@ func (s *Store) Dump() string {
 		for i := range e.embeddings {
 			emb := &e.embeddings[i]
 			lines = append(lines, fmt.Sprintf("embedding record=%q profile=%q hash=%q at=%s vector=%v\n",
-				id, emb.profile, emb.hash, ts(emb.at), s.vectorOf(e, emb)))
+				id, emb.profile, emb.hash, ts(emb.stored()), s.vectorOf(e, emb)))
 		}
 	}
 	for k, st := range s.embStates {
 		lines = append(lines, fmt.Sprintf("embedding_state record=%q profile=%q hash=%q attempt=%d leased_by=%q lease_expiry=%s retry_at=%s parked=%t reason=%q\n",
 			k.recordID, k.profile, st.hash, st.attempt, st.leasedBy, ts(st.leaseExpiry), ts(st.retryAt), st.parked, st.reason))
 	}
-	active := make([]string, 0, len(s.active))
-	for k, id := range s.active {
-		active = append(active, fmt.Sprintf("active scope=%q kind=%q key=%q record=%q\n", k.scope.String(), k.kind, k.key, id))
+	var active []string
+	for id, e := range s.records {
+		if r := &e.rec; r.Status == memorykit.StatusActive {
+			active = append(active, fmt.Sprintf("active scope=%q kind=%q key=%q record=%q\n", r.Scope.String(), r.Kind, r.Key, id))
+		}
 	}
 	sort.Strings(lines)
 	sort.Strings(active)

@@ -180,7 +180,7 @@ func (s *Store) putLocked(op string, p memorykit.EmbeddingPut) error {
 	if old := e.embeddings.get(p.Profile); old != nil && old.hash == p.ContentHash && slices.Equal(s.vectorOf(e, old), p.Vector) {
 		return nil
 	}
-	e.embeddings = e.embeddings.put(embedding{profile: p.Profile, hash: p.ContentHash, vector: cloneVector(p.Vector), norm: norm(p.Vector), at: s.now()})
+	e.embeddings = e.embeddings.put(embedding{profile: p.Profile, hash: p.ContentHash, vector: cloneVector(p.Vector), at: s.now().UnixMicro()})
 	s.syncVector(e, p.Profile)
 	return nil
 }

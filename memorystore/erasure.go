@@ -33,7 +33,7 @@ type erasure struct {
 // scrubs the extraction jobs the record came from. The caller holds s.mu
 // for writing and has checked the transition.
 func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
-	jobs := storekit.ErasureJobIDs(e.rec, e.revisions)
+	jobs := storekit.ErasureJobIDs(e.rec, e.ownHistory().revisions)
 	digest := s.tombstoneKey(e.rec.Scope, e.rec.Key)
 	if e.ix != nil {
 		// Out of the recall index while the index still knows the key.
@@ -57,10 +57,11 @@ func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.
 		e.rec.UpdatedAt = now
 		e.record(memorykit.ActionPurge, actor, reason, now)
 	}
-	for i := range e.revisions {
-		e.revisions[i].Reason = storekit.ScrubReason(e.revisions[i].Reason)
+	revs := e.trail.revisions
+	for i := range revs {
+		revs[i].Reason = storekit.ScrubReason(revs[i].Reason)
 	}
-	n.revisions = len(e.revisions)
+	n.revisions = len(revs)
 	s.sync(e)
 	s.changed(e)
 	for _, id := range jobs {
@@ -180,9 +181,9 @@ func (s *Store) purgeStep(scope memorykit.Scope, rep *memorykit.PurgeReport) boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []string
-	for id, e := range s.byScope[scope] {
+	for e := range s.scopes[scope].all() {
 		if e.rec.Status != memorykit.StatusErased {
-			ids = append(ids, id)
+			ids = append(ids, e.rec.ID)
 		}
 	}
 	if len(ids) == 0 {
@@ -195,9 +196,6 @@ func (s *Store) purgeStep(scope memorykit.Scope, rep *memorykit.PurgeReport) boo
 	now := s.now()
 	for _, id := range ids {
 		e := s.records[id]
-		if e.rec.Status == memorykit.StatusActive {
-			delete(s.active, activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key})
-		}
 		n := s.eraseLocked(e, storekit.LifecycleRule{}, rep.Actor, rep.Reason, now)
 		rep.Records++
 		rep.RecordIDs = append(rep.RecordIDs, id)
@@ -209,25 +207,13 @@ func (s *Store) purgeStep(scope memorykit.Scope, rep *memorykit.PurgeReport) boo
 	return false
 }
 
-// rekeyLocked moves e in s.byKey from its canonical key to key (the
+// rekeyLocked moves e in s.scopes from its canonical key to key (the
 // tombstone digest), so no in-memory index keeps an erased record's key
 // while the KeyOwner rule still finds the tombstone through the digest.
 // The caller holds s.mu for writing.
 func (s *Store) rekeyLocked(e *entry, key string) {
-	old := scopedKey{scope: e.rec.Scope, key: e.rec.Key}
-	list := s.byKey[old]
-	for i, x := range list {
-		if x == e {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(s.byKey, old)
-	} else {
-		s.byKey[old] = list
-	}
+	recs := s.scopes[e.rec.Scope]
+	recs.remove(e, e.rec.Key)
 	e.rec.Key = key
-	nk := scopedKey{scope: e.rec.Scope, key: key}
-	s.byKey[nk] = append(s.byKey[nk], e)
+	recs.add(e)
 }

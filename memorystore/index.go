@@ -24,22 +24,22 @@ import (
 // it was indexed with as one []int32 rather than a set of strings. Posting
 // lists are []int32 slot numbers by term id. A current vector lives only
 // in its slab while its record is indexed (the record's embedding keeps
-// its hash and norm; see vectorOf), and slabs are chunked so they never
+// its hash; see vectorOf), and slabs are chunked so they never
 // copy or over-allocate a whole Scope's vectors when they grow.
 type scopeIndex struct {
 	docs  []*entry // by slot; nil marks a hole
 	holes int
-	// termIDs interns the terms of live records; terms, postings and df
-	// are indexed by term id. postings lists the slots holding the term in
+	// termIDs interns the terms of live records; postings and df are
+	// indexed by term id (whoever drops a term knows its text, so no list
+	// of terms by id is kept). postings lists the slots holding the term in
 	// ascending order, holes included; df counts the live ones. A term
 	// whose df reaches zero leaves termIDs (so no word of an unindexed
 	// record lingers) and its id goes to free for reuse.
 	termIDs  map[string]int32
-	terms    []string
 	postings []postingList
 	df       []int32
 	free     []int32
-	keys     map[string][]int32 // canonical key -> slots, holes included
+	keys     keySlots // canonical key -> live slots
 	// active counts live slots and windowed those with an EffectiveUntil;
 	// maxFrom is at least the latest EffectiveFrom among live slots. With
 	// no windowed record and now >= maxFrom every indexed record is
@@ -119,12 +119,14 @@ func (v *vectorSlab) pop() {
 }
 
 // indexState is where an indexed entry sits in its scope's index, and the
-// key and content hash it was indexed with: while the record still has
-// them, its text yields the terms it was indexed with (see unindex).
+// content hash it was indexed with: while the record still has it, its
+// text yields the terms it was indexed with (see unindex). The key needs
+// no copy: a record's key never changes while it is indexed (only an
+// erase replaces it, by its tombstone digest, after taking the record out
+// of the index).
 type indexState struct {
 	slot     int32
 	windowed bool
-	key      string
 	hash     string
 	// rows lists the entry's rows in the slabs, one per profile.
 	rows []vecRow
@@ -146,16 +148,21 @@ func (p *postingList) add(slot int32) {
 	p.last = slot
 }
 
+// vecRow is one of an indexed entry's rows: its profile's slab (with the
+// vector's dimension) and the row in it.
 type vecRow struct {
 	profile string
-	dims    int
-	row     int
+	dims    int32
+	row     int32
 }
+
+// slab names the row's slab.
+func (r vecRow) slab() vecKey { return vecKey{r.profile, int(r.dims)} }
 
 func newScopeIndex() *scopeIndex {
 	return &scopeIndex{
 		termIDs: make(map[string]int32),
-		keys:    make(map[string][]int32),
+		keys:    newKeySlots(0),
 		vectors: make(map[vecKey]*vectorSlab),
 	}
 }
@@ -191,7 +198,7 @@ func (s *Store) syncVector(e *entry, profile string) {
 			// The row held the vector this profile had before; whatever
 			// replaced or deleted it no longer needs it.
 			e.ix.rows = append(e.ix.rows[:i], e.ix.rows[i+1:]...)
-			x.removeRow(vecKey{profile, r.dims}, r.row)
+			x.removeRow(r.slab(), int(r.row))
 			break
 		}
 	}
@@ -211,8 +218,8 @@ func (s *Store) index(e *entry) {
 		x.postings[id].add(slot)
 		x.df[id]++
 	}
-	e.ix = &indexState{slot: slot, key: e.rec.Key, hash: e.rec.ContentHash, windowed: !e.rec.EffectiveUntil.IsZero()}
-	x.keys[e.rec.Key] = append(x.keys[e.rec.Key], slot)
+	e.ix = &indexState{slot: slot, hash: e.rec.ContentHash, windowed: !e.rec.EffectiveUntil.IsZero()}
+	x.keys.add(e.rec.Key, slot)
 	x.active++
 	if e.ix.windowed {
 		x.windowed++
@@ -234,10 +241,8 @@ func (x *scopeIndex) intern(term string) int32 {
 	if n := len(x.free); n > 0 {
 		id = x.free[n-1]
 		x.free = x.free[:n-1]
-		x.terms[id] = term
 	} else {
-		id = int32(len(x.terms))
-		x.terms = append(x.terms, term)
+		id = int32(len(x.postings))
 		x.postings = append(x.postings, postingList{})
 		x.df = append(x.df, 0)
 	}
@@ -249,9 +254,9 @@ func (s *Store) unindex(e *entry) {
 	x := s.indexes[e.rec.Scope]
 	x.docs[e.ix.slot] = nil
 	x.holes++
-	if e.ix.key == e.rec.Key && e.ix.hash == e.rec.ContentHash {
+	if e.ix.hash == e.rec.ContentHash {
 		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
-			x.dropTerm(x.termIDs[t])
+			x.dropTerm(t)
 		}
 	} else {
 		// The record's text changed while it was indexed (every writer
@@ -259,9 +264,9 @@ func (s *Store) unindex(e *entry) {
 		// unknown, so they are counted again from the other records.
 		x.recountTerms()
 	}
-	if k := e.ix.key; len(x.keys[k]) == 1 && x.keys[k][0] == e.ix.slot {
-		delete(x.keys, k)
-	}
+	// The key's slots are exactly its live records (activeEntry looks the
+	// active record up there), so the slot leaves its list now.
+	x.keys.remove(e.rec.Key, e.ix.slot)
 	x.active--
 	if e.ix.windowed {
 		x.windowed--
@@ -270,9 +275,9 @@ func (s *Store) unindex(e *entry) {
 		// The record keeps its embedding while out of the index (it may
 		// become current again); the vector moves back into it.
 		if emb := e.embeddings.get(r.profile); emb != nil && emb.vector == nil {
-			emb.vector = cloneVector(x.vectors[vecKey{r.profile, r.dims}].row(r.row))
+			emb.vector = cloneVector(x.vectors[r.slab()].row(int(r.row)))
 		}
-		x.removeRow(vecKey{r.profile, r.dims}, r.row)
+		x.removeRow(r.slab(), int(r.row))
 	}
 	e.ix = nil
 	if x.active == 0 {
@@ -284,12 +289,12 @@ func (s *Store) unindex(e *entry) {
 	}
 }
 
-// dropTerm counts one live record less holding term id, and forgets the
-// term when none is left.
-func (x *scopeIndex) dropTerm(id int32) {
+// dropTerm counts one live record less holding term, and forgets the term
+// when none is left.
+func (x *scopeIndex) dropTerm(term string) {
+	id := x.termIDs[term]
 	if x.df[id]--; x.df[id] == 0 {
-		delete(x.termIDs, x.terms[id])
-		x.terms[id] = ""
+		delete(x.termIDs, term)
 		x.postings[id] = postingList{}
 		x.free = append(x.free, id)
 	}
@@ -299,12 +304,12 @@ func (x *scopeIndex) dropTerm(id int32) {
 // from the text of the live records.
 func (x *scopeIndex) recountTerms() {
 	x.termIDs = make(map[string]int32, len(x.termIDs))
-	x.terms, x.postings, x.df, x.free = nil, nil, nil, nil
+	x.postings, x.df, x.free = nil, nil, nil
 	for slot, e := range x.docs {
 		if e == nil {
 			continue
 		}
-		for _, t := range memorykit.IndexTerms(e.ix.key, e.rec.Content) {
+		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
 			id := x.intern(t)
 			x.postings[id].add(int32(slot))
 			x.df[id]++
@@ -317,7 +322,7 @@ func (x *scopeIndex) compact() {
 	old := x.docs
 	x.docs = make([]*entry, 0, x.active)
 	x.holes = 0
-	x.keys = make(map[string][]int32, len(x.keys))
+	x.keys = newKeySlots(x.active)
 	for _, e := range old {
 		if e == nil {
 			continue
@@ -325,7 +330,7 @@ func (x *scopeIndex) compact() {
 		slot := int32(len(x.docs))
 		x.docs = append(x.docs, e)
 		e.ix.slot = slot
-		x.keys[e.ix.key] = append(x.keys[e.ix.key], slot)
+		x.keys.add(e.rec.Key, slot)
 	}
 	x.recountTerms()
 	for _, v := range x.vectors {
@@ -338,7 +343,11 @@ func (x *scopeIndex) compact() {
 // addRow moves e's current embedding of profile, if any, into its slab.
 func (x *scopeIndex) addRow(e *entry, profile string) {
 	emb := e.embeddings.get(profile)
-	if emb == nil || emb.hash != e.rec.ContentHash || emb.norm == 0 || emb.vector == nil {
+	if emb == nil || emb.hash != e.rec.ContentHash || emb.vector == nil {
+		return
+	}
+	n := norm(emb.vector)
+	if n == 0 {
 		return
 	}
 	k := vecKey{profile, len(emb.vector)}
@@ -348,9 +357,9 @@ func (x *scopeIndex) addRow(e *entry, profile string) {
 		x.vectors[k] = v
 	}
 	row := len(v.slots)
-	v.push(emb.vector, emb.norm, e.ix.slot)
+	v.push(emb.vector, n, e.ix.slot)
 	emb.vector = nil
-	e.ix.rows = append(e.ix.rows, vecRow{profile: profile, dims: k.dims, row: row})
+	e.ix.rows = append(e.ix.rows, vecRow{profile: profile, dims: int32(k.dims), row: int32(row)})
 }
 
 // removeRow deletes a row by moving the slab's last row into its place.
@@ -364,8 +373,8 @@ func (x *scopeIndex) removeRow(k vecKey, row int) {
 		v.slots[row] = v.slots[last]
 		moved := x.docs[v.slots[row]].ix
 		for i := range moved.rows {
-			if r := &moved.rows[i]; r.profile == k.profile && r.dims == k.dims {
-				r.row = row
+			if r := &moved.rows[i]; r.slab() == k {
+				r.row = int32(row)
 			}
 		}
 	}
@@ -384,7 +393,7 @@ func (s *Store) vectorOf(e *entry, emb *embedding) []float32 {
 	}
 	for _, r := range e.ix.rows {
 		if r.profile == emb.profile {
-			return s.indexes[e.rec.Scope].vectors[vecKey{r.profile, r.dims}].row(r.row)
+			return s.indexes[e.rec.Scope].vectors[r.slab()].row(int(r.row))
 		}
 	}
 	return nil

@@ -25,7 +25,7 @@ import (
 func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 	now := s.now()
 	var pool []*entry
-	for _, e := range s.byScope[q.Scope] {
+	for e := range s.scopes[q.Scope].all() {
 		if e.rec.Recallable(q.Scope, now) {
 			pool = append(pool, e)
 		}
@@ -96,7 +96,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 		var hits []memorykit.Hit
 		for _, e := range pool {
 			emb := e.embeddings.get(q.Profile)
-			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || emb.norm == 0 {
+			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || norm(s.vectorOf(e, emb)) == 0 {
 				continue
 			}
 			vec := s.vectorOf(e, emb)
@@ -104,7 +104,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 			for i := range q.Vector {
 				d += float64(q.Vector[i]) * float64(vec[i])
 			}
-			hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * emb.norm)})
+			hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * norm(vec))})
 		}
 		sort.Slice(hits, func(i, j int) bool {
 			if hits[i].Score != hits[j].Score {
@@ -311,6 +311,7 @@ func indexMatchesFullScan(t *testing.T) {
 		if step%7 != 0 {
 			continue
 		}
+		checkLookups(t, s)
 		q := memorykit.RecallQuery{Scope: sc, ExactKeys: []string{fmt.Sprintf("k%d", r.IntN(40)), fmt.Sprintf("k%d", r.IntN(40))},
 			Terms: memorykit.SearchTerms(text(r, 1+r.IntN(6)), 16), ExactLimit: 1 + r.IntN(5), FullTextLimit: 1 + r.IntN(5),
 			VectorLimit: 1 + r.IntN(6)}
@@ -324,6 +325,58 @@ func indexMatchesFullScan(t *testing.T) {
 		want := naiveRecall(s, q)
 		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("step %d: index and full scan differ (-scan +index):\n%s", step, d)
+		}
+	}
+}
+
+// checkLookups compares the store's lookup tables with a scan of every
+// record: each Scope's table files each of its records under its key, the
+// index's key table files exactly the live slots, ascending, and
+// activeEntry finds each active record and nothing else.
+func checkLookups(t *testing.T, s *Store) {
+	t.Helper()
+	perScope := map[memorykit.Scope]int{}
+	for id, e := range s.records {
+		r := &e.rec
+		perScope[r.Scope]++
+		found := false
+		for x := range s.scopes[r.Scope].withKey(r.Key) {
+			found = found || x == e
+		}
+		if !found {
+			t.Fatalf("record %s is not filed under its key", id)
+		}
+		got := s.activeEntry(activeKey{scope: r.Scope, kind: r.Kind, key: r.Key})
+		if r.Status == memorykit.StatusActive && got != e {
+			t.Fatalf("activeEntry misses active record %s", id)
+		}
+		if r.Status != memorykit.StatusActive && got == e {
+			t.Fatalf("activeEntry returns %s record %s", r.Status, id)
+		}
+	}
+	for sc, n := range perScope {
+		m := 0
+		for range s.scopes[sc].all() {
+			m++
+		}
+		if m != n {
+			t.Fatalf("scope %v files %d records, holds %d", sc, m, n)
+		}
+	}
+	for sc, x := range s.indexes {
+		filed := 0
+		for key := range x.keys.all() {
+			last := int32(-1)
+			for slot := range x.keys.slots(key) {
+				if slot <= last || x.docs[slot] == nil || x.docs[slot].rec.Key != key {
+					t.Fatalf("scope %v key %q files slot %d (after %d), not a live record of the key", sc, key, slot, last)
+				}
+				last = slot
+				filed++
+			}
+		}
+		if filed != x.active {
+			t.Fatalf("scope %v files %d slots by key, %d live", sc, filed, x.active)
 		}
 	}
 }

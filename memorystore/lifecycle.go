@@ -94,24 +94,19 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 		},
 	}
 	e.rec = canonical(e.rec)
-	e.record(memorykit.ActionCreate, in.Actor, in.Reason, now)
+	// The record describes its create revision until it changes.
+	if in.Reason != "" {
+		e.trail = &trail{createReason: in.Reason}
+	}
 	s.records[id] = e
 	s.changed(e)
-	scoped := s.byScope[in.Scope]
-	if scoped == nil {
-		scoped = make(map[string]*entry)
-		s.byScope[in.Scope] = scoped
-	}
-	scoped[id] = e
-	sk := scopedKey{scope: in.Scope, key: in.Key}
-	s.byKey[sk] = append(s.byKey[sk], e)
+	s.scopeRecordsOf(in.Scope).add(e)
 	if in.Status == memorykit.StatusActive {
 		if current != nil {
 			current.supersede(in.Actor, in.Reason, now)
 			s.sync(current)
 			s.changed(current)
 		}
-		s.active[ak] = id
 		s.sync(e)
 	}
 	return e.rec.Clone(), nil
@@ -120,16 +115,20 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 // keyGovernedLocked reports whether any record of scope holding the
 // canonical key, under any kind and in any status, governs the key against
 // owner (memorykit.GovernsKeyAgainst). It is the one place memorystore
-// matches records to a key for that rule (through s.byKey, filled at
+// matches records to a key for that rule (through s.scopes, filled at
 // create). The caller holds s.mu.
 func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memorykit.Actor) bool {
-	for _, e := range s.byKey[scopedKey{scope: scope, key: key}] {
+	recs := s.scopes[scope]
+	if recs == nil {
+		return false
+	}
+	for e := range recs.withKey(key) {
 		if memorykit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
 	}
 	// Erased records hold the key's tombstone digest instead of the key.
-	for _, e := range s.byKey[scopedKey{scope: scope, key: s.tombstoneKey(scope, key)}] {
+	for e := range recs.withKey(s.tombstoneKey(scope, key)) {
 		if e.rec.Status == memorykit.StatusErased && memorykit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
@@ -137,13 +136,20 @@ func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memor
 	return false
 }
 
-// activeEntry returns the active record holding ak, or nil.
+// activeEntry returns the active record holding ak, or nil. Every active
+// record, and no other, is in its Scope's recall index (see sync), where
+// the key's slots are the records holding it, one per kind at most.
 func (s *Store) activeEntry(ak activeKey) *entry {
-	id, ok := s.active[ak]
-	if !ok {
+	x := s.indexes[ak.scope]
+	if x == nil {
 		return nil
 	}
-	return s.records[id]
+	for slot := range x.keys.slots(ak.key) {
+		if e := x.docs[slot]; e != nil && e.rec.Kind == ak.kind {
+			return e
+		}
+	}
+	return nil
 }
 
 // canonical stores empty metadata and sources as nil, so an empty value
@@ -160,8 +166,9 @@ func canonical(r memorykit.Record) memorykit.Record {
 
 // record appends a revision snapshotting the record as it is now.
 func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason string, now time.Time) {
+	t := e.ownHistory()
 	snap := e.rec.Clone()
-	e.revisions = append(e.revisions, memorykit.Revision{
+	t.revisions = append(t.revisions, memorykit.Revision{
 		RecordID:    snap.ID,
 		Version:     snap.Version,
 		Action:      action,
@@ -179,6 +186,7 @@ func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason st
 // touch applies a lifecycle rule the caller has checked: the record takes
 // the rule's status and a new version, and the revision is recorded.
 func (e *entry) touch(r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) {
+	e.ownHistory()
 	e.rec.Status = r.Target(e.rec.Status)
 	e.rec.Version++
 	e.rec.TouchedBy = actor
@@ -250,8 +258,8 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 		digest = s.tombstoneKey(f.Scope, f.Key)
 	}
 	var ids []string
-	for id, e := range s.byScope[f.Scope] {
-		r := &e.rec
+	for e := range s.scopes[f.Scope].all() {
+		id, r := e.rec.ID, &e.rec
 		switch {
 		case f.AfterID != "" && id <= f.AfterID:
 		case len(statuses) > 0 && !statuses[r.Status]:
@@ -353,9 +361,6 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 			s.sync(current)
 			s.changed(current)
 		}
-		s.active[ak] = e.rec.ID
-	case memorykit.ActionForget:
-		delete(s.active, activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: e.rec.Key})
 	case memorykit.ActionErase:
 		s.eraseLocked(e, r, t.Actor, t.Reason, now)
 		return e.rec.Clone(), nil
@@ -370,12 +375,13 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 // metadata and sources, its search terms, its embeddings and embedding
 // state for every profile, and the snapshots of every revision.
 func (s *Store) scrub(e *entry) {
+	e.ownHistory()
 	e.rec.Content = ""
 	e.rec.ContentHash = ""
 	e.rec.Metadata = nil
 	e.rec.Sources = nil
-	for i := range e.revisions {
-		v := &e.revisions[i]
+	for i := range e.trail.revisions {
+		v := &e.trail.revisions[i]
 		v.Content, v.ContentHash, v.Metadata, v.Sources = "", "", nil, nil
 	}
 	e.embeddings = nil
@@ -430,6 +436,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		// it was indexed with (see unindex).
 		s.unindex(e)
 	}
+	e.ownHistory()
 	e.rec.Content = c.Content
 	e.rec.ContentHash = hash
 	e.rec.Sources = c.Sources
@@ -469,8 +476,9 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 	if e == nil {
 		return nil, notFound(op)
 	}
-	out := make([]memorykit.Revision, len(e.revisions))
-	for i, v := range e.revisions {
+	hist := e.history()
+	out := make([]memorykit.Revision, len(hist))
+	for i, v := range hist {
 		out[i] = v.Clone()
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package memorystore
 
 import (
+	"reflect"
 	"sort"
 	"time"
 
@@ -177,11 +178,20 @@ func NewJournaled(cfg Config, img Image) (*Store, error) {
 func (s *Store) restoreRecord(ri RecordImage) {
 	r := canonical(ri.Record.Clone())
 	e := &entry{rec: r}
-	for _, v := range ri.Revisions {
-		e.revisions = append(e.revisions, v.Clone())
+	if len(ri.Revisions) == 1 && ri.Revisions[0].Reason != "" {
+		e.trail = &trail{createReason: ri.Revisions[0].Reason}
+	}
+	if len(ri.Revisions) != 1 || !reflect.DeepEqual(e.createRevision(), ri.Revisions[0]) {
+		// Anything but a create the record still describes exactly is kept
+		// as it is, even no revision at all (a derived trail would read
+		// as a create).
+		e.trail = &trail{revisions: make([]memorykit.Revision, 0, len(ri.Revisions))}
+		for _, v := range ri.Revisions {
+			e.trail.revisions = append(e.trail.revisions, v.Clone())
+		}
 	}
 	for _, m := range ri.Embeddings {
-		e.embeddings = e.embeddings.put(embedding{profile: m.Profile, hash: m.ContentHash, vector: cloneVector(m.Vector), norm: norm(m.Vector), at: m.At})
+		e.embeddings = e.embeddings.put(embedding{profile: m.Profile, hash: m.ContentHash, vector: cloneVector(m.Vector), at: m.At.UnixMicro()})
 	}
 	for _, l := range ri.Leases {
 		s.embStates[embKey{recordID: r.ID, profile: l.Profile}] = &embState{
@@ -193,17 +203,7 @@ func (s *Store) restoreRecord(ri RecordImage) {
 		s.embTokens[embKey{recordID: r.ID, profile: t.Profile}] = embToken{hash: t.ContentHash, token: t.Token}
 	}
 	s.records[r.ID] = e
-	scoped := s.byScope[r.Scope]
-	if scoped == nil {
-		scoped = make(map[string]*entry)
-		s.byScope[r.Scope] = scoped
-	}
-	scoped[r.ID] = e
-	sk := scopedKey{scope: r.Scope, key: r.Key}
-	s.byKey[sk] = append(s.byKey[sk], e)
-	if r.Status == memorykit.StatusActive {
-		s.active[activeKey{scope: r.Scope, kind: r.Kind, key: r.Key}] = r.ID
-	}
+	s.scopeRecordsOf(r.Scope).add(e)
 	s.sync(e)
 }
 
@@ -264,14 +264,15 @@ func (s *Store) imageLocked(e *entry, lifecycle bool) RecordImage {
 	ri := RecordImage{Lifecycle: lifecycle, Record: memorykit.Record{ID: e.rec.ID, Scope: e.rec.Scope}}
 	if lifecycle {
 		ri.Record = e.rec.Clone()
-		ri.Revisions = make([]memorykit.Revision, len(e.revisions))
-		for i, v := range e.revisions {
+		hist := e.history()
+		ri.Revisions = make([]memorykit.Revision, len(hist))
+		for i, v := range hist {
 			ri.Revisions[i] = v.Clone()
 		}
 	}
 	for i := range e.embeddings {
 		m := &e.embeddings[i]
-		ri.Embeddings = append(ri.Embeddings, EmbeddingImage{Profile: m.profile, ContentHash: m.hash, Vector: cloneVector(s.vectorOf(e, m)), At: m.at})
+		ri.Embeddings = append(ri.Embeddings, EmbeddingImage{Profile: m.profile, ContentHash: m.hash, Vector: cloneVector(s.vectorOf(e, m)), At: m.stored()})
 	}
 	sort.Slice(ri.Embeddings, func(i, j int) bool { return ri.Embeddings[i].Profile < ri.Embeddings[j].Profile })
 	for _, p := range sortedKeys(s.journal.profiles) {

@@ -98,7 +98,7 @@ func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []
 			continue
 		}
 		seen[k] = true
-		for _, slot := range x.keys[k] {
+		for slot := range x.keys.slots(k) {
 			if x.recallable(dorm, slot) {
 				found = append(found, &x.docs[slot].rec)
 			}

@@ -147,7 +147,7 @@ func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding, yield 
 		if e == nil {
 			continue
 		}
-		e.embeddings = embeddingSet{{profile: m.Profile, hash: m.ContentHash, vector: m.Vector, norm: norm(m.Vector)}}
+		e.embeddings = embeddingSet{{profile: m.Profile, hash: m.ContentHash, vector: m.Vector}}
 		x.bytes -= entryBytes(e)
 		s.syncVector(e, m.Profile)
 		// The scope's slab now holds a copy of the vector, which is all
@@ -177,9 +177,10 @@ func (x *Snapshot) Bytes() int64 {
 }
 
 // Per-item overheads of Snapshot.Bytes, from BenchmarkSnapshotBytes (20k
-// records of about 40 words, 384-d: 2,958 bytes per record on the heap)
-// and pgstore's BenchmarkRecallCacheLoad (10k records of about 36 words
-// and a larger vocabulary: 2,956), with a margin: the entry, its map slot,
+// records of about 40 words, 384-d: 2,958 bytes per record on the heap
+// then, 2,836 since the entry and index state shrank) and pgstore's
+// BenchmarkRecallCacheLoad (10k records of about 36 words and a larger
+// vocabulary: 2,956 then, 2,828 since), with a margin: the entry, its map slot,
 // index state and key list, and the share of the term dictionary of a
 // Scope with many distinct words; a term's bytes in its posting list; a
 // vector's norms and slot beside its slab row.

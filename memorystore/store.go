@@ -60,11 +60,9 @@ type Store struct {
 	// state change; the Host's ContentValidator runs before it is taken.
 	mu      sync.RWMutex
 	records map[string]*entry
-	byScope map[memorykit.Scope]map[string]*entry
-	active  map[activeKey]string
-	// byKey holds every record of a Scope and canonical key, any kind and
-	// status, for the KeyOwner rule (keyGovernedLocked).
-	byKey     map[scopedKey][]*entry
+	// scopes holds every record of each Scope by key, any kind and status,
+	// for List, purges and the KeyOwner rule (keyGovernedLocked).
+	scopes    map[memorykit.Scope]*scopeRecords
 	embStates map[embKey]*embState
 	jobs      map[string]*memorykit.Job
 	// pendingIdx holds, per profile asked about, the records that may
@@ -105,8 +103,10 @@ var (
 
 // entry is one record with its audit trail.
 type entry struct {
-	rec       memorykit.Record
-	revisions []memorykit.Revision
+	rec memorykit.Record
+	// trail is the audit trail: nil for a record untouched since a create
+	// without a reason (see trail).
+	trail *trail
 	// embeddings holds the record's vector per profile.
 	embeddings embeddingSet
 	// ix is the record's place in its scope's recall index while it is
@@ -114,17 +114,75 @@ type entry struct {
 	ix *indexState
 }
 
+// trail is a record's audit trail. Until the record first changes after
+// its create, revisions is nil and the trail is the one create revision,
+// which the record as it still is and createReason describe completely:
+// most records are never touched, and a stored Revision costs ~190 bytes
+// besides the strings it shares with the record. An entry whose create had
+// no reason needs no trail at all until then. Read it with history, change
+// it after ownHistory.
+type trail struct {
+	revisions    []memorykit.Revision
+	createReason string
+}
+
+// history returns e's revisions, oldest first. The caller must not change
+// them (see ownHistory); a lazy create revision shares the record's
+// metadata and sources, so clone before handing it out.
+func (e *entry) history() []memorykit.Revision {
+	if e.trail == nil || e.trail.revisions == nil {
+		return []memorykit.Revision{e.createRevision()}
+	}
+	return e.trail.revisions
+}
+
+// ownHistory stores e's create revision if it was derived, and returns
+// the trail, which the caller may then change. Every change to the record
+// or its trail calls it first.
+func (e *entry) ownHistory() *trail {
+	if e.trail == nil {
+		e.trail = &trail{}
+	}
+	if e.trail.revisions == nil {
+		e.trail.revisions = []memorykit.Revision{e.createRevision().Clone()}
+		e.trail.createReason = ""
+	}
+	return e.trail
+}
+
+// createReasonOf is the reason of e's create while its trail is derived.
+func (e *entry) createReasonOf() string {
+	if e.trail == nil {
+		return ""
+	}
+	return e.trail.createReason
+}
+
+// createRevision is the create revision of a record untouched since its
+// create: the revision entry.record would have stored then.
+func (e *entry) createRevision() memorykit.Revision {
+	r := &e.rec
+	return memorykit.Revision{
+		RecordID:    r.ID,
+		Version:     r.Version,
+		Action:      memorykit.ActionCreate,
+		Actor:       r.CreatedBy,
+		Reason:      e.createReasonOf(),
+		Status:      r.Status,
+		ContentHash: r.ContentHash,
+		Content:     r.Content,
+		Metadata:    r.Metadata,
+		Sources:     r.Sources,
+		At:          r.CreatedAt,
+	}
+}
+
 // activeKey identifies the one active record a Scope may hold per kind and
-// canonical key.
+// canonical key. The active records of a Scope are exactly the records in
+// its recall index, so the index finds it (see activeEntry).
 type activeKey struct {
 	scope memorykit.Scope
 	kind  memorykit.Kind
-	key   string
-}
-
-// scopedKey identifies a canonical key within a Scope, whatever the kind.
-type scopedKey struct {
-	scope memorykit.Scope
 	key   string
 }
 
@@ -135,16 +193,20 @@ type embKey struct {
 }
 
 // embedding is a stored vector of one profile, current only while hash
-// equals the record's content hash. norm is the vector's Euclidean norm.
-// While the record is in its Scope's recall index the vector lives in a
-// slab row and vector is nil (read it with Store.vectorOf).
+// equals the record's content hash. While the record is in its Scope's
+// recall index the vector lives in a slab row, with its norm, and vector
+// is nil (read it with Store.vectorOf). at is when it was stored, in UTC
+// microseconds since the Unix epoch (see stored): the stores' timestamps
+// have that precision, and an int64 is a third of a time.Time.
 type embedding struct {
 	profile string
 	hash    string
 	vector  []float32
-	norm    float64
-	at      time.Time
+	at      int64
 }
+
+// stored is when the embedding was stored.
+func (m *embedding) stored() time.Time { return time.UnixMicro(m.at).UTC() }
 
 // embeddingSet is a record's embeddings, at most one per profile: a slice,
 // as a record rarely has more than one, is smaller than a map.
@@ -224,9 +286,7 @@ func New(cfg Config) (*Store, error) {
 		jobErased:  make(map[string][]string),
 		purges:     make(map[memorykit.Scope]*memorykit.PurgeReport),
 		records:    make(map[string]*entry),
-		byScope:    make(map[memorykit.Scope]map[string]*entry),
-		active:     make(map[activeKey]string),
-		byKey:      make(map[scopedKey][]*entry),
+		scopes:     make(map[memorykit.Scope]*scopeRecords),
 		embStates:  make(map[embKey]*embState),
 		embTokens:  make(map[embKey]embToken),
 		jobs:       make(map[string]*memorykit.Job),

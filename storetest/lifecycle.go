@@ -42,6 +42,7 @@ func RunLifecycleConformance(t *testing.T, h Harness) {
 		{"InvalidTransitions", testInvalidTransitions},
 		{"ExpectVersion", testExpectVersion},
 		{"RevisionTrail", testRevisionTrail},
+		{"CreateRevisionKeptThroughChanges", testCreateRevisionKept},
 		{"EraseCanary", testEraseCanary},
 		{"KeyOwnerAcrossKinds", testKeyOwnerAcrossKinds},
 		{"KeyOwnerAfterForgetRejectErase", testKeyOwnerAfterForgetRejectErase},
@@ -777,6 +778,59 @@ func testRevisionTrail(t *testing.T, e *env) {
 	}
 	if revs[0].Actor != author || revs[0].Reason != "" {
 		t.Fatalf("create revision actor %v reason %q", revs[0].Actor, revs[0].Reason)
+	}
+}
+
+// testCreateRevisionKept: the create revision of a record (with a reason
+// or without) reads the same before and after the record changes (corrected,
+// superseded, activated, rejected, forgotten): every field as it was at
+// create, whatever the record holds now.
+func testCreateRevisionKept(t *testing.T, e *env) {
+	in := e.active(memorykit.KindFact, "kept create", "The first text.")
+	in.Metadata = map[string]string{"team": "platform"}
+	in.Sources = []memorykit.Source{{Kind: "doc", Ref: "first"}}
+	in.Reason = ""
+	a := e.create(in)
+	cand := e.create(e.candidate(memorykit.KindFact, "kept candidate", "A candidate text."))
+	rejected := e.create(e.candidate(memorykit.KindFact, "kept rejected", "Turned down."))
+	first := map[string]memorykit.Revision{}
+	for _, id := range []string{a.ID, cand.ID, rejected.ID} {
+		first[id] = e.revisions(e.scope, id)[0]
+	}
+	want := memorykit.Revision{RecordID: a.ID, Version: 1, Action: memorykit.ActionCreate, Actor: author,
+		Status: memorykit.StatusActive, ContentHash: storekit.ContentHash(in.Content), Content: in.Content,
+		Metadata: map[string]string{"team": "platform"}, Sources: []memorykit.Source{{Kind: "doc", Ref: "first"}}, At: a.CreatedAt}
+	if d := cmp.Diff(want, first[a.ID], equateEmpty); d != "" {
+		t.Fatalf("create revision (-want +got):\n%s", d)
+	}
+	e.advance(time.Minute)
+	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "The second text.",
+		Metadata: map[string]string{"team": "storage"}, Sources: []memorykit.Source{{Kind: "doc", Ref: "second"}}}); err != nil {
+		t.Fatalf("Correct: %v", err)
+	}
+	e.advance(time.Minute)
+	e.must(actActivate, tr(e.scope, cand.ID, reviewer))
+	e.must(actReject, tr(e.scope, rejected.ID, reviewer))
+	e.advance(time.Minute)
+	next := e.create(e.active(memorykit.KindFact, "kept create", "The third text."))
+	e.must(actForget, tr(e.scope, next.ID, operator))
+	e.must(actErase, tr(e.scope, next.ID, operator))
+	gone := e.revisions(e.scope, next.ID)[0]
+	wantGone := memorykit.Revision{RecordID: next.ID, Version: 1, Action: memorykit.ActionCreate, Actor: author,
+		Reason: storekit.ScrubReason("test setup"), Status: memorykit.StatusActive, At: next.CreatedAt}
+	if d := cmp.Diff(wantGone, gone, equateEmpty); d != "" {
+		t.Fatalf("create revision after erase (-want +got):\n%s", d)
+	}
+	for id, v := range first {
+		revs := e.revisions(e.scope, id)
+		if d := cmp.Diff(v, revs[0], equateEmpty); d != "" {
+			t.Fatalf("create revision of %s changed with the record (-before +after):\n%s", id, d)
+		}
+	}
+	revs := e.revisions(e.scope, a.ID)
+	if len(revs) != 3 || revs[1].Action != memorykit.ActionCorrect || revs[1].Content != "The second text." ||
+		revs[1].Metadata["team"] != "storage" || revs[2].Action != memorykit.ActionSupersede || revs[2].Content != "The second text." {
+		t.Fatalf("trail after correct and supersede: %+v", revs)
 	}
 }
 
