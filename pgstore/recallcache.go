@@ -103,6 +103,9 @@ type recallCache struct {
 	// loads and deltas count whole-Scope loads and incremental refreshes;
 	// sqlRecalls counts the recalls the cache left to the SQL path.
 	loads, deltas, sqlRecalls atomic.Int64
+	// speculated counts the recalls answered by a ranking done while
+	// their version was read (see rankWhileReading).
+	speculated atomic.Int64
 
 	// tickets orders the starts of recalls and refreshes: a refresh
 	// whose ticket is above a recall's began after that recall did, so it
@@ -525,15 +528,64 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 	if err != nil {
 		return memorykit.RecallResult{}, err
 	}
-	if !ok {
-		if snap, err = s.recallSnapshot(ctx, q.Scope); err != nil {
-			return memorykit.RecallResult{}, err
-		}
-	}
 	if !useVector {
 		q.Vector, q.Profile = nil, ""
 	}
+	if !ok {
+		var version int64
+		if cs, cached := c.entry(q.Scope); cs != nil {
+			res, v, fresh, err := s.rankWhileReading(ctx, q, cs, cached)
+			if err != nil || fresh {
+				return res, err
+			}
+			version = v
+		} else if version, err = s.scopeVersion(ctx, q.Scope); err != nil {
+			return memorykit.RecallResult{}, err
+		}
+		if snap, err = s.recallSnapshot(ctx, q.Scope, version); err != nil {
+			return memorykit.RecallResult{}, err
+		}
+	}
 	return snap.Recall(ctx, q)
+}
+
+// rankWhileReading ranks q in the cached snapshot cs (at version cached or
+// later) while the Scope's committed version is read, instead of after: a
+// recall of a Scope nobody changed then costs the longer of the round trip
+// and the ranking, not their sum. The ranking is kept (fresh) only when
+// the snapshot already held the version read, which the query began after
+// the recall did: then it is the answer the usual order gives. Otherwise
+// the version is returned and the ranking dropped, and the recall goes on
+// the usual way (refresh, then rank). Snapshots are safe to rank in while
+// a refresh changes them, and a refresh only moves them forward.
+func (s *Store) rankWhileReading(ctx context.Context, q memorykit.RecallQuery, cs *cachedScope, cached int64) (res memorykit.RecallResult, version int64, fresh bool, err error) {
+	type ranked struct {
+		res memorykit.RecallResult
+		err error
+	}
+	done := make(chan ranked, 1)
+	go func() {
+		r, err := cs.snap.Recall(ctx, q)
+		done <- ranked{r, err}
+	}()
+	version, err = s.scopeVersion(ctx, q.Scope)
+	r := <-done
+	if err != nil {
+		return memorykit.RecallResult{}, 0, false, err
+	}
+	if version > cached || r.err != nil {
+		return memorykit.RecallResult{}, version, false, nil
+	}
+	s.cache.speculated.Add(1)
+	s.cache.get(q.Scope, version) // marks the Scope recently used
+	return r.res, version, true, nil
+}
+
+// scopeVersion reads the Scope's committed version (one round trip).
+func (s *Store) scopeVersion(ctx context.Context, scope memorykit.Scope) (int64, error) {
+	var version int64
+	err := s.pool.QueryRow(ctx, s.stmt("scope_version"), scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&version)
+	return version, err
 }
 
 // recallWritten serves a Scope cached and marked written by this Store
@@ -564,18 +616,13 @@ func (s *Store) recallWritten(ctx context.Context, scope memorykit.Scope, ticket
 	return nil, false, nil
 }
 
-// recallSnapshot reads the Scope's committed version (one round trip) and
-// returns a snapshot at that version or later: the cached one, brought up
-// to date by the rows changed since when the version moved (a second round
+// recallSnapshot returns a snapshot of the Scope at version (its committed
+// version, read after the recall began) or later: the cached one, brought
+// up to date by the rows changed since when the version moved (a round
 // trip), or, for a Scope not cached, the one its running background load
 // brings (see joinLoad). errNotCached sends the recall to the SQL path.
-func (s *Store) recallSnapshot(ctx context.Context, scope memorykit.Scope) (*memorystore.Snapshot, error) {
+func (s *Store) recallSnapshot(ctx context.Context, scope memorykit.Scope, version int64) (*memorystore.Snapshot, error) {
 	c := s.cache
-	var version int64
-	err := s.pool.QueryRow(ctx, s.stmt("scope_version"), scope.TenantID, string(scope.SubjectType), scope.SubjectID).Scan(&version)
-	if err != nil {
-		return nil, err
-	}
 	if c.tooLarge(scope) {
 		return nil, errNotCached
 	}

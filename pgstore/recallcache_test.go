@@ -548,12 +548,24 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 			t.Fatalf("%d full-text hits, want %d", len(res.FullText), wantHits)
 		}
 	}
+	// speculated: how many recalls kept the ranking done while their
+	// version was read (rankWhileReading).
+	speculated := func(want int64) {
+		t.Helper()
+		if got := s.cache.speculated.Load(); got != want {
+			t.Fatalf("%d recalls answered by the ranking made while the version was read, want %d", got, want)
+		}
+	}
 	recall(3, 1) // cold: version, SQL recall; the load in the background
-	recall(1, 1) // warm: version only
+	speculated(0)
+	recall(1, 1) // warm: version only, ranked meanwhile
 	recall(1, 1)
+	speculated(2)
 	add("worker")
-	recall(2, 2) // version, delta
+	recall(2, 2) // version, delta: the ranking made meanwhile is dropped
+	speculated(2)
 	recall(1, 2)
+	speculated(3)
 	if loads, deltas := s.cache.loads.Load(), s.cache.deltas.Load(); loads != 1 || deltas != 1 {
 		t.Fatalf("%d loads and %d incremental refreshes, want 1 and 1", loads, deltas)
 	}
