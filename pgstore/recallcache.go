@@ -26,7 +26,9 @@ import (
 //
 // A recall reads the Scope's committed version (one round trip). A cached
 // snapshot at that version or a later one holds every change committed
-// before the recall began, so recall ranks in it. When the version moved,
+// before the recall began, so recall ranks in it; for a cached Scope it
+// ranks while the version is read and keeps that ranking when the version
+// had not moved past the snapshot's (rankWhileReading). When the version moved,
 // the snapshot is refreshed (a second round trip): one pipelined REPEATABLE
 // READ transaction reads the version again, the records whose change
 // version (table scope_changes, written by the same triggers) is above the
