@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -560,27 +561,34 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 // the version is returned and the ranking dropped, and the recall goes on
 // the usual way (refresh, then rank). Snapshots are safe to rank in while
 // a refresh changes them, and a refresh only moves them forward.
-func (s *Store) rankWhileReading(ctx context.Context, q memorykit.RecallQuery, cs *cachedScope, cached int64) (res memorykit.RecallResult, version int64, fresh bool, err error) {
-	type ranked struct {
-		res memorykit.RecallResult
-		err error
+func (s *Store) rankWhileReading(ctx context.Context, q memorykit.RecallQuery, cs *cachedScope, cached int64) (memorykit.RecallResult, int64, bool, error) {
+	// The round trip waits on another goroutine, and the ranking runs on
+	// the caller's: a Host that gives its recalls a thread of lower CPU
+	// priority (the example Host's work pool) keeps the CPU work there.
+	type read struct {
+		version int64
+		err     error
 	}
-	done := make(chan ranked, 1)
+	done := make(chan read, 1)
 	go func() {
-		r, err := cs.snap.Recall(ctx, q)
-		done <- ranked{r, err}
+		v, err := s.scopeVersion(ctx, q.Scope)
+		done <- read{v, err}
 	}()
-	version, err = s.scopeVersion(ctx, q.Scope)
+	// Let the new goroutine send its query first (it runs next on this P
+	// and yields it as soon as it waits for the answer); otherwise it
+	// would wait for the ranking or for another P to take it.
+	runtime.Gosched()
+	res, rankErr := cs.snap.Recall(ctx, q)
 	r := <-done
-	if err != nil {
-		return memorykit.RecallResult{}, 0, false, err
+	if r.err != nil {
+		return memorykit.RecallResult{}, 0, false, r.err
 	}
-	if version > cached || r.err != nil {
-		return memorykit.RecallResult{}, version, false, nil
+	if r.version > cached || rankErr != nil {
+		return memorykit.RecallResult{}, r.version, false, nil
 	}
 	s.cache.speculated.Add(1)
-	s.cache.get(q.Scope, version) // marks the Scope recently used
-	return r.res, version, true, nil
+	s.cache.get(q.Scope, r.version) // marks the Scope recently used
+	return res, r.version, true, nil
 }
 
 // scopeVersion reads the Scope's committed version (one round trip).
