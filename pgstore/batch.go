@@ -58,7 +58,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 	if err != nil {
 		return nil, err
 	}
-	s.wrote(rowScopes(rows)...)
+	s.wrote(distinctScopes(len(rows), func(i int) (memorykit.Scope, bool) { return rows[i].in.Scope, true })...)
 	out := make([]memorykit.Record, len(rows))
 	for i, r := range rows {
 		out[i] = r.rec.Clone()

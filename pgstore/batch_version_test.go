@@ -16,8 +16,8 @@ func TestPostgresBatchBumpsScopeVersionOnce(t *testing.T) {
 	b := setup(t)
 	version := func() int64 {
 		t.Helper()
-		var v int64
-		if err := b.s.pool.QueryRow(b.ctx, b.s.stmt("scope_version"), b.scope.TenantID, string(b.scope.SubjectType), b.scope.SubjectID).Scan(&v); err != nil {
+		v, err := b.s.scopeVersion(b.ctx, b.scope)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return v

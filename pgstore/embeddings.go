@@ -173,13 +173,7 @@ func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.Em
 	if err != nil {
 		return nil, err
 	}
-	var wrote []memorykit.Scope
-	for i, p := range puts {
-		if errs[i] == nil && !slices.Contains(wrote, p.Scope) {
-			wrote = append(wrote, p.Scope)
-		}
-	}
-	s.wrote(wrote...)
+	s.wrote(distinctScopes(len(puts), func(i int) (memorykit.Scope, bool) { return puts[i].Scope, errs[i] == nil })...)
 	return errs, nil
 }
 

@@ -341,12 +341,13 @@ func (s *Store) wrote(scopes ...memorykit.Scope) {
 	}
 }
 
-// rowScopes is the distinct Scopes of rows, in order of first appearance.
-func rowScopes(rows []batchRow) []memorykit.Scope {
+// distinctScopes is the distinct Scopes of n items, in order of first
+// appearance; scopeAt gives item i's Scope, or false to leave it out.
+func distinctScopes(n int, scopeAt func(i int) (memorykit.Scope, bool)) []memorykit.Scope {
 	var out []memorykit.Scope
-	for _, r := range rows {
-		if !slices.Contains(out, r.in.Scope) {
-			out = append(out, r.in.Scope)
+	for i := range n {
+		if sc, ok := scopeAt(i); ok && !slices.Contains(out, sc) {
+			out = append(out, sc)
 		}
 	}
 	return out
@@ -614,12 +615,21 @@ func (s *Store) recallWritten(ctx context.Context, scope memorykit.Scope, ticket
 	if !written {
 		return nil, false, nil
 	}
+	return s.refreshUntil(ctx, scope, func(r refreshResult) bool { return r.ticket > ticket })
+}
+
+// refreshUntil refreshes the Scope's snapshot (sharing a refresh already
+// running, see recallCache.refreshes) until the refresh's result satisfies
+// done, at most twice: a shared refresh may have begun too early for the
+// caller, and the one after it cannot have. false (with no error) when
+// neither did.
+func (s *Store) refreshUntil(ctx context.Context, scope memorykit.Scope, done func(refreshResult) bool) (*memorystore.Snapshot, bool, error) {
 	for tries := 0; tries < 2; tries++ {
-		v, err, _ := c.refreshes.Do(scope.String(), func() (any, error) { return s.refreshScope(ctx, scope) })
+		v, err, _ := s.cache.refreshes.Do(scope.String(), func() (any, error) { return s.refreshScope(ctx, scope) })
 		if err != nil {
 			return nil, false, err
 		}
-		if r := v.(refreshResult); r.ticket > ticket {
+		if r := v.(refreshResult); done(r) {
 			return r.snap, true, nil
 		}
 	}
@@ -656,18 +666,11 @@ func (s *Store) recallSnapshot(ctx context.Context, scope memorykit.Scope, versi
 	// Cached but stale: refreshed by the rows changed since (a round
 	// trip). A refresh shared with another recall may have read the Scope
 	// before this one's version was committed; then it is refreshed again.
-	for tries := 0; tries < 2; tries++ {
-		v, err, _ := c.refreshes.Do(scope.String(), func() (any, error) {
-			return s.refreshScope(ctx, scope)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if r := v.(refreshResult); r.version >= version {
-			return r.snap, nil
-		}
+	snap, ok, err := s.refreshUntil(ctx, scope, func(r refreshResult) bool { return r.version >= version })
+	if err == nil && !ok {
+		err = errNotCached
 	}
-	return nil, errNotCached
+	return snap, err
 }
 
 // refreshResult is what a refresh brought a Scope's snapshot to, and the
