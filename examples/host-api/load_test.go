@@ -39,16 +39,27 @@ import (
 // 127.0.0.1 at 1, 4, 16, 64 and 256 concurrent clients, on memorystore and
 // (with a test DSN) pgstore, each level for MEMORYKIT_LOAD_SECONDS seconds
 // (default 3) over MEMORYKIT_LOAD_RECORDS memories (default 5000) in one
-// project. MEMORYKIT_LOAD_STORES (memorystore,pgstore) and
+// project. MEMORYKIT_LOAD_STORES (floor,memorystore,pgstore) and
 // MEMORYKIT_LOAD_CLIENTS (1,4,16,64,256) narrow the run. It prints one
 // Markdown table per store: throughput, goodput (200 answers whose recall
 // did not degrade), degraded answers, p50/p99 of the successes and of the
-// 503 rejections as the client saw them, the rejections' p99 from the
-// moment the client had its connection (without the client's own dial),
+// 503 rejections as the client saw them, the rejections' p99 without the
+// level's first requests (the opening burst: every client at once on a
+// new connection) and from the moment the client had its connection
+// (without the client's own dial),
 // their p99 inside the Host's handler and before it (accept, header read
 // and scheduling, from the client's send to the handler's first line),
 // and the PostgreSQL sessions the pool opened. Run it with -benchtime 1x:
 // one pass is the measurement.
+//
+// It first measures the floor (runFloor): the same levels against a server
+// that refuses every request at once, no Host behind it. Its 503 columns
+// are what any Go HTTP server gets on this machine with the clients beside
+// it, the bound under the Host's. MEMORYKIT_LOAD_STORES=floor runs only it.
+// MEMORYKIT_LOAD_WARM=1 has every client open its connection with one
+// untimed request before each level, so the level's first requests go on
+// established connections; MEMORYKIT_LOAD_CLIENT=raw uses a leaner client
+// (rawDoer) instead of net/http's, to see the load generator's share.
 //
 // MEMORYKIT_LOAD_WORK_POOL=off serves the reads without the Host's work
 // pool (workpool.go) and MEMORYKIT_LOAD_WORKER_NICE=n lowers the pool's
@@ -86,6 +97,13 @@ func BenchmarkHostLoad(b *testing.B) {
 			dsn := pgtest.DSN(b)
 			return Options{DSN: dsn, Schema: pgtest.Schema(b, dsn), TombstoneSecret: testTombstoneSecret}
 		}},
+	}
+	if stores == "" || slices.Contains(strings.Split(stores, ","), "floor") {
+		b.Run("floor", func(b *testing.B) {
+			for b.Loop() {
+				runFloor(b, time.Duration(secs)*time.Second, clients, backoff, inProcess)
+			}
+		})
 	}
 	for _, be := range backends {
 		if stores != "" && !slices.Contains(strings.Split(stores, ","), be.name) {
@@ -217,12 +235,32 @@ func loadBodies() [][]byte {
 // driveLevel runs one level: clients goroutines search url for dur, each
 // sending its next request when the last is answered (after the pause a
 // 503's Retry-After asks for, when backoff is set). Every timing is taken
-// here, on the client's side.
+// here, on the client's side. The clients use net/http's client unless
+// MEMORYKIT_LOAD_CLIENT=raw (see rawDoer); with MEMORYKIT_LOAD_WARM=1
+// every client opens its connection with one untimed request first.
 func driveLevel(url string, clients int, dur time.Duration, backoff bool) clientTally {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
-	defer client.CloseIdleConnections()
+	newDoer := netHTTPDoers(url)
+	if os.Getenv(loadClientEnv) == "raw" {
+		newDoer = rawDoers(url)
+	}
 	bodies := loadBodies()
 	tallies := make([]clientTally, clients)
+	doers := make([]loadDoer, clients)
+	for c := range doers {
+		doers[c] = newDoer()
+	}
+	defer func() {
+		for _, d := range doers {
+			d.close()
+		}
+	}()
+	if os.Getenv(loadWarmEnv) == "1" {
+		var warm sync.WaitGroup
+		for _, d := range doers {
+			warm.Go(d.warm)
+		}
+		warm.Wait()
+	}
 	begin := time.Now()
 	stop := begin.Add(dur)
 	var wg sync.WaitGroup
@@ -232,55 +270,35 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 			t.Reasons = map[string]int{}
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(clients)))
 			for i := c; time.Now().Before(stop); i++ {
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(bodies[i%len(bodies)]))
-				req.Header.Set("Authorization", "Bearer "+aliceToken)
-				req.Header.Set("Content-Type", "application/json")
-				var gotConn, wrote, first time.Time
-				req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-					GotConn:              func(httptrace.GotConnInfo) { gotConn = time.Now() },
-					WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Now() },
-					GotFirstResponseByte: func() { first = time.Now() },
-				}))
-				start := time.Now()
-				req.Header.Set(sentHeader, strconv.FormatInt(start.UnixNano(), 10))
-				resp, err := client.Do(req)
+				r, err := doers[c].do(bodies[i%len(bodies)])
+				t.N++
 				if err != nil {
-					t.N++
 					t.Other++
 					continue
 				}
-				var raw []byte
-				if resp.StatusCode == http.StatusServiceUnavailable {
-					raw, _ = io.ReadAll(resp.Body)
-				} else {
-					_, _ = io.Copy(io.Discard, resp.Body)
-				}
-				_ = resp.Body.Close()
-				end := time.Now()
-				took := end.Sub(start)
-				t.N++
+				took := r.end.Sub(r.start)
 				switch {
-				case resp.StatusCode == http.StatusOK && resp.Header.Get(degradedHeader) == "":
+				case r.status == http.StatusOK && !r.degraded:
 					t.Good++
 					t.OK = append(t.OK, took)
-				case resp.StatusCode == http.StatusOK:
+				case r.status == http.StatusOK:
 					t.Degraded++
-				case resp.StatusCode == http.StatusServiceUnavailable:
+				case r.status == http.StatusServiceUnavailable:
 					t.Refused++
 					t.Rejects = append(t.Rejects, took)
 					if i == c {
 						t.FirstRejects = append(t.FirstRejects, took)
 					}
-					if !gotConn.IsZero() {
-						t.RejectsFromConn = append(t.RejectsFromConn, end.Sub(gotConn))
+					if !r.gotConn.IsZero() {
+						t.RejectsFromConn = append(t.RejectsFromConn, r.end.Sub(r.gotConn))
 					}
-					if !wrote.IsZero() && !first.IsZero() {
-						t.RejectSend, t.RejectWait = append(t.RejectSend, wrote.Sub(start)), append(t.RejectWait, first.Sub(wrote))
+					if !r.wrote.IsZero() && !r.first.IsZero() {
+						t.RejectSend, t.RejectWait = append(t.RejectSend, r.wrote.Sub(r.start)), append(t.RejectWait, r.first.Sub(r.wrote))
 					}
 					var eb errorBody
-					_ = json.Unmarshal(raw, &eb)
+					_ = json.Unmarshal(r.body, &eb)
 					t.Reasons[eb.Field+"/"+eb.Reason]++
-					if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); backoff && err == nil && secs > 0 {
+					if secs, err := strconv.Atoi(r.retryAfter); backoff && err == nil && secs > 0 {
 						pause := time.Duration(secs) * time.Second
 						pause = pause/2 + time.Duration(rng.Int64N(int64(pause)))
 						time.Sleep(min(pause, time.Until(stop)))
@@ -299,6 +317,178 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 	return all
 }
 
+// loadResult is one answered search as a client saw it.
+type loadResult struct {
+	status     int
+	degraded   bool
+	retryAfter string
+	// body is kept for a 503 only.
+	body []byte
+	// start is before the call; gotConn when the client had its
+	// connection; wrote when the request was written; first at the
+	// answer's first byte; end when the answer was read.
+	start, gotConn, wrote, first, end time.Time
+}
+
+// loadDoer is one client's way of sending a search.
+type loadDoer interface {
+	do(body []byte) (loadResult, error)
+	// warm opens the client's connection with one untimed request.
+	warm()
+	close()
+}
+
+// httpDoer sends through a net/http client shared by every client of the
+// level, with httptrace for the timings.
+type httpDoer struct {
+	client      *http.Client
+	url, health string
+}
+
+// netHTTPDoers returns a constructor of clients that share one net/http
+// client (its pool keeps a connection per client).
+func netHTTPDoers(url string) func() loadDoer {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	health := strings.Replace(url, "/v1/projects/apollo/search", "/healthz", 1)
+	return func() loadDoer { return &httpDoer{client: client, url: url, health: health} }
+}
+
+func (d *httpDoer) do(body []byte) (loadResult, error) {
+	var r loadResult
+	req, _ := http.NewRequest("POST", d.url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.Header.Set("Content-Type", "application/json")
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn:              func(httptrace.GotConnInfo) { r.gotConn = time.Now() },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { r.wrote = time.Now() },
+		GotFirstResponseByte: func() { r.first = time.Now() },
+	}))
+	r.start = time.Now()
+	req.Header.Set(sentHeader, strconv.FormatInt(r.start.UnixNano(), 10))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return r, err
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		r.body, _ = io.ReadAll(resp.Body)
+	} else {
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	_ = resp.Body.Close()
+	r.end = time.Now()
+	r.status, r.degraded, r.retryAfter = resp.StatusCode, resp.Header.Get(degradedHeader) != "", resp.Header.Get("Retry-After")
+	return r, nil
+}
+
+func (d *httpDoer) warm() {
+	if resp, err := d.client.Get(d.health); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+}
+
+func (d *httpDoer) close() { d.client.CloseIdleConnections() }
+
+// rawDoer is a leaner client (MEMORYKIT_LOAD_CLIENT=raw): its own TCP
+// connection, the request written from one reused buffer and the answer
+// parsed by http.ReadResponse, on the client's goroutine, without the
+// transport's connection pool and its two goroutines per connection. It
+// takes less of the CPU the Host shares with it on one machine, so it
+// says how much of an end-to-end time was the load generator's.
+type rawDoer struct {
+	addr, host string
+	conn       net.Conn
+	br         *bufio.Reader
+	buf        []byte
+}
+
+// rawDoers returns a constructor of raw clients of url's host.
+func rawDoers(url string) func() loadDoer {
+	host := strings.TrimPrefix(url, "http://")
+	host = host[:strings.IndexByte(host, '/')]
+	return func() loadDoer { return &rawDoer{addr: host, host: host} }
+}
+
+func (d *rawDoer) connect() error {
+	if d.conn != nil {
+		return nil
+	}
+	c, err := net.Dial("tcp", d.addr)
+	if err != nil {
+		return err
+	}
+	d.conn, d.br = c, bufio.NewReader(c)
+	return nil
+}
+
+func (d *rawDoer) drop() {
+	if d.conn != nil {
+		_ = d.conn.Close()
+		d.conn = nil
+	}
+}
+
+func (d *rawDoer) do(body []byte) (loadResult, error) {
+	var r loadResult
+	r.start = time.Now()
+	if err := d.connect(); err != nil {
+		return r, err
+	}
+	r.gotConn = time.Now()
+	d.buf = fmt.Appendf(d.buf[:0], "POST /v1/projects/apollo/search HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\n%s: %d\r\nContent-Length: %d\r\n\r\n", d.host, aliceToken, sentHeader, r.start.UnixNano(), len(body))
+	d.buf = append(d.buf, body...)
+	if _, err := d.conn.Write(d.buf); err != nil {
+		d.drop()
+		return r, err
+	}
+	r.wrote = time.Now()
+	if _, err := d.br.Peek(1); err != nil {
+		d.drop()
+		return r, err
+	}
+	r.first = time.Now()
+	resp, err := http.ReadResponse(d.br, nil)
+	if err != nil {
+		d.drop()
+		return r, err
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		r.body, err = io.ReadAll(resp.Body)
+	} else {
+		_, err = io.Copy(io.Discard, resp.Body)
+	}
+	_ = resp.Body.Close()
+	if err != nil || resp.Close {
+		d.drop()
+	}
+	r.end = time.Now()
+	r.status, r.degraded, r.retryAfter = resp.StatusCode, resp.Header.Get(degradedHeader) != "", resp.Header.Get("Retry-After")
+	return r, err
+}
+
+func (d *rawDoer) warm() {
+	if d.connect() != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(d.conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", d.host); err != nil {
+		d.drop()
+		return
+	}
+	resp, err := http.ReadResponse(d.br, nil)
+	if err != nil {
+		d.drop()
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.Close {
+		d.drop()
+	}
+}
+
+func (d *rawDoer) close() { d.drop() }
+
 // Out-of-process clients. By default BenchmarkHostLoad runs its clients
 // in a child process: the test binary re-executed with only
 // TestHostLoadChild selected and the Host's URL in loadChildEnv. The
@@ -310,6 +500,8 @@ func driveLevel(url string, clients int, dur time.Duration, backoff bool) client
 const (
 	loadChildEnv     = "MEMORYKIT_LOAD_CHILD_URL"
 	loadBackoffEnv   = "MEMORYKIT_LOAD_BACKOFF"
+	loadWarmEnv      = "MEMORYKIT_LOAD_WARM"
+	loadClientEnv    = "MEMORYKIT_LOAD_CLIENT"
 	loadResultPrefix = "load-level "
 	// loadHostProcsEnv, when set, is the GOMAXPROCS of the benchmark's
 	// process while it serves the Host, instead of the one serve would
@@ -434,9 +626,41 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		_ = host.Close(cctx)
 	}()
 	seed(b, host, records)
+	var newConns func() int64
+	if ps, ok := host.store.(*pgstore.Store); ok {
+		newConns = func() int64 { return ps.PoolStats().NewConns }
+	}
+	pool := "off"
+	if host.pool != nil {
+		pool = fmt.Sprintf("%d threads lowered, %d not", host.pool.lowered.Load(), host.pool.lowerFailed.Load())
+	}
+	measureLevels(b, host.Handler(), newConns, dur, levels, backoff, inProcess, "work pool: "+pool)
+}
+
+// runFloor measures what any Go HTTP server pays on this machine for the
+// same load: a server with the Host's GOMAXPROCS whose every answer to
+// the search route is the Host's overloaded 503 (Retry-After and the JSON
+// error shape), written at once, with no authentication, no body read and
+// no store. Its columns are the floor under the Host's 503 columns: the
+// accepts, reads and writes on both sides and the child's and this
+// process's scheduling on this machine's cores.
+func runFloor(b *testing.B, dur time.Duration, levels []int, backoff, inProcess bool) {
+	cpus := runtime.GOMAXPROCS(0)
+	procs := serverProcs(cpus, hostLimits(cpus, true, time.Second), true)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(envInt(loadHostProcsEnv, procs)))
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeErr(w, overloadedAt("reads"))
+	})
+	measureLevels(b, refuse, nil, dur, levels, backoff, inProcess, "refusing every request")
+}
+
+// measureLevels serves handler on a test server, drives every level at
+// it (in the child process unless inProcess) and prints the level table.
+// newConns, when not nil, reads the PostgreSQL pool's opened sessions.
+func measureLevels(b *testing.B, handler http.Handler, newConns func() int64, dur time.Duration, levels []int, backoff, inProcess bool, about string) {
 	var st serverTimes
 	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(st.wrap(host.Handler()))
+	srv := httptest.NewUnstartedServer(st.wrap(handler))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
@@ -446,6 +670,7 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	defer srv.Close()
 	url := srv.URL + "/v1/projects/apollo/search"
 	var child *loadChild
+	var err error
 	if !inProcess {
 		if child, err = startLoadChild(url); err != nil {
 			b.Fatal(err)
@@ -458,14 +683,13 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	}
 
 	lines := []string{
-		"| clients | req/s | goodput/s | degraded | ok p50 | ok p99 | 503s | 503 p50 | 503 p99 | 503 p99 from connection | 503 p99 in handler | 503 p99 before handler | new PG sessions |",
-		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+		"| clients | req/s | goodput/s | degraded | ok p50 | ok p99 | 503s | 503 p50 | 503 p99 | 503 p99 after the first requests | 503 p99 from connection | 503 p99 in handler | 503 p99 before handler | new PG sessions |",
+		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 	}
 	for _, clients := range levels {
 		var newBefore int64
-		ps, isPG := host.store.(*pgstore.Store)
-		if isPG {
-			newBefore = ps.PoolStats().NewConns
+		if newConns != nil {
+			newBefore = newConns()
 		}
 		st.reset()
 		connsBefore := conns.Load()
@@ -480,15 +704,15 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		gcAfter := gcPauses()
 		schedP99, gcP99, gcN := schedP99Since(schedBefore, schedLatencies()), schedP99Since(gcBefore, gcAfter), countSince(gcBefore, gcAfter)
 		cpu := (processCPU() - cpuBefore).Seconds() / elapsed
-		newConns := "-"
-		if isPG {
-			newConns = strconv.FormatInt(ps.PoolStats().NewConns-newBefore, 10)
+		opened := "-"
+		if newConns != nil {
+			opened = strconv.FormatInt(newConns()-newBefore, 10)
 		}
 		pre, inside := st.take()
-		lines = append(lines, fmt.Sprintf("| %d | %.0f | %.0f | %d | %s | %s | %d | %s | %s | %s | %s | %s | %s |",
+		lines = append(lines, fmt.Sprintf("| %d | %.0f | %.0f | %d | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |",
 			clients, float64(all.N)/elapsed, float64(all.Good)/elapsed, all.Degraded, pct(all.OK, 50), pct(all.OK, 99),
-			all.Refused, pct(all.Rejects, 50), pct(all.Rejects, 99), pct(all.RejectsFromConn, 99),
-			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), newConns))
+			all.Refused, pct(all.Rejects, 50), pct(all.Rejects, 99), pctLater(all.Rejects, all.FirstRejects), pct(all.RejectsFromConn, 99),
+			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), opened))
 		if all.Refused > 0 || all.Other > 0 {
 			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s; "+
 				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d); "+
@@ -504,11 +728,7 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 		mode = "clients in the Host's process"
 	}
 	// Printed, not logged: a benchmark's log is cut after a few lines.
-	pool := "off"
-	if host.pool != nil {
-		pool = fmt.Sprintf("%d threads lowered, %d not", host.pool.lowered.Load(), host.pool.lowerFailed.Load())
-	}
-	fmt.Printf("%s, %s, Host GOMAXPROCS %d, work pool: %s, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), pool, backoff, strings.Join(lines, "\n"))
+	fmt.Printf("%s, %s, Host GOMAXPROCS %d, %s, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), about, backoff, strings.Join(lines, "\n"))
 }
 
 // schedLatencies reads the Go scheduler's histogram of how long
@@ -646,5 +866,74 @@ func seed(b *testing.B, host *Host, records int) {
 		if _, err := bc.CreateBatch(ctx, items); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLoadDoers checks both load clients against a server that answers
+// like the Host: a 503 with Retry-After and the JSON error body, a 200
+// with the degraded header, a connection kept across requests, and a
+// connection the server closes being dialled again.
+func TestLoadDoers(t *testing.T) {
+	var conns atomic.Int64
+	var calls atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+aliceToken || r.Header.Get(sentHeader) == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		switch n := calls.Add(1); {
+		case n == 1:
+			writeErr(w, overloadedAt("reads"))
+		case n == 2:
+			w.Header().Set(degradedHeader, "deadline")
+			_, _ = w.Write(body)
+		default:
+			w.Header().Set("Connection", "close")
+			_, _ = w.Write(body)
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	url := srv.URL + "/v1/projects/apollo/search"
+	for name, newDoer := range map[string]func() loadDoer{"net/http": netHTTPDoers(url), "raw": rawDoers(url)} {
+		t.Run(name, func(t *testing.T) {
+			calls.Store(0)
+			conns.Store(0)
+			d := newDoer()
+			defer d.close()
+			d.warm()
+			r, err := d.do([]byte(`{"query":"a"}`))
+			var eb errorBody
+			if err != nil || r.status != http.StatusServiceUnavailable || r.retryAfter != retryAfterSeconds || json.Unmarshal(r.body, &eb) != nil || eb.Reason != reasonInFlight {
+				t.Fatalf("503: %+v %v", r, err)
+			}
+			if r.gotConn.Before(r.start) || r.wrote.Before(r.gotConn) || r.first.Before(r.wrote) || r.end.Before(r.first) {
+				t.Fatalf("timings out of order: %+v", r)
+			}
+			if r, err = d.do([]byte(`{"query":"b"}`)); err != nil || r.status != http.StatusOK || !r.degraded {
+				t.Fatalf("degraded 200: %+v %v", r, err)
+			}
+			if r, err = d.do([]byte(`{"query":"c"}`)); err != nil || r.status != http.StatusOK || r.degraded {
+				t.Fatalf("closing 200: %+v %v", r, err)
+			}
+			if n := conns.Load(); n != 1 {
+				t.Fatalf("%d connections for the warm-up and three requests, want 1", n)
+			}
+			if r, err = d.do([]byte(`{"query":"d"}`)); err != nil || r.status != http.StatusOK {
+				t.Fatalf("after the server closed: %+v %v", r, err)
+			}
+			if n := conns.Load(); n != 2 {
+				t.Fatalf("%d connections after the server closed one, want 2", n)
+			}
+		})
 	}
 }
