@@ -435,6 +435,8 @@ func (d *rawDoer) do(body []byte) (loadResult, error) {
 		return r, err
 	}
 	r.gotConn = time.Now()
+	// The same bound as the net/http client's Timeout.
+	_ = d.conn.SetDeadline(r.gotConn.Add(10 * time.Second))
 	d.buf = fmt.Appendf(d.buf[:0], "POST /v1/projects/apollo/search HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: application/json\r\n%s: %d\r\nContent-Length: %d\r\n\r\n", d.host, aliceToken, sentHeader, r.start.UnixNano(), len(body))
 	d.buf = append(d.buf, body...)
@@ -471,6 +473,7 @@ func (d *rawDoer) warm() {
 	if d.connect() != nil {
 		return
 	}
+	_ = d.conn.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := fmt.Fprintf(d.conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", d.host); err != nil {
 		d.drop()
 		return
