@@ -93,7 +93,7 @@ func TestCheckResultMatchesReference(t *testing.T) {
 		ranks := rankIndex(res)
 		for id, h := range index {
 			got := h.channelRanks(nil)
-			if !reflect.DeepEqual(got, ranks[id]) || h.below != belowRank(res, id) || h.traced {
+			if !reflect.DeepEqual(got, ranks[id]) || int(h.below) != belowRank(res, id) || h.traced {
 				t.Fatalf("case %d: %s indexed as %+v, want ranks %v below %d", n, id, h, ranks[id], belowRank(res, id))
 			}
 		}

@@ -422,7 +422,7 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, hits ma
 		h := hits[f.ID]
 		h.traced = true
 		hits[f.ID] = h
-		tr := TraceRecord{ID: f.ID, Ranks: h.channelRanks(f.Ranks), Score: f.Score, BelowThresholdRank: h.below}
+		tr := TraceRecord{ID: f.ID, Ranks: h.channelRanks(f.Ranks), Score: f.Score, BelowThresholdRank: int(h.below)}
 		rec := res.Records[f.ID]
 		switch {
 		case !rec.Recallable(req.Scope, now):
@@ -629,7 +629,7 @@ func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult,
 			if _, ok := res.Records[h.ID]; !ok {
 				return nil, bad("hit_without_record")
 			}
-			r.ranks[i] = h.Rank
+			r.ranks[i] = int32(h.Rank) // at most len(ch.hits)
 			index[h.ID] = r
 		}
 	}
@@ -648,13 +648,13 @@ func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult,
 			return nil, bad("bad_id")
 		}
 		if r.below == 0 {
-			r.below = h.Rank
+			r.below = int32(h.Rank)
 			index[h.ID] = r
 		}
 	}
 	for id, rec := range res.Records {
 		switch {
-		case index[id].ranks == [len(rankChannels)]int{}:
+		case index[id].ranks == [len(rankChannels)]int32{}:
 			return nil, bad("unnamed_record")
 		case rec.ID != id:
 			return nil, bad("record_id_mismatch")
@@ -683,8 +683,8 @@ var rankChannels = [...]memorykit.Channel{memorykit.ChannelExact, memorykit.Chan
 // full-text threshold (its first place there), 0 where it is absent; and
 // whether choose has traced it yet.
 type hitRanks struct {
-	ranks  [len(rankChannels)]int
-	below  int
+	ranks  [len(rankChannels)]int32
+	below  int32
 	traced bool
 }
 
@@ -699,7 +699,7 @@ func (h hitRanks) channelRanks(fused map[memorykit.Channel]int) map[memorykit.Ch
 			continue
 		}
 		n++
-		if got, ok := fused[rankChannels[i]]; !ok || got != r {
+		if got, ok := fused[rankChannels[i]]; !ok || got != int(r) {
 			same = false
 		}
 	}
@@ -712,7 +712,7 @@ func (h hitRanks) channelRanks(fused map[memorykit.Channel]int) map[memorykit.Ch
 	m := make(map[memorykit.Channel]int, n)
 	for i, r := range h.ranks {
 		if r != 0 {
-			m[rankChannels[i]] = r
+			m[rankChannels[i]] = int(r)
 		}
 	}
 	return m
