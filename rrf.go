@@ -47,43 +47,77 @@ func FuseRRF(k int, rankings ...Ranking) []Fused {
 // identical runs over the same data return the same records in the same
 // order.
 func FuseRRFAt(k int, effectiveFrom func(id string) time.Time, rankings ...Ranking) []Fused {
-	byID := make(map[string]*Fused)
-	var order []string
+	// First give every distinct ID its place in the result: the order in
+	// which the rankings first name it, which the stable sort below keeps
+	// for records that tie on everything.
+	total := 0
 	for _, r := range rankings {
-		seen := make(map[string]bool, len(r.IDs))
+		total += len(r.IDs)
+	}
+	pos := make(map[string]int, total)
+	for _, r := range rankings {
+		for _, id := range r.IDs {
+			if _, ok := pos[id]; !ok {
+				pos[id] = len(pos)
+			}
+		}
+	}
+	out := make([]Fused, len(pos))
+	// last[p] is one more than the index of the ranking that last ranked
+	// out[p]: a record a ranking names twice counts at its first rank only.
+	last := make([]int, len(pos))
+	for ri, r := range rankings {
 		for i, id := range r.IDs {
-			if seen[id] {
+			p := pos[id]
+			if last[p] == ri+1 {
 				continue
 			}
-			seen[id] = true
-			f, ok := byID[id]
-			if !ok {
-				f = &Fused{ID: id, Ranks: make(map[Channel]int)}
-				byID[id] = f
-				order = append(order, id)
+			last[p] = ri + 1
+			f := &out[p]
+			if f.Ranks == nil {
+				f.ID, f.Ranks = id, make(map[Channel]int)
 			}
 			rank := i + 1
 			f.Ranks[r.Channel] = rank
 			f.Score += r.Weight / float64(k+rank)
 		}
 	}
-	out := make([]Fused, 0, len(order))
-	from := make(map[string]time.Time, len(order))
-	for _, id := range order {
-		out = append(out, *byID[id])
-		if effectiveFrom != nil {
-			from[id] = effectiveFrom(id)
+	o := fusedOrder{out: out}
+	if effectiveFrom != nil {
+		o.from = make([]time.Time, len(out))
+		for i := range out {
+			o.from[i] = effectiveFrom(out[i].ID)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Score != b.Score {
-			return a.Score > b.Score
-		}
-		if fa, fb := from[a.ID], from[b.ID]; !fa.Equal(fb) {
+	sort.Stable(&o)
+	return out
+}
+
+// fusedOrder sorts fused records by score, then newer effective time, then
+// ID; from, when set, holds each record's effective time and moves with it.
+type fusedOrder struct {
+	out  []Fused
+	from []time.Time
+}
+
+func (o *fusedOrder) Len() int { return len(o.out) }
+
+func (o *fusedOrder) Less(i, j int) bool {
+	a, b := &o.out[i], &o.out[j]
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if o.from != nil {
+		if fa, fb := o.from[i], o.from[j]; !fa.Equal(fb) {
 			return fa.After(fb)
 		}
-		return a.ID < b.ID
-	})
-	return out
+	}
+	return a.ID < b.ID
+}
+
+func (o *fusedOrder) Swap(i, j int) {
+	o.out[i], o.out[j] = o.out[j], o.out[i]
+	if o.from != nil {
+		o.from[i], o.from[j] = o.from[j], o.from[i]
+	}
 }

@@ -29,9 +29,10 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	now := s.now()
-	res := memorykit.RecallResult{Records: make(map[string]memorykit.Record)}
+	var res memorykit.RecallResult
 	x := s.indexes[q.Scope]
 	if x == nil {
+		res.Records = make(map[string]memorykit.Record)
 		return res, nil
 	}
 	dorm := x.dormant(now)
@@ -66,6 +67,7 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	if ftStop.stopped || vecStop.stopped {
 		return memorykit.RecallResult{}, interrupted(op, ctx)
 	}
+	res.Records = make(map[string]memorykit.Record, len(res.Exact)+len(res.FullText)+len(res.Vector))
 	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hits {
 			res.Records[h.ID] = s.records[h.ID].rec.Clone()
@@ -189,8 +191,12 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 	}
 	// FullTextRule only ever returns the first limit candidates above and
 	// below the threshold, so keep just those (bounded heaps): the result
-	// is the same and a large Scope is never fully sorted.
-	above, under := newBoundedFT(limit), newBoundedFT(limit)
+	// is the same and a large Scope is never fully sorted. The two heaps
+	// share one array, above in its first half and under in its second,
+	// so joining them below moves under's items down in place.
+	c := min(limit, len(touched))
+	buf := make([]storekit.FullTextCandidate, 0, 2*c)
+	above, under := &boundedFT{limit: limit, items: buf}, &boundedFT{limit: limit, items: buf[c:c]}
 	for _, slot := range touched {
 		if g.stop() {
 			return nil, nil
@@ -206,7 +212,7 @@ func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []str
 		}
 	}
 	k, b := storekit.FullTextRule(append(above.items, under.items...), limit)
-	return textHits(k), textHits(b)
+	return textHitPair(k, b)
 }
 
 // nextSlot decodes the posting list entry at data[j] (see postingList),
@@ -226,8 +232,6 @@ type boundedFT struct {
 	limit int
 	items []storekit.FullTextCandidate
 }
-
-func newBoundedFT(limit int) *boundedFT { return &boundedFT{limit: limit} }
 
 // beats reports whether a candidate with m matched terms and weight w could
 // enter the heap, judging by those two alone (ties on both may still lose
@@ -307,18 +311,35 @@ func (s *scratch) counters(n int) ([]int32, []float64) {
 	return s.cnt, s.sum
 }
 
+// textHitPair is textHits of kept and of below, the two in one array.
+func textHitPair(kept, below []storekit.FullTextCandidate) (k, b []memorykit.Hit) {
+	all := make([]memorykit.Hit, len(kept)+len(below))
+	k, b = all[:len(kept):len(kept)], all[len(kept):]
+	fillTextHits(k, kept)
+	fillTextHits(b, below)
+	if len(k) == 0 {
+		k = nil
+	}
+	if len(b) == 0 {
+		b = nil
+	}
+	return k, b
+}
+
 func textHits(cands []storekit.FullTextCandidate) []memorykit.Hit {
 	if len(cands) == 0 {
 		return nil
 	}
-	if len(cands) == 0 {
-		return nil
-	}
 	hits := make([]memorykit.Hit, len(cands))
+	fillTextHits(hits, cands)
+	return hits
+}
+
+// fillTextHits sets hits[i] to the hit of cands[i], ranked i+1.
+func fillTextHits(hits []memorykit.Hit, cands []storekit.FullTextCandidate) {
 	for i, c := range cands {
 		hits[i] = memorykit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
 	}
-	return hits
 }
 
 // vectorHits ranks records by cosine similarity between the query and
@@ -380,7 +401,13 @@ func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float
 		hit     memorykit.Hit
 		updated time.Time
 	}
-	var cands []scored
+	n := 0
+	for _, e := range near {
+		if e.a >= floor {
+			n++
+		}
+	}
+	cands := make([]scored, 0, n)
 	for _, n := range near {
 		if n.a < floor {
 			continue

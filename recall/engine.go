@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -239,7 +240,8 @@ func (e *Engine) recall(ctx context.Context, op string, req Request) (Result, er
 		return e.degraded(req.Scope, pl.trace, degraded, start), nil
 	}
 	after := e.clock.Now()
-	if err := checkResult(op, q, res, before, after); err != nil {
+	hits, err := checkResult(op, q, res, before, after)
+	if err != nil {
 		return Result{}, failClosed{err}
 	}
 	if res.VectorErr != nil {
@@ -254,7 +256,7 @@ func (e *Engine) recall(ctx context.Context, op string, req Request) (Result, er
 		pl.trace.Records = traceAll(res, DroppedDeadline)
 		return e.degraded(req.Scope, pl.trace, "deadline", start), nil
 	}
-	return e.choose(req, pl.c, res, after, pl.trace, start), nil
+	return e.choose(req, pl.c, res, hits, after, pl.trace, start), nil
 }
 
 // plan authorises the request, works out its budgets, keys and terms,
@@ -373,8 +375,9 @@ func (e *Engine) search(ctx, dctx context.Context, op string, q memorykit.Recall
 	}
 }
 
-// choose fuses the channels and applies the budgets.
-func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now time.Time, trace Trace, start time.Time) Result {
+// choose fuses the channels and applies the budgets. hits is checkResult's
+// index of res.
+func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, hits map[string]hitRanks, now time.Time, trace Trace, start time.Time) Result {
 	p := e.policy
 	vecDegraded := trace.channel(memorykit.ChannelVector).Degraded
 	trace.channel(memorykit.ChannelExact).Hits = len(res.Exact)
@@ -382,27 +385,44 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 	trace.channel(memorykit.ChannelVector).Hits = len(res.Vector)
 	trace.BelowThreshold = len(res.FullTextBelow)
 
-	rankings := []memorykit.Ranking{
-		{Channel: memorykit.ChannelExact, Weight: p.ExactWeight, IDs: hitIDs(res.Exact)},
-		{Channel: memorykit.ChannelFullText, Weight: p.FullTextWeight, IDs: hitIDs(res.FullText)},
+	// The rankings' IDs share one backing array. The vector ranking holds
+	// the hits at or above the similarity floor, ranked among themselves.
+	floor := p.MinVectorSimilarity
+	ids := make([]string, 0, len(res.Exact)+len(res.FullText)+len(res.Vector))
+	ids = appendIDs(ids, res.Exact)
+	exactIDs := ids[:len(ids):len(ids)]
+	ids = appendIDs(ids, res.FullText)
+	textIDs := ids[len(exactIDs):len(ids):len(ids)]
+	rankings := [3]memorykit.Ranking{
+		{Channel: memorykit.ChannelExact, Weight: p.ExactWeight, IDs: exactIDs},
+		{Channel: memorykit.ChannelFullText, Weight: p.FullTextWeight, IDs: textIDs},
 	}
-	vecHits, belowFloor := splitFloor(res.Vector, p.MinVectorSimilarity)
+	n := 2
 	if !vecDegraded {
-		rankings = append(rankings, memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: hitIDs(vecHits)})
+		mark := len(ids)
+		for _, h := range res.Vector {
+			if floor <= 0 || h.Score >= floor {
+				ids = append(ids, h.ID)
+			}
+		}
+		rankings[n] = memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: ids[mark:]}
+		n++
 	}
-	fused := memorykit.FuseRRFAt(p.RRFK, func(id string) time.Time { return res.Records[id].EffectiveFrom }, rankings...)
+	fused := memorykit.FuseRRFAt(p.RRFK, func(id string) time.Time { return res.Records[id].EffectiveFrom }, rankings[:n]...)
 
-	allRanks := rankIndex(res)
 	cost := req.Cost
 	if cost == nil {
 		cost = DefaultCost
 	}
 	out := Result{}
-	traced := make(map[string]bool)
+	// Every record in hits gets exactly one trace record.
+	trace.Records = slices.Grow(trace.Records, len(hits))
 	var degradedIDs []string
 	for _, f := range fused {
-		traced[f.ID] = true
-		tr := TraceRecord{ID: f.ID, Ranks: allRanks[f.ID], Score: f.Score, BelowThresholdRank: belowRank(res, f.ID)}
+		h := hits[f.ID]
+		h.traced = true
+		hits[f.ID] = h
+		tr := TraceRecord{ID: f.ID, Ranks: h.channelRanks(f.Ranks), Score: f.Score, BelowThresholdRank: int(h.below)}
 		rec := res.Records[f.ID]
 		switch {
 		case !rec.Recallable(req.Scope, now):
@@ -421,29 +441,44 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 				break
 			}
 			tr.Outcome = Kept
+			if out.Entries == nil {
+				out.Entries = make([]Entry, 0, min(c.items, len(fused)))
+			}
 			out.Entries = append(out.Entries, en)
 			out.Tokens += en.Tokens
 		}
 		trace.Records = append(trace.Records, tr)
 	}
+	// untraced marks id traced and reports whether it was not yet.
+	untraced := func(id string) (hitRanks, bool) {
+		h := hits[id]
+		if h.traced {
+			return h, false
+		}
+		h.traced = true
+		hits[id] = h
+		return h, true
+	}
 	// Records only a degraded channel returned.
-	for _, h := range res.Vector {
-		if vecDegraded && !traced[h.ID] {
-			traced[h.ID] = true
-			degradedIDs = append(degradedIDs, h.ID)
-			trace.Records = append(trace.Records, TraceRecord{ID: h.ID, Ranks: allRanks[h.ID], Outcome: DroppedChannelDegraded})
+	if vecDegraded {
+		for _, v := range res.Vector {
+			if h, ok := untraced(v.ID); ok {
+				degradedIDs = append(degradedIDs, v.ID)
+				trace.Records = append(trace.Records, TraceRecord{ID: v.ID, Ranks: h.channelRanks(nil), Outcome: DroppedChannelDegraded})
+			}
+		}
+	} else if floor > 0 {
+		for _, v := range res.Vector {
+			if !(v.Score >= floor) {
+				if h, ok := untraced(v.ID); ok {
+					trace.Records = append(trace.Records, TraceRecord{ID: v.ID, Ranks: h.channelRanks(nil), Outcome: DroppedBelowVectorFloor})
+				}
+			}
 		}
 	}
-	for _, h := range belowFloor {
-		if !vecDegraded && !traced[h.ID] {
-			traced[h.ID] = true
-			trace.Records = append(trace.Records, TraceRecord{ID: h.ID, Ranks: allRanks[h.ID], Outcome: DroppedBelowVectorFloor})
-		}
-	}
-	for _, h := range res.FullTextBelow {
-		if !traced[h.ID] {
-			traced[h.ID] = true
-			trace.Records = append(trace.Records, TraceRecord{ID: h.ID, Ranks: allRanks[h.ID], BelowThresholdRank: h.Rank, Outcome: DroppedBelowThreshold})
+	for _, b := range res.FullTextBelow {
+		if h, ok := untraced(b.ID); ok {
+			trace.Records = append(trace.Records, TraceRecord{ID: b.ID, Ranks: h.channelRanks(nil), BelowThresholdRank: b.Rank, Outcome: DroppedBelowThreshold})
 		}
 	}
 	if vecDegraded && res.VectorErr != nil {
@@ -451,11 +486,11 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, now tim
 	}
 	trace.Items, trace.Tokens = len(out.Entries), out.Tokens
 	out.Trace = trace
-	ids := make([]string, len(out.Entries))
+	kept := make([]string, len(out.Entries))
 	for i, en := range out.Entries {
-		ids[i] = en.ID
+		kept[i] = en.ID
 	}
-	e.completed(req.Scope, ids, "ok", start)
+	e.completed(req.Scope, kept, "ok", start)
 	return out
 }
 
@@ -559,15 +594,15 @@ func (e *Engine) embedQuery(ctx context.Context, query string) ([]float32, error
 // recallable in the Scope, every hit names a record, ranks are 1-based and
 // consecutive, no channel repeats a record or exceeds its limit, and no
 // record is returned that no hit names. Any violation fails closed.
+// Otherwise it returns every listed record's ranks (see hitRanks).
 //
 // The effective window is checked leniently across the store call (before
 // and after are the engine's clock readings around it), so a record whose
 // window opens or closes while recall runs is not mistaken for a broken
 // store; choose later drops a record no longer effective.
-func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult, before, after time.Time) error {
+func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult, before, after time.Time) (map[string]hitRanks, error) {
 	bad := func(reason string) error { return memorykit.NewError(op, memorykit.ErrIntegrity, reason) }
-	named := make(map[string]bool)
-	channels := []struct {
+	channels := [len(rankChannels)]struct {
 		hits  []memorykit.Hit
 		limit int
 	}{
@@ -575,67 +610,112 @@ func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult,
 		{res.FullText, q.FullTextLimit},
 		{res.Vector, q.VectorLimit},
 	}
+	index := make(map[string]hitRanks, len(res.Exact)+len(res.FullText)+len(res.Vector)+len(res.FullTextBelow))
 	for i, ch := range channels {
 		if len(ch.hits) > ch.limit {
-			return bad("channel_over_limit")
+			return nil, bad("channel_over_limit")
 		}
 		if i == 2 && q.Vector == nil && len(ch.hits) > 0 {
-			return bad("unasked_vector_hits")
+			return nil, bad("unasked_vector_hits")
 		}
-		seen := make(map[string]bool, len(ch.hits))
 		for j, h := range ch.hits {
 			if h.Rank != j+1 {
-				return bad("bad_rank")
+				return nil, bad("bad_rank")
 			}
-			if seen[h.ID] {
-				return bad("duplicate_hit")
+			r := index[h.ID]
+			if r.ranks[i] != 0 {
+				return nil, bad("duplicate_hit")
 			}
-			seen[h.ID] = true
 			if _, ok := res.Records[h.ID]; !ok {
-				return bad("hit_without_record")
+				return nil, bad("hit_without_record")
 			}
-			named[h.ID] = true
+			r.ranks[i] = int32(h.Rank) // at most len(ch.hits)
+			index[h.ID] = r
 		}
 	}
 	if len(res.FullTextBelow) > q.FullTextLimit {
-		return bad("channel_over_limit")
-	}
-	kept := make(map[string]bool, len(res.FullText))
-	for _, h := range res.FullText {
-		kept[h.ID] = true
+		return nil, bad("channel_over_limit")
 	}
 	for j, h := range res.FullTextBelow {
 		if h.Rank != j+1 {
-			return bad("bad_rank")
+			return nil, bad("bad_rank")
 		}
-		if kept[h.ID] {
-			return bad("below_threshold_also_kept")
+		r := index[h.ID]
+		if r.ranks[1] != 0 {
+			return nil, bad("below_threshold_also_kept")
 		}
 		if memorykit.ValidateID(op, "id", h.ID) != nil {
-			return bad("bad_id")
+			return nil, bad("bad_id")
+		}
+		if r.below == 0 {
+			r.below = int32(h.Rank)
+			index[h.ID] = r
 		}
 	}
 	for id, rec := range res.Records {
 		switch {
-		case !named[id]:
-			return bad("unnamed_record")
+		case index[id].ranks == [len(rankChannels)]int32{}:
+			return nil, bad("unnamed_record")
 		case rec.ID != id:
-			return bad("record_id_mismatch")
+			return nil, bad("record_id_mismatch")
 		case memorykit.ValidateID(op, "id", id) != nil:
-			return bad("bad_id")
+			return nil, bad("bad_id")
 		case rec.Scope != q.Scope:
-			return bad("record_out_of_scope")
+			return nil, bad("record_out_of_scope")
 		case rec.Status != memorykit.StatusActive:
-			return bad("record_not_active")
+			return nil, bad("record_not_active")
 		case rec.EffectiveFrom.After(after):
-			return bad("record_not_yet_effective")
+			return nil, bad("record_not_yet_effective")
 		case !rec.EffectiveUntil.IsZero() && !rec.EffectiveUntil.After(before):
-			return bad("record_expired")
+			return nil, bad("record_expired")
 		case !rec.Kind.Valid():
-			return bad("record_kind_unknown")
+			return nil, bad("record_kind_unknown")
 		}
 	}
-	return nil
+	return index, nil
+}
+
+// rankChannels are the channels of hitRanks.ranks, in checkResult's order.
+var rankChannels = [...]memorykit.Channel{memorykit.ChannelExact, memorykit.ChannelFullText, memorykit.ChannelVector}
+
+// hitRanks is where one record stands in a store result: its 1-based rank
+// in each channel (rankChannels order) and among the matches below the
+// full-text threshold (its first place there), 0 where it is absent; and
+// whether choose has traced it yet.
+type hitRanks struct {
+	ranks  [len(rankChannels)]int32
+	below  int32
+	traced bool
+}
+
+// channelRanks returns the record's rank in every channel that returned
+// it, or nil when none did. When fused holds exactly those ranks it is
+// returned itself rather than a copy: fusion's maps are recall's own, so
+// the trace may keep one.
+func (h hitRanks) channelRanks(fused map[memorykit.Channel]int) map[memorykit.Channel]int {
+	n, same := 0, fused != nil
+	for i, r := range h.ranks {
+		if r == 0 {
+			continue
+		}
+		n++
+		if got, ok := fused[rankChannels[i]]; !ok || got != int(r) {
+			same = false
+		}
+	}
+	switch {
+	case n == 0:
+		return nil
+	case same && n == len(fused):
+		return fused
+	}
+	m := make(map[memorykit.Channel]int, n)
+	for i, r := range h.ranks {
+		if r != 0 {
+			m[rankChannels[i]] = int(r)
+		}
+	}
+	return m
 }
 
 // entryOf cuts a record to the entry budget.
@@ -668,12 +748,12 @@ func mergeKeys(explicit, derived []string, max int) []string {
 	return out
 }
 
-func hitIDs(hits []memorykit.Hit) []string {
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.ID
+// appendIDs appends the hits' record IDs to ids.
+func appendIDs(ids []string, hits []memorykit.Hit) []string {
+	for _, h := range hits {
+		ids = append(ids, h.ID)
 	}
-	return out
+	return ids
 }
 
 // rankIndex maps each record ID to its rank in every channel that returned
@@ -783,20 +863,4 @@ func (e *Engine) failed(scope memorykit.Scope, err error) {
 	e.log.Warn("recall failed closed",
 		zap.String("tenant_id", s.TenantID), zap.String("subject_id", s.SubjectID),
 		zap.String("reason", memorykit.ReasonCode(err)), zap.String("kind", memorykit.KindCode(err)))
-}
-
-// splitFloor separates vector hits at or above the similarity floor (in
-// rank order) from those below it.
-func splitFloor(hits []memorykit.Hit, floor float64) (kept, below []memorykit.Hit) {
-	if floor <= 0 {
-		return hits, nil
-	}
-	for _, h := range hits {
-		if h.Score >= floor {
-			kept = append(kept, h)
-		} else {
-			below = append(below, h)
-		}
-	}
-	return kept, below
 }

@@ -45,15 +45,24 @@ func FullTextRule(cands []FullTextCandidate, limit int) (kept, below []FullTextC
 		return nil, nil
 	}
 	best := cands[0].Matched
+	// Each list is allocated once, at its first candidate, for as many as
+	// it can hold.
+	size := min(limit, len(cands))
 	for _, c := range cands {
 		if c.Matched <= 0 {
 			continue
 		}
 		if 2*c.Matched > best {
+			if kept == nil {
+				kept = make([]FullTextCandidate, 0, size)
+			}
 			if len(kept) < limit {
 				kept = append(kept, c)
 			}
 		} else if len(below) < limit {
+			if below == nil {
+				below = make([]FullTextCandidate, 0, size)
+			}
 			below = append(below, c)
 		}
 	}
