@@ -633,11 +633,15 @@ func runLoad(b *testing.B, o Options, records int, dur time.Duration, levels []i
 	if ps, ok := host.store.(*pgstore.Store); ok {
 		newConns = func() int64 { return ps.PoolStats().NewConns }
 	}
-	pool := "off"
-	if host.pool != nil {
-		pool = fmt.Sprintf("%d threads lowered, %d not", host.pool.lowered.Load(), host.pool.lowerFailed.Load())
+	// Read after the levels: the pool's threads lower themselves as they
+	// start.
+	about := func() string {
+		if host.pool == nil {
+			return "work pool: off"
+		}
+		return fmt.Sprintf("work pool: %d threads lowered, %d not", host.pool.lowered.Load(), host.pool.lowerFailed.Load())
 	}
-	measureLevels(b, host.Handler(), newConns, dur, levels, backoff, inProcess, "work pool: "+pool)
+	measureLevels(b, host.Handler(), newConns, dur, levels, backoff, inProcess, about)
 }
 
 // runFloor measures what any Go HTTP server pays on this machine for the
@@ -654,13 +658,14 @@ func runFloor(b *testing.B, dur time.Duration, levels []int, backoff, inProcess 
 	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeErr(w, overloadedAt("reads"))
 	})
-	measureLevels(b, refuse, nil, dur, levels, backoff, inProcess, "refusing every request")
+	measureLevels(b, refuse, nil, dur, levels, backoff, inProcess, func() string { return "refusing every request" })
 }
 
 // measureLevels serves handler on a test server, drives every level at
 // it (in the child process unless inProcess) and prints the level table.
-// newConns, when not nil, reads the PostgreSQL pool's opened sessions.
-func measureLevels(b *testing.B, handler http.Handler, newConns func() int64, dur time.Duration, levels []int, backoff, inProcess bool, about string) {
+// newConns, when not nil, reads the PostgreSQL pool's opened sessions;
+// about describes the server on the table's title line.
+func measureLevels(b *testing.B, handler http.Handler, newConns func() int64, dur time.Duration, levels []int, backoff, inProcess bool, about func() string) {
 	var st serverTimes
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(st.wrap(handler))
@@ -731,7 +736,7 @@ func measureLevels(b *testing.B, handler http.Handler, newConns func() int64, du
 		mode = "clients in the Host's process"
 	}
 	// Printed, not logged: a benchmark's log is cut after a few lines.
-	fmt.Printf("%s, %s, Host GOMAXPROCS %d, %s, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), about, backoff, strings.Join(lines, "\n"))
+	fmt.Printf("%s, %s, Host GOMAXPROCS %d, %s, backoff on 503: %v\n%s\n", b.Name(), mode, runtime.GOMAXPROCS(0), about(), backoff, strings.Join(lines, "\n"))
 }
 
 // schedLatencies reads the Go scheduler's histogram of how long
