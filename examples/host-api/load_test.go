@@ -369,15 +369,23 @@ func (d *httpDoer) do(body []byte) (loadResult, error) {
 	if err != nil {
 		return r, err
 	}
+	_ = r.read(resp)
+	return r, nil
+}
+
+// read takes the answer: its body when it is a 503 (discarded otherwise),
+// its status and headers, and the time it was read.
+func (r *loadResult) read(resp *http.Response) error {
+	var err error
 	if resp.StatusCode == http.StatusServiceUnavailable {
-		r.body, _ = io.ReadAll(resp.Body)
+		r.body, err = io.ReadAll(resp.Body)
 	} else {
-		_, _ = io.Copy(io.Discard, resp.Body)
+		_, err = io.Copy(io.Discard, resp.Body)
 	}
 	_ = resp.Body.Close()
 	r.end = time.Now()
 	r.status, r.degraded, r.retryAfter = resp.StatusCode, resp.Header.Get(degradedHeader) != "", resp.Header.Get("Retry-After")
-	return r, nil
+	return err
 }
 
 func (d *httpDoer) warm() {
@@ -455,17 +463,10 @@ func (d *rawDoer) do(body []byte) (loadResult, error) {
 		d.drop()
 		return r, err
 	}
-	if resp.StatusCode == http.StatusServiceUnavailable {
-		r.body, err = io.ReadAll(resp.Body)
-	} else {
-		_, err = io.Copy(io.Discard, resp.Body)
-	}
-	_ = resp.Body.Close()
+	err = r.read(resp)
 	if err != nil || resp.Close {
 		d.drop()
 	}
-	r.end = time.Now()
-	r.status, r.degraded, r.retryAfter = resp.StatusCode, resp.Header.Get(degradedHeader) != "", resp.Header.Get("Retry-After")
 	return r, err
 }
 
