@@ -662,6 +662,19 @@ func runFloor(b *testing.B, dur time.Duration, levels []int, backoff, inProcess 
 	measureLevels(b, refuse, nil, dur, levels, backoff, inProcess, func() string { return "refusing every request" })
 }
 
+// countingServer starts a test server for handler that counts the TCP
+// connections it accepts in conns.
+func countingServer(handler http.Handler, conns *atomic.Int64) *httptest.Server {
+	srv := httptest.NewUnstartedServer(handler)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	return srv
+}
+
 // measureLevels serves handler on a test server, drives every level at
 // it (in the child process unless inProcess) and prints the level table.
 // newConns, when not nil, reads the PostgreSQL pool's opened sessions;
@@ -669,13 +682,7 @@ func runFloor(b *testing.B, dur time.Duration, levels []int, backoff, inProcess 
 func measureLevels(b *testing.B, handler http.Handler, newConns func() int64, dur time.Duration, levels []int, backoff, inProcess bool, about func() string) {
 	var st serverTimes
 	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(st.wrap(handler))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
+	srv := countingServer(st.wrap(handler), &conns)
 	defer srv.Close()
 	url := srv.URL + "/v1/projects/apollo/search"
 	var child *loadChild
@@ -885,7 +892,7 @@ func seed(b *testing.B, host *Host, records int) {
 func TestLoadDoers(t *testing.T) {
 	var conns atomic.Int64
 	var calls atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := countingServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			return
 		}
@@ -904,13 +911,7 @@ func TestLoadDoers(t *testing.T) {
 			w.Header().Set("Connection", "close")
 			_, _ = w.Write(body)
 		}
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
+	}), &conns)
 	defer srv.Close()
 	url := srv.URL + "/v1/projects/apollo/search"
 	for name, newDoer := range map[string]func() loadDoer{"net/http": netHTTPDoers(url), "raw": rawDoers(url)} {
