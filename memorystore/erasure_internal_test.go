@@ -4,9 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/storekit"
@@ -16,15 +13,8 @@ import (
 // recall index of its Scope, key included, even while other records of
 // the Scope are still indexed (a purge cut short between batches).
 func TestPurgeLeavesNoKeyInTheIndex(t *testing.T) {
-	clk := clock.NewMock()
-	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
-		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
-		MaxJobPayloadBytes: 1000, MaxReasonBytes: 1024}, allowAll{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)})
+	cfg, _ := testConfig(t)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -207,9 +207,9 @@ func TestParallelVectorScanUnderWrites(t *testing.T) {
 	wg.Wait()
 }
 
-// randomTestStore returns an empty store with permissive limits on a mock
-// clock, for the randomized tests.
-func randomTestStore(t *testing.T) (*clock.Mock, *Store) {
+// testConfig is a store configuration with permissive limits on a mock
+// clock set to 2030-01-01 UTC, and that clock.
+func testConfig(t *testing.T) (Config, *clock.Mock) {
 	t.Helper()
 	clk := clock.NewMock()
 	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -219,7 +219,15 @@ func randomTestStore(t *testing.T) (*clock.Mock, *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)})
+	return Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)}, clk
+}
+
+// randomTestStore returns an empty store with permissive limits on a mock
+// clock, for the randomized tests.
+func randomTestStore(t *testing.T) (*clock.Mock, *Store) {
+	t.Helper()
+	cfg, clk := testConfig(t)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,11 +394,7 @@ func checkLookups(t *testing.T, s *Store) {
 // float32 screen still hands every contender to the exact float64 ranking.
 func TestVectorScreenIsExactOnNearTies(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewMock()
-	guard, _ := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
-		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
-		MaxJobPayloadBytes: 1000, MaxReasonBytes: 1024}, allowAll{})
-	s, _ := New(Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)})
+	_, s := randomTestStore(t)
 	sc := memorykit.Scope{TenantID: "t", SubjectType: memorykit.SubjectProject, SubjectID: "p"}
 	r := rand.New(rand.NewPCG(9, 9))
 	const dims = 384

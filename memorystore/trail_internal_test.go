@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
@@ -18,15 +17,7 @@ import (
 // trail reads the same from both stores.
 func TestUntouchedCreateStoresNoRevision(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewMock()
-	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	guard, err := memorykit.NewWriteGuard(memorykit.Limits{Version: 1, MaxKeyBytes: 200, MaxContentBytes: 4000,
-		MaxMetadataEntries: 4, MaxMetadataBytes: 200, MaxSources: 4, MaxSourceBytes: 200, MaxListSize: 500,
-		MaxJobPayloadBytes: 1000, MaxReasonBytes: 1024}, allowAll{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Clock: clk, Guard: guard, Tombstones: testTombstones(t)}
+	cfg, clk := testConfig(t)
 	s, err := NewJournaled(cfg, Image{})
 	if err != nil {
 		t.Fatal(err)

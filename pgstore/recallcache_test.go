@@ -11,9 +11,6 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	pgxvec "github.com/pgvector/pgvector-go/pgx"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/goagents/memorykit"
@@ -502,26 +499,9 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 	schema := uniqueSchema(t)
 	clk := newClock()
 	writer := openSQL(t, schema, clk)
-	pcfg, err := pgxpool.ParseConfig(testDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tracer := &countingTracer{}
-	pcfg.ConnConfig.Tracer = tracer
-	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
 	// One connection, so the background load never opens another (whose
 	// setup queries would be counted too).
-	pcfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
-	if err != nil {
-		unusable(t, "new", err)
-	}
-	defer s.Close()
+	s, tracer := tracedStore(t, schema, clk, 1, false)
 	scope, _ := memorykit.ProjectScope("tenant-r", "trips")
 	add := func(key string) {
 		t.Helper()

@@ -9,9 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/goagents/memorykit"
 )
@@ -92,24 +89,7 @@ func TestRecallCacheWrittenScopeOneRoundTrip(t *testing.T) {
 	schema := uniqueSchema(t)
 	clk := newClock()
 	other := openCached(t, schema, clk, 64<<20)
-	pcfg, err := pgxpool.ParseConfig(testDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tracer := &countingTracer{}
-	pcfg.ConnConfig.Tracer = tracer
-	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
-	pcfg.MaxConns = 1 // no new connection's setup queries in the counts
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema})
-	if err != nil {
-		unusable(t, "new", err)
-	}
-	defer s.Close()
+	s, tracer := tracedStore(t, schema, clk, 1, false)
 	scope, _ := memorykit.ProjectScope("tenant-w", "trips")
 	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"api"}, Terms: memorykit.SearchTerms("which eu region", 16),
 		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
@@ -254,8 +255,12 @@ func (c *countingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx
 func (c *countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *countingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
-	schema := uniqueSchema(t)
+// tracedStore opens a Store on its own pool whose statements tracer
+// counts; maxConns > 0 bounds the pool (one connection keeps a new
+// connection's setup queries out of the counts). The Store and its pool
+// close when the test ends.
+func tracedStore(t *testing.T, schema string, clk clock.Clock, maxConns int32, sqlRecall bool) (*Store, *countingTracer) {
+	t.Helper()
 	ctx := context.Background()
 	pcfg, err := pgxpool.ParseConfig(testDSN(t))
 	if err != nil {
@@ -264,17 +269,27 @@ func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
 	tracer := &countingTracer{}
 	pcfg.ConnConfig.Tracer = tracer
 	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	if maxConns > 0 {
+		pcfg.MaxConns = maxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
-	clk := newClock()
-	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema, SQLRecall: true})
+	t.Cleanup(pool.Close)
+	s, err := New(ctx, pool, Config{Clock: clk, Guard: testGuard(t), Tombstones: testTombstones(t), Schema: schema, SQLRecall: sqlRecall})
 	if err != nil {
 		unusable(t, "new", err)
 	}
-	defer s.Close()
+	t.Cleanup(s.Close)
+	return s, tracer
+}
+
+func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
+	schema := uniqueSchema(t)
+	ctx := context.Background()
+	clk := newClock()
+	s, tracer := tracedStore(t, schema, clk, 0, true)
 	b := &bundle{s: s, clk: clk, schema: schema, ctx: ctx}
 	b.scope, _ = memorykit.ProjectScope("t1", "p1")
 	r := b.create(t, memorykit.KindFact, "deploy region", "The API runs in eu-west-1", memorykit.StatusActive)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/benbjohnson/clock"
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
@@ -30,13 +31,7 @@ func BenchmarkRecall(b *testing.B) {
 					fmt.Sprintf("The %s team decided item %d: keep the %s runbook current and review it weekly.", t, i, t))
 				testkit.EmbedAll(b, store, emb, r)
 			}
-			eng, err := recall.New(recall.Config{
-				Store: store, Embedder: emb, Authorizer: az, Policy: testkit.Policy(),
-				Clock: clk, Events: memorykit.DiscardEvents{}, Logger: zap.NewNop(),
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			eng := benchEngine(b, store, emb, az, testkit.Policy(), clk)
 			req := recall.Request{Principal: testkit.Principal("tenant-a", memorykit.ActorModel, "model-1"), Scope: scope,
 				Query: "how do we review the release runbook weekly?"}
 			ctx := context.Background()
@@ -81,13 +76,7 @@ func BenchmarkRecallHeavy(b *testing.B) {
 		testkit.EmbedAll(b, store, emb, r)
 	}
 	policy := memorykit.RecallPolicyV1(emb.Profile(), emb.Dimension())
-	eng, err := recall.New(recall.Config{
-		Store: store, Embedder: emb, Authorizer: az, Policy: policy,
-		Clock: clk, Events: memorykit.DiscardEvents{}, Logger: zap.NewNop(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	eng := benchEngine(b, store, emb, az, policy, clk)
 	req := recall.Request{Principal: testkit.Principal("tenant-a", memorykit.ActorModel, "model-1"), Scope: scope,
 		Query: "deploy runbook"}
 	ctx := context.Background()
@@ -116,4 +105,17 @@ func BenchmarkRecallHeavy(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchEngine is a recall engine on store that discards events and logs.
+func benchEngine(b *testing.B, store memorykit.RecallStore, emb memorykit.Embedder, az memorykit.Authorizer, policy memorykit.RecallPolicy, clk clock.Clock) *recall.Engine {
+	b.Helper()
+	eng, err := recall.New(recall.Config{
+		Store: store, Embedder: emb, Authorizer: az, Policy: policy,
+		Clock: clk, Events: memorykit.DiscardEvents{}, Logger: zap.NewNop(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return eng
 }

@@ -170,28 +170,13 @@ func BenchmarkWrite(b *testing.B) {
 				revs = append(revs, []any{id, int64(1), "create", "tool", "bench", "", "active", hash, in.Content, benchEpoch})
 				embs = append(embs, []any{id, it.Embedding.Profile, hash, pgvector.NewVector(it.Embedding.Vector)})
 			}
-			tx, err := conn.Begin(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, c := range []struct {
-				table string
-				cols  []string
-				rows  [][]any
-			}{
+			copyBatch(b, conn, schema, []schemaCopy{
 				{"records", []string{"id", "tenant_id", "subject_type", "subject_id", "kind", "key", "content", "status", "version",
 					"content_hash", "effective_from", "created_by_kind", "created_by_id", "created_at", "updated_at", "search_tsv"}, recs},
 				{"revisions", []string{"record_id", "version", "action", "actor_kind", "actor_id", "reason", "status",
 					"content_hash", "content", "at"}, revs},
 				{"embeddings", []string{"record_id", "profile", "content_hash", "embedding"}, embs},
-			} {
-				if _, err := tx.CopyFrom(ctx, pgx.Identifier{schema, c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := tx.Commit(ctx); err != nil {
-				b.Fatal(err)
-			}
+			})
 		}
 		elapsed := time.Since(start)
 		b.StopTimer()
@@ -223,18 +208,7 @@ func benchCopySchema(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i += batchSize {
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, c := range schemaBatch(ws, sc, i, min(i+batchSize, b.N)) {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{schema, c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := tx.Commit(ctx); err != nil {
-			b.Fatal(err)
-		}
+		copyBatch(b, conn, schema, schemaBatch(ws, sc, i, min(i+batchSize, b.N)))
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -246,6 +220,23 @@ type schemaCopy struct {
 	table string
 	cols  []string
 	rows  [][]any
+}
+
+// copyBatch runs copies into schema in one transaction on conn.
+func copyBatch(b *testing.B, conn *pgx.Conn, schema string, copies []schemaCopy) {
+	ctx := context.Background()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range copies {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{schema, c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // schemaBatch is the COPYs of items from..to-1 of ws, as CreateBatch
