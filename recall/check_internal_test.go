@@ -189,3 +189,34 @@ func referenceCheck(op string, q memorykit.RecallQuery, res memorykit.RecallResu
 	}
 	return nil
 }
+
+// rankIndex, the reference for checkResult's index, maps each record ID to its rank in every channel that returned
+// it (the below-threshold list excluded).
+func rankIndex(res memorykit.RecallResult) map[string]map[memorykit.Channel]int {
+	out := make(map[string]map[memorykit.Channel]int)
+	add := func(c memorykit.Channel, hits []memorykit.Hit) {
+		for _, h := range hits {
+			m := out[h.ID]
+			if m == nil {
+				m = make(map[memorykit.Channel]int)
+				out[h.ID] = m
+			}
+			m[c] = h.Rank
+		}
+	}
+	add(memorykit.ChannelExact, res.Exact)
+	add(memorykit.ChannelFullText, res.FullText)
+	add(memorykit.ChannelVector, res.Vector)
+	return out
+}
+
+// belowRank is a record's first place among the matches below the
+// full-text threshold, 0 if it is not there.
+func belowRank(res memorykit.RecallResult, id string) int {
+	for _, h := range res.FullTextBelow {
+		if h.ID == id {
+			return h.Rank
+		}
+	}
+	return 0
+}

@@ -253,7 +253,7 @@ func (e *Engine) recall(ctx context.Context, op string, req Request) (Result, er
 	}
 	if ownDeadline() {
 		// The store answered, but too late: nothing of it is used.
-		pl.trace.Records = traceAll(res, DroppedDeadline)
+		pl.trace.Records = traceAll(res, hits, DroppedDeadline)
 		return e.degraded(req.Scope, pl.trace, "deadline", start), nil
 	}
 	return e.choose(req, pl.c, res, hits, after, pl.trace, start), nil
@@ -756,52 +756,19 @@ func appendIDs(ids []string, hits []memorykit.Hit) []string {
 	return ids
 }
 
-// rankIndex maps each record ID to its rank in every channel that returned
-// it (the below-threshold list excluded).
-func rankIndex(res memorykit.RecallResult) map[string]map[memorykit.Channel]int {
-	out := make(map[string]map[memorykit.Channel]int)
-	add := func(c memorykit.Channel, hits []memorykit.Hit) {
+// traceAll lists every record res names with one outcome. index is
+// checkResult's index of res.
+func traceAll(res memorykit.RecallResult, index map[string]hitRanks, o Outcome) []TraceRecord {
+	out := make([]TraceRecord, 0, len(index))
+	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector, res.FullTextBelow} {
 		for _, h := range hits {
-			m := out[h.ID]
-			if m == nil {
-				m = make(map[memorykit.Channel]int)
-				out[h.ID] = m
+			r := index[h.ID]
+			if r.traced {
+				continue
 			}
-			m[c] = h.Rank
-		}
-	}
-	add(memorykit.ChannelExact, res.Exact)
-	add(memorykit.ChannelFullText, res.FullText)
-	add(memorykit.ChannelVector, res.Vector)
-	return out
-}
-
-func belowRank(res memorykit.RecallResult, id string) int {
-	for _, h := range res.FullTextBelow {
-		if h.ID == id {
-			return h.Rank
-		}
-	}
-	return 0
-}
-
-// traceAll lists every record res names with one outcome.
-func traceAll(res memorykit.RecallResult, o Outcome) []TraceRecord {
-	ranks := rankIndex(res)
-	var out []TraceRecord
-	seen := make(map[string]bool)
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
-		for _, h := range hits {
-			if !seen[h.ID] {
-				seen[h.ID] = true
-				out = append(out, TraceRecord{ID: h.ID, Ranks: ranks[h.ID], BelowThresholdRank: belowRank(res, h.ID), Outcome: o})
-			}
-		}
-	}
-	for _, h := range res.FullTextBelow {
-		if !seen[h.ID] {
-			seen[h.ID] = true
-			out = append(out, TraceRecord{ID: h.ID, BelowThresholdRank: h.Rank, Outcome: o})
+			r.traced = true
+			index[h.ID] = r
+			out = append(out, TraceRecord{ID: h.ID, Ranks: r.channelRanks(nil), BelowThresholdRank: int(r.below), Outcome: o})
 		}
 	}
 	return out

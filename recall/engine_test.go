@@ -481,6 +481,10 @@ func TestRecallDeadlinePassedBeforeLateAnswerDropsEverything(t *testing.T) {
 		if !ok || tr.Outcome != recall.DroppedDeadline {
 			t.Fatalf("trace %+v", o.res.Trace.Records)
 		}
+		// The dropped record keeps the ranks the store gave it.
+		if len(o.res.Trace.Records) != 1 || tr.Ranks[memorykit.ChannelExact] != 1 || tr.Ranks[memorykit.ChannelFullText] != 1 {
+			t.Fatalf("trace ranks %+v", o.res.Trace.Records)
+		}
 	})
 }
 
