@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 )
 
 // Sentinel errors. Every error memorykit returns matches exactly one of these
@@ -71,6 +72,10 @@ type Error struct {
 	// Retry marks the failure as recoverable: trying again later, or
 	// degrading, is safe.
 	Retry bool
+	// RetryAfter, when positive on a recoverable error, is the least time
+	// to wait before trying again, such as a model provider's Retry-After.
+	// A worker that retries the failed job waits at least this long.
+	RetryAfter time.Duration
 }
 
 // Error returns a content-free message.
