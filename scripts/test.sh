@@ -69,7 +69,7 @@ echo "ok (log: $log.nodb)"
 # core module depends on no model SDK. The root's ./... patterns stop at a
 # nested go.mod, so every gate above runs again inside each of them (gofmt
 # already covered their files).
-for mod in adapters/openai adapters/anthropic examples/host-api; do
+for mod in adapters/openai adapters/anthropic adapters/mcp examples/host-api; do
   echo "== $mod: go vet, staticcheck, go test -race (MEMORYKIT_REQUIRE_POSTGRES=1), without a database, go mod tidy -diff"
   (
     cd "$mod"

@@ -51,6 +51,7 @@ func runBlackBox(t *testing.T, b backend) {
 	t.Run("FailedWritesSayNotSaved", func(t *testing.T) { testFailedWrites(t, newEnv(t, b, cov)) })
 	t.Run("ErrorStatusesAndShutdown", func(t *testing.T) { testStatuses(t, newEnv(t, b, cov)) })
 	t.Run("MetricsScrape", func(t *testing.T) { testMetrics(t, newEnv(t, b, cov)) })
+	t.Run("MCP", func(t *testing.T) { testMCP(t, newEnv(t, b, cov)) })
 	if t.Failed() || len(routes) == 0 {
 		return
 	}

@@ -84,18 +84,12 @@ func (h *Host) chat(w http.ResponseWriter, r *http.Request, c call) {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "bad_id", "turn_id")
 		return
 	}
-	modelID, ok := h.dir.ModelFor(c.scope.TenantID)
-	if !ok {
-		writeError(w, http.StatusForbidden, "forbidden", "no_model_for_tenant", "")
+	areq, err := h.agentRequest(c.caller, c.project)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
-
-	s, err := h.rt.Session(ctx, mkruntime.Request{
-		Caller:      c.caller.principal,
-		Scope:       c.scope,
-		ModelID:     modelID,
-		WriteIntent: c.caller.can(c.project, memorykit.PermWrite) && c.caller.can(c.project, memorykit.PermModelWrite),
-	})
+	s, err := h.rt.Session(ctx, areq)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -218,6 +218,10 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		pool:  pool,
 	}
 	h.registerRoutes()
+	if err := h.registerMCP(); err != nil {
+		_ = h.Close(ctx)
+		return nil, err
+	}
 	return h, nil
 }
 

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -56,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	schema := fs.String("schema", "", "PostgreSQL schema (default memorykit)")
 	workerID := fs.String("worker-id", "", "worker identity on leases, unique per process sharing a database (default host-api-<random>)")
 	demo := fs.Bool("demo", false, "run the scripted walk-through on the embedded store and exit")
+	mcpStdio := fs.String("mcp-stdio", "", "serve MCP on standard input and output for this project, as the member whose token is in $"+envMCPToken+", instead of HTTP (for a local MCP client such as Claude Code)")
 	var model modelConfig
 	fs.StringVar(&model.kind, "model", modelScripted, "chat model: scripted (offline), openai (Chat Completions; also Ollama, vLLM, llama.cpp) or anthropic; the key comes from $"+envOpenAIKey+" or $"+envAnthropicKey)
 	fs.StringVar(&model.url, "model-url", "", "model server base URL (default: the provider's public API)")
@@ -103,6 +105,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer func() { _ = logger.Sync() }()
+	if *mcpStdio != "" {
+		dir, err := LoadDirectory(*tokens)
+		if err == nil {
+			err = serveMCPStdio(ctx, logger, Options{
+				Directory: dir, DSN: *dsn, Schema: *schema, DataDir: dataDir, Clock: clock.New(),
+				Logger: logger, Model: ScriptedModel{}, Runner: runner, WorkerID: cmp.Or(*workerID, "host-api-"+randomHex(6)),
+				TombstoneSecret: []byte(os.Getenv("MEMORYKIT_TOMBSTONE_SECRET")),
+			}, *mcpStdio)
+		}
+		if err != nil {
+			logger.Error("MCP stdio stopped with an error", zap.Error(err))
+			return 1
+		}
+		return 0
+	}
 	if err := serveModel(ctx, logger, *addr, *tokens, *dsn, *schema, dataDir, *workerID, model.kind, runner); err != nil {
 		logger.Error("host stopped with an error", zap.Error(err)) // memorykit errors are content-free
 		return 1
