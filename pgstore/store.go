@@ -96,6 +96,22 @@ type Config struct {
 	// instead (see keepOnCancel). Zero means DefaultCancelGrace; negative
 	// is invalid. It is ignored by New, whose caller configures its pool.
 	CancelGrace time.Duration
+	// LockTimeout is the longest any statement of Open's pool waits for a
+	// lock (the session's lock_timeout, set when each connection opens):
+	// a statement still waiting then fails with a recoverable
+	// ErrUnavailable (reason "sqlstate_55p03"), so a transaction frozen
+	// while holding a row cannot stall the requests and workers behind it
+	// for longer. Zero means DefaultLockTimeout; negative, below a
+	// millisecond or above MaxSessionTimeout is invalid. It is ignored by
+	// New, whose caller configures its pool.
+	LockTimeout time.Duration
+	// IdleInTransactionTimeout is how long a session of Open's pool may
+	// sit idle inside an open transaction before the server ends the
+	// session, rolling the transaction back and releasing its locks (the
+	// session's idle_in_transaction_session_timeout). Zero means
+	// DefaultIdleInTransactionTimeout; negative, below a millisecond or
+	// above MaxSessionTimeout is invalid. It is ignored by New.
+	IdleInTransactionTimeout time.Duration
 	// RecallCacheBytes is the memory budget in bytes of the in-process
 	// recall cache, on unless SQLRecall is set: Recall reads the Scope's
 	// version (one round trip) and ranks in a per-Scope copy of its active
@@ -148,6 +164,12 @@ func (c Config) check(op string) (string, error) {
 	}
 	if c.CancelGrace < 0 {
 		return "", memorykit.ConfigError(op, "cancel_grace", "negative")
+	}
+	if err := checkSessionTimeout(op, "lock_timeout", c.LockTimeout); err != nil {
+		return "", err
+	}
+	if err := checkSessionTimeout(op, "idle_in_transaction_timeout", c.IdleInTransactionTimeout); err != nil {
+		return "", err
 	}
 	if c.RecallCacheBytes < 0 {
 		return "", memorykit.ConfigError(op, "recall_cache_bytes", "negative")
@@ -247,6 +269,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 
+	// The session timeouts apply to the pool's connections only: the
+	// migration above waits on an advisory lock for as long as another
+	// process migrates.
+	setSessionTimeouts(pcfg.ConnConfig, cfg.lockTimeout(), cfg.idleInTransactionTimeout())
 	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		return pgxvec.RegisterTypes(ctx, c)
 	}

@@ -51,9 +51,14 @@ UPDATE {schema}.jobs SET state = 'failed', payload = '',
 	RETURNING {job_cols}
 
 -- name: reap_erased
-UPDATE {schema}.jobs SET state = 'failed', payload = '',
+WITH picked AS (
+		SELECT id FROM {schema}.jobs
+		WHERE state = 'leased' AND lease_expires_at <= $1 AND cardinality(erased_keys) > 0
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE {schema}.jobs j SET state = 'failed', payload = '',
 		last_error = $2, leased_by = '', lease_expires_at = NULL, erased_keys = '{}', updated_at = $1
-	WHERE state = 'leased' AND lease_expires_at <= $1 AND cardinality(erased_keys) > 0
+	FROM picked WHERE j.id = picked.id
 
 -- name: start_purge
 INSERT INTO {schema}.purges AS p (tenant_id, subject_type, subject_id,
