@@ -386,14 +386,27 @@ func checkRegistered(ctx context.Context, op string, conn *pgx.Conn, ext string)
 	return nil
 }
 
-// checkVector sends a vector through the database and back.
+// checkVectorSQL, when a test sets it, replaces the round-trip statement
+// of checkVector (a template with {ext}), so the test can make the
+// database answer wrongly and watch Open fail closed.
+var checkVectorSQL string
+
+// checkVector sends a vector through the database and back. A statement
+// that fails is ErrIntegrity "vector_round_trip_failed" (or the
+// recoverable error of a lost connection); a vector that comes back with
+// another length or other values is ErrIntegrity
+// "vector_round_trip_mismatch".
 func (s *Store) checkVector(ctx context.Context, op string) error {
 	want := []float32{1, -2.5, 0.125, 3e-5}
 	var got pgvector.Vector
-	if err := s.pool.QueryRow(ctx, s.stmt("check_vector"), pgvector.NewVector(want)).Scan(&got); err != nil {
+	q := s.stmt("check_vector")
+	if checkVectorSQL != "" {
+		q = s.q(checkVectorSQL)
+	}
+	if err := s.pool.QueryRow(ctx, q, pgvector.NewVector(want)).Scan(&got); err != nil {
 		me := mapErr(op, err).(*memorykit.Error)
-		if !me.Retry {
-			me.Reason = "vector_round_trip_failed"
+		if !me.Retry && ctx.Err() == nil {
+			me.Kind, me.Reason = memorykit.ErrIntegrity, "vector_round_trip_failed"
 		}
 		return me
 	}
