@@ -198,3 +198,45 @@ func TestVerifyErasedOnALockedFile(t *testing.T) {
 		t.Fatalf("VerifyErased of a held file: %v; want ErrUnavailable %s", err, sqlitestore.ReasonLocked)
 	}
 }
+
+// TestEraseLeavesNoRunRefInTheFile: the Host's turn id a finished job
+// was enqueued with, and that the erased record names as its source, is
+// in neither the job's tombstone nor the file's bytes after erase.
+func TestEraseLeavesNoRunRefInTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r.db")
+	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
+	scope := storetest.Scope(t, "tenant-r", "p")
+	const ref = "run-zqturnref/turn-7"
+	id := memorykit.ExtractionJobID(scope, ref)
+	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: scope, RunRef: ref, Payload: "hello", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("lease: %v, %v", jobs, err)
+	}
+	if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "w", LeaseToken: jobs[0].LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: "k", Content: "c",
+		Sources: []memorykit.Source{{Kind: "chat", Ref: ref}}, Status: memorykit.StatusActive, Actor: actor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.VerifyErased(ctx, scope, "zqturnref"); err != nil || len(hits) < 2 {
+		t.Fatalf("before erase: %v, %v; want the job and the record", hits, err)
+	}
+	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.GetJob(ctx, scope, id); err != nil || j.RunRef != "" || j.State != memorykit.JobDone {
+		t.Fatalf("the finished job after erase: %+v, %v", j, err)
+	}
+	if hits, err := s.VerifyErased(ctx, scope, "zqturnref"); err != nil || len(hits) != 0 {
+		t.Fatalf("after erase: %v, %v; want nothing", hits, err)
+	}
+}
