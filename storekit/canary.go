@@ -61,9 +61,17 @@ func (c *Canary) Match(s string) bool {
 		return false
 	}
 	low := strings.ToLower(s)
+	for _, f := range c.forms {
+		if strings.Contains(low, f) {
+			return true
+		}
+	}
+	if unorm.NFKC.IsNormalString(s) {
+		return false
+	}
 	folded := strings.ToLower(unorm.NFKC.String(s))
 	for _, f := range c.forms {
-		if strings.Contains(low, f) || strings.Contains(folded, f) {
+		if strings.Contains(folded, f) {
 			return true
 		}
 	}
