@@ -21,6 +21,12 @@ const TombstoneKeyPrefix = "hmac-sha256:"
 // scrubbed and finished.
 const ReasonErased = "erased"
 
+// ReasonErasedContent is the LastError of an unfinished extraction job
+// that erase finished because its payload quoted the erased record's key
+// or content (any of its versions). A worker holding its lease loses it:
+// its completion, failure or hand-back is refused and stores nothing.
+const ReasonErasedContent = "erased_content"
+
 // ErrPurging is the kind of a write refused because a purge of its Scope
 // is running or was interrupted and not yet finished. It is always
 // recoverable: the write may be tried again once the purge is done.
@@ -102,8 +108,11 @@ type PurgeReport struct {
 	Revisions int
 	// Embeddings counts vectors deleted.
 	Embeddings int
-	// Jobs counts extraction jobs scrubbed and finished (queued or leased
-	// when the purge reached them).
+	// Jobs counts the Scope's extraction jobs the purge changed, each
+	// once: unfinished ones it scrubbed (queued or leased when the purge
+	// reached them), and finished ones whose run reference it dropped
+	// (their content-free tombstone is kept). A job erase had already
+	// scrubbed and stripped is not counted again.
 	Jobs int
 	// QueueEntries counts embedding queue, lease, retry and park entries
 	// removed.

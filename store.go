@@ -77,7 +77,12 @@ type LifecycleStore interface {
 	// failed tombstone with reason ReasonErased; a leased one loses its
 	// payload at once and, when its worker hands it back, is finished as
 	// such a tombstone (CompleteJob drops its proposals for the erased key
-	// and stores the others). A store that rewrites rows in place may keep
+	// and stores the others); those jobs, in any state, lose their RunRef.
+	// Any other unfinished job of the Scope whose payload quotes the
+	// record's key or the content of any of its versions
+	// (storekit.PayloadQuotes) is finished at once as a failed tombstone
+	// with reason ReasonErasedContent, payload, lease and RunRef cleared, so
+	// a worker holding it loses its lease and stores nothing. A store that rewrites rows in place may keep
 	// old row versions on disk until its storage reclaims them (see
 	// pgstore).
 	Erase(ctx context.Context, t Transition) (Record, error)
@@ -266,7 +271,10 @@ type Job struct {
 	ID    string
 	Scope Scope
 	// RunRef is the Host's reference of the turn the job was enqueued for
-	// (see NewJob.RunRef); it is not content and is kept on tombstones.
+	// (see NewJob.RunRef). It holds no memory content and stays on a
+	// finished job's tombstone, except that erase drops it from every job
+	// it scrubs and purge from every job of the Scope: a turn id can name
+	// the conversation an erased memory came from.
 	RunRef string
 	// Payload is the finished turn's text; empty once the job is done or
 	// failed.

@@ -34,6 +34,7 @@ type erasure struct {
 // for writing and has checked the transition.
 func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.Actor, reason string, now time.Time) erasure {
 	jobs := storekit.ErasureJobIDs(e.rec, e.ownHistory().revisions)
+	texts := storekit.ErasedTexts(e.rec, e.ownHistory().revisions)
 	digest := s.tombstoneKey(e.rec.Scope, e.rec.Key)
 	if e.ix != nil {
 		// Out of the recall index while the index still knows the key.
@@ -64,12 +65,56 @@ func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.
 	n.revisions = len(revs)
 	s.sync(e)
 	s.changed(e)
+	own := make(map[string]bool, len(jobs))
 	for _, id := range jobs {
-		if j := s.jobs[id]; j != nil && j.Scope == e.rec.Scope && s.scrubJobLocked(j, digest, now) {
+		own[id] = true
+		if j := s.jobs[id]; j != nil && j.Scope == e.rec.Scope {
+			if s.scrubJobLocked(j, digest, now) {
+				n.jobs++
+			}
+			s.dropRunRefLocked(j)
+		}
+	}
+	if r.Action() != memorykit.ActionErase {
+		// A purge scrubs every job of the Scope when its last step is done.
+		return n
+	}
+	for id, j := range s.jobs {
+		if !own[id] && j.Scope == e.rec.Scope && s.scrubQuotingJobLocked(j, texts, now) {
 			n.jobs++
 		}
 	}
 	return n
+}
+
+// scrubQuotingJobLocked finishes an unfinished job of the erased record's
+// Scope whose payload quotes texts (storekit.PayloadQuotes) as a failed
+// tombstone with reason memorykit.ReasonErasedContent, dropping its lease
+// and run reference, and reports whether it did. The caller holds s.mu
+// for writing.
+func (s *Store) scrubQuotingJobLocked(j *memorykit.Job, texts []string, now time.Time) bool {
+	if (j.State != memorykit.JobQueued && j.State != memorykit.JobLeased) || !storekit.PayloadQuotes(j.Payload, texts) {
+		return false
+	}
+	s.changedJob(j.ID)
+	delete(s.jobErased, j.ID)
+	tombstone(j, memorykit.JobFailed)
+	j.LastError = memorykit.ReasonErasedContent
+	j.RunRef = ""
+	j.UpdatedAt = now
+	return true
+}
+
+// dropRunRefLocked removes the run reference (the Host's turn id) from a
+// job erase or purge scrubbed; it reports whether there was one. The
+// caller holds s.mu for writing.
+func (s *Store) dropRunRefLocked(j *memorykit.Job) bool {
+	if j.RunRef == "" {
+		return false
+	}
+	s.changedJob(j.ID)
+	j.RunRef = ""
+	return true
 }
 
 // scrubJobLocked scrubs one extraction job for an erase whose key digest
@@ -162,7 +207,11 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	defer s.mu.Unlock()
 	now := s.now()
 	for _, j := range s.jobs {
-		if j.Scope == scope && s.scrubJobLocked(j, storekit.PurgeAllKeys, now) {
+		if j.Scope != scope {
+			continue
+		}
+		scrubbed := s.scrubJobLocked(j, storekit.PurgeAllKeys, now)
+		if dropped := s.dropRunRefLocked(j); scrubbed || dropped {
 			rep.Jobs++
 		}
 	}

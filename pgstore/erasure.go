@@ -90,7 +90,7 @@ type erasureCounts struct {
 // deleted, and the extraction jobs the record came from are scrubbed.
 func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r storekit.LifecycleRule,
 	actor memorykit.Actor, reason string, now time.Time) (memorykit.Record, error) {
-	jobs, err := s.erasureJobs(ctx, tx, rec)
+	jobs, texts, err := s.erasureJobs(ctx, tx, rec)
 	if err != nil {
 		return memorykit.Record{}, err
 	}
@@ -105,15 +105,69 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, rec memorykit.Record, r st
 	if _, err := s.scrubJobs(ctx, tx, rec.Scope, jobs, digest, now); err != nil {
 		return memorykit.Record{}, err
 	}
+	if len(jobs) > 0 {
+		if _, err := s.dropRunRefs(ctx, tx, rec.Scope, jobs); err != nil {
+			return memorykit.Record{}, err
+		}
+	}
+	if err := s.finishQuotingJobs(ctx, tx, rec.Scope, jobs, texts, now); err != nil {
+		return memorykit.Record{}, err
+	}
 	return out, nil
 }
 
+// dropRunRefs removes the run reference of the jobs ids of scope (every
+// job of the Scope when ids is nil) and returns the ids of those that had
+// one.
+func (s *Store) dropRunRefs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, ids []string) ([]string, error) {
+	var out []string
+	err := tx.QueryRow(ctx, s.stmt("drop_run_refs"),
+		scope.TenantID, string(scope.SubjectType), scope.SubjectID, ids).Scan(&out)
+	return out, err
+}
+
+// finishQuotingJobs finishes every unfinished job of scope, other than
+// own, whose payload quotes texts (storekit.PayloadQuotes) as a failed
+// tombstone with reason memorykit.ReasonErasedContent: payload, lease,
+// erase marks and run reference cleared. The rows are locked and matched
+// in Go, so all three stores apply one rule.
+func (s *Store) finishQuotingJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, own, texts []string, now time.Time) error {
+	if len(texts) == 0 {
+		return nil
+	}
+	if own == nil {
+		own = []string{}
+	}
+	rows, err := tx.Query(ctx, s.stmt("quoting_jobs"), scope.TenantID, string(scope.SubjectType), scope.SubjectID, own)
+	if err != nil {
+		return err
+	}
+	var hit []string
+	for rows.Next() {
+		var id, payload string
+		if err := rows.Scan(&id, &payload); err != nil {
+			rows.Close()
+			return err
+		}
+		if storekit.PayloadQuotes(payload, texts) {
+			hit = append(hit, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(hit) == 0 {
+		return err
+	}
+	_, err = tx.Exec(ctx, s.stmt("finish_quoting_jobs"), hit, memorykit.ReasonErasedContent, now)
+	return err
+}
+
 // erasureJobs reads the record's revisions and returns the jobs its erase
-// scrubs (storekit.ErasureJobIDs).
-func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record) ([]string, error) {
+// scrubs (storekit.ErasureJobIDs) and the texts a job's payload must not
+// quote once it is erased (storekit.ErasedTexts).
+func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record) ([]string, []string, error) {
 	rows, err := tx.Query(ctx, s.stmt("erasure_jobs"), rec.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	var revs []memorykit.Revision
@@ -121,19 +175,19 @@ func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record
 		var v memorykit.Revision
 		var action string
 		var src []byte
-		if err := rows.Scan(&action, &v.Reason, &src); err != nil {
-			return nil, err
+		if err := rows.Scan(&action, &v.Reason, &src, &v.Content); err != nil {
+			return nil, nil, err
 		}
 		v.Action = memorykit.Action(action)
 		if v.Sources, err = decodeSources(src); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		revs = append(revs, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return storekit.ErasureJobIDs(rec, revs), nil
+	return storekit.ErasureJobIDs(rec, revs), storekit.ErasedTexts(rec, revs), nil
 }
 
 // scrubRows scrubs the revisions of the records ids (content, hash,
@@ -151,15 +205,15 @@ func (s *Store) scrubRows(ctx context.Context, tx pgx.Tx, ids []string) (erasure
 // of the Scope. A queued job becomes a failed tombstone with reason
 // memorykit.ReasonErased; a leased one loses its payload now and records
 // the digest, and is finished when its worker hands it back. It returns
-// how many jobs were scrubbed for the first time.
-func (s *Store) scrubJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, ids []string, digest string, now time.Time) (int, error) {
+// the ids of the jobs scrubbed for the first time.
+func (s *Store) scrubJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, ids []string, digest string, now time.Time) ([]string, error) {
 	if ids != nil && len(ids) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	var n int
+	var out []string
 	err := tx.QueryRow(ctx, s.stmt("scrub_jobs"),
-		scope.TenantID, string(scope.SubjectType), scope.SubjectID, ids, digest, now, memorykit.ReasonErased).Scan(&n)
-	return n, err
+		scope.TenantID, string(scope.SubjectType), scope.SubjectID, ids, digest, now, memorykit.ReasonErased).Scan(&out)
+	return out, err
 }
 
 // erasedKeys returns the erase marks of a job, locked by the caller's tx.
@@ -263,11 +317,20 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		}
 	}
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
-		n, err := s.scrubJobs(ctx, tx, scope, nil, storekit.PurgeAllKeys, s.now())
+		scrubbed, err := s.scrubJobs(ctx, tx, scope, nil, storekit.PurgeAllKeys, s.now())
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, s.stmt("count_purged_jobs"), append(sc, n)...)
+		stripped, err := s.dropRunRefs(ctx, tx, scope, nil)
+		if err != nil {
+			return err
+		}
+		// Each job the purge changed counts once.
+		changed := make(map[string]bool, len(scrubbed)+len(stripped))
+		for _, id := range append(scrubbed, stripped...) {
+			changed[id] = true
+		}
+		_, err = tx.Exec(ctx, s.stmt("count_purged_jobs"), append(sc, len(changed))...)
 		return err
 	})
 	if err != nil {

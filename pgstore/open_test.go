@@ -307,3 +307,41 @@ func TestPostgresNewNeedsRegisteredTypes(t *testing.T) {
 		t.Fatalf("reason %q", me.Reason)
 	}
 }
+
+// TestPostgresOpenFailsClosedOnABadVectorRoundTrip: when the database does
+// not hand back the vector Open sent (it fails on the value, cuts it
+// short, or changes its values), Open returns a typed ErrIntegrity naming
+// which, and no Store. The round-trip statement is replaced by one that
+// misbehaves in the real database: a typmod the value does not fit,
+// pgvector's subvector, and a pass through half precision.
+func TestPostgresOpenFailsClosedOnABadVectorRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		name, sql, reason string
+	}{
+		{"statement_fails", `SELECT $1::{ext}.vector(3)`, "vector_round_trip_failed"},
+		{"shorter", `SELECT {ext}.subvector($1::{ext}.vector, 1, 3)`, "vector_round_trip_mismatch"},
+		{"other_values", `SELECT $1::{ext}.vector::{ext}.halfvec::{ext}.vector`, "vector_round_trip_mismatch"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkVectorSQL = c.sql
+			t.Cleanup(func() { checkVectorSQL = "" })
+			s, err := Open(context.Background(), testDSN(t), Config{Clock: newClock(), Guard: testGuard(t),
+				Tombstones: testTombstones(t), Schema: uniqueSchema(t), MaxConns: 2})
+			if s != nil {
+				s.Close()
+				t.Fatal("Open returned a Store")
+			}
+			me := wantKind(t, err, memorykit.ErrIntegrity)
+			if me.Reason != c.reason || memorykit.IsRecoverable(err) {
+				t.Fatalf("Open: %v (reason %q); want %s, not recoverable", err, me.Reason, c.reason)
+			}
+		})
+	}
+	// The hook is off again: the same Open succeeds.
+	s, err := Open(context.Background(), testDSN(t), Config{Clock: newClock(), Guard: testGuard(t),
+		Tombstones: testTombstones(t), Schema: uniqueSchema(t), MaxConns: 2})
+	if err != nil {
+		t.Fatalf("Open with the real round trip: %v", err)
+	}
+	s.Close()
+}

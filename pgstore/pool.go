@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/goagents/memorykit"
 )
 
 // Pool sizing and cancellation.
@@ -34,6 +38,65 @@ const (
 	// gives up on the server's answer and closes the connection.
 	DefaultCancelGrace = 2 * time.Second
 )
+
+// Session timeouts. Open's pool sets both on every connection it opens
+// (as startup parameters, so they hold before the first statement runs).
+const (
+	// DefaultLockTimeout is the lock_timeout Config.LockTimeout zero
+	// stands for: long enough for any of pgstore's own transactions to
+	// finish under load, short enough that a frozen one fails the
+	// statements queued behind it in seconds rather than never.
+	DefaultLockTimeout = 10 * time.Second
+	// DefaultIdleInTransactionTimeout is the
+	// idle_in_transaction_session_timeout Config.IdleInTransactionTimeout
+	// zero stands for. pgstore never leaves a transaction idle on
+	// purpose, so a session idle this long inside one is stuck (a paused
+	// or partitioned process) and its locks are better released.
+	DefaultIdleInTransactionTimeout = time.Minute
+	// MaxSessionTimeout bounds both timeouts: PostgreSQL keeps them as
+	// 32-bit milliseconds.
+	MaxSessionTimeout = (1<<31 - 1) * time.Millisecond
+)
+
+// checkSessionTimeout checks one of the session timeouts of Config.
+func checkSessionTimeout(op, field string, d time.Duration) error {
+	switch {
+	case d < 0:
+		return memorykit.ConfigError(op, field, "negative")
+	case d > 0 && d < time.Millisecond:
+		// PostgreSQL would round it to zero: no timeout at all.
+		return memorykit.ConfigError(op, field, "below_millisecond")
+	case d > MaxSessionTimeout:
+		return memorykit.ConfigError(op, field, "too_large")
+	}
+	return nil
+}
+
+// lockTimeout is the effective Config.LockTimeout.
+func (c Config) lockTimeout() time.Duration {
+	if c.LockTimeout > 0 {
+		return c.LockTimeout
+	}
+	return DefaultLockTimeout
+}
+
+// idleInTransactionTimeout is the effective Config.IdleInTransactionTimeout.
+func (c Config) idleInTransactionTimeout() time.Duration {
+	if c.IdleInTransactionTimeout > 0 {
+		return c.IdleInTransactionTimeout
+	}
+	return DefaultIdleInTransactionTimeout
+}
+
+// setSessionTimeouts makes every connection opened with cc start with the
+// given lock_timeout and idle_in_transaction_session_timeout.
+func setSessionTimeouts(cc *pgx.ConnConfig, lock, idle time.Duration) {
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(lock.Milliseconds(), 10) + "ms"
+	cc.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idle.Milliseconds(), 10) + "ms"
+}
 
 // DefaultMaxConns is the pool size Open uses when Config.MaxConns is zero:
 // max(4, 2×GOMAXPROCS) connections for request handlers (recall, reads,

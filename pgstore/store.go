@@ -96,6 +96,22 @@ type Config struct {
 	// instead (see keepOnCancel). Zero means DefaultCancelGrace; negative
 	// is invalid. It is ignored by New, whose caller configures its pool.
 	CancelGrace time.Duration
+	// LockTimeout is the longest any statement of Open's pool waits for a
+	// lock (the session's lock_timeout, set when each connection opens):
+	// a statement still waiting then fails with a recoverable
+	// ErrUnavailable (reason "sqlstate_55p03"), so a transaction frozen
+	// while holding a row cannot stall the requests and workers behind it
+	// for longer. Zero means DefaultLockTimeout; negative, below a
+	// millisecond or above MaxSessionTimeout is invalid. It is ignored by
+	// New, whose caller configures its pool.
+	LockTimeout time.Duration
+	// IdleInTransactionTimeout is how long a session of Open's pool may
+	// sit idle inside an open transaction before the server ends the
+	// session, rolling the transaction back and releasing its locks (the
+	// session's idle_in_transaction_session_timeout). Zero means
+	// DefaultIdleInTransactionTimeout; negative, below a millisecond or
+	// above MaxSessionTimeout is invalid. It is ignored by New.
+	IdleInTransactionTimeout time.Duration
 	// RecallCacheBytes is the memory budget in bytes of the in-process
 	// recall cache, on unless SQLRecall is set: Recall reads the Scope's
 	// version (one round trip) and ranks in a per-Scope copy of its active
@@ -148,6 +164,12 @@ func (c Config) check(op string) (string, error) {
 	}
 	if c.CancelGrace < 0 {
 		return "", memorykit.ConfigError(op, "cancel_grace", "negative")
+	}
+	if err := checkSessionTimeout(op, "lock_timeout", c.LockTimeout); err != nil {
+		return "", err
+	}
+	if err := checkSessionTimeout(op, "idle_in_transaction_timeout", c.IdleInTransactionTimeout); err != nil {
+		return "", err
 	}
 	if c.RecallCacheBytes < 0 {
 		return "", memorykit.ConfigError(op, "recall_cache_bytes", "negative")
@@ -247,6 +269,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 
+	// The session timeouts apply to the pool's connections only: the
+	// migration above waits on an advisory lock for as long as another
+	// process migrates.
+	setSessionTimeouts(pcfg.ConnConfig, cfg.lockTimeout(), cfg.idleInTransactionTimeout())
 	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		return pgxvec.RegisterTypes(ctx, c)
 	}
@@ -360,14 +386,27 @@ func checkRegistered(ctx context.Context, op string, conn *pgx.Conn, ext string)
 	return nil
 }
 
-// checkVector sends a vector through the database and back.
+// checkVectorSQL, when a test sets it, replaces the round-trip statement
+// of checkVector (a template with {ext}), so the test can make the
+// database answer wrongly and watch Open fail closed.
+var checkVectorSQL string
+
+// checkVector sends a vector through the database and back. A statement
+// that fails is ErrIntegrity "vector_round_trip_failed" (or the
+// recoverable error of a lost connection); a vector that comes back with
+// another length or other values is ErrIntegrity
+// "vector_round_trip_mismatch".
 func (s *Store) checkVector(ctx context.Context, op string) error {
 	want := []float32{1, -2.5, 0.125, 3e-5}
 	var got pgvector.Vector
-	if err := s.pool.QueryRow(ctx, s.stmt("check_vector"), pgvector.NewVector(want)).Scan(&got); err != nil {
+	q := s.stmt("check_vector")
+	if checkVectorSQL != "" {
+		q = s.q(checkVectorSQL)
+	}
+	if err := s.pool.QueryRow(ctx, q, pgvector.NewVector(want)).Scan(&got); err != nil {
 		me := mapErr(op, err).(*memorykit.Error)
-		if !me.Retry {
-			me.Reason = "vector_round_trip_failed"
+		if !me.Retry && ctx.Err() == nil {
+			me.Kind, me.Reason = memorykit.ErrIntegrity, "vector_round_trip_failed"
 		}
 		return me
 	}

@@ -139,6 +139,12 @@ func TestPoolSizeConfig(t *testing.T) {
 		{Config{Workers: -1}, "workers"},
 		{Config{Workers: maxConnsLimit + 1}, "workers"},
 		{Config{CancelGrace: -time.Second}, "cancel_grace"},
+		{Config{LockTimeout: -time.Second}, "lock_timeout"},
+		{Config{LockTimeout: time.Microsecond}, "lock_timeout"},
+		{Config{LockTimeout: MaxSessionTimeout + time.Millisecond}, "lock_timeout"},
+		{Config{IdleInTransactionTimeout: -time.Second}, "idle_in_transaction_timeout"},
+		{Config{IdleInTransactionTimeout: 999 * time.Microsecond}, "idle_in_transaction_timeout"},
+		{Config{IdleInTransactionTimeout: MaxSessionTimeout + time.Millisecond}, "idle_in_transaction_timeout"},
 	} {
 		c.cfg.Clock, c.cfg.Guard, c.cfg.Tombstones = clk, g, testTombstones(t)
 		_, err := Open(context.Background(), "postgres://unused", c.cfg)

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	unorm "golang.org/x/text/unicode/norm"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // ErasureHit is one place VerifyErased found the canary: the table, the
@@ -30,13 +30,20 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// VerifyErased scans every column of every table in schema (empty means
-// DefaultSchema), cast to text, for canary: ignoring case, and also in its
-// NFKC form against the NFKC form of the stored text, so a canary stored
-// in a compatibility form (full-width letters, say) is found too. It
-// returns where the canary occurs, or nothing when it occurs nowhere. The
-// whole schema is scanned, not only the rows of scope: erased text must
-// not survive anywhere; scope is checked so a caller cannot mistype it.
+// VerifyErased looks for canary in every column of every table in schema
+// (empty means DefaultSchema), in the rows of scope: rows that carry the
+// Scope's tenant and subject, rows of the Scope's records (by record_id),
+// and every row of a table with neither (none holds memory text, so any
+// hit there is reported). It returns where the canary occurs, or nothing
+// when it occurs nowhere.
+//
+// Each value is read as text and compared in Go, so the server's locale
+// cannot change the comparison: ignoring case, also in NFKC form, and in
+// every encoding the text can take in storage (storekit.Canary: JSON
+// escapes, SQL and COPY quoting, array literals). A JSON column and an
+// array are also decoded, and every string and object key inside them is
+// compared as the driver returns it, so a metadata value with a quote or
+// a tab, or a source reference with quotes, is found while it is live.
 //
 // It reads live row versions only. Old versions of rewritten rows, and
 // index entries pointing at them, stay on disk until VACUUM reclaims them
@@ -55,38 +62,47 @@ func VerifyErased(ctx context.Context, db querier, schema string, scope memoryki
 	if !schemaPattern.MatchString(schema) {
 		return nil, memorykit.FieldError(op, "schema", "bad_name")
 	}
-	plain := strings.ToLower(canary)
-	folded := strings.ToLower(unorm.NFKC.String(canary))
+	match := storekit.NewCanary(canary)
 	tables, err := schemaTables(ctx, db, schema)
 	if err != nil {
 		return nil, mapErr(op, err)
 	}
+	hasRecords := false
+	for _, t := range tables {
+		hasRecords = hasRecords || t == "records"
+	}
+	sc := []any{scope.TenantID, string(scope.SubjectType), scope.SubjectID}
 	hits := []ErasureHit{}
 	for _, table := range tables {
 		cols, err := tableColumns(ctx, db, schema, table)
 		if err != nil {
 			return nil, mapErr(op, err)
 		}
-		ident := identityExpr(cols)
-		for _, col := range cols {
-			c := quoteIdent(col) + `::text`
-			rows, err := db.Query(ctx, `SELECT `+ident+` FROM `+quoteIdent(schema)+`.`+quoteIdent(table)+`
-				WHERE strpos(lower(`+c+`), $1) > 0 OR strpos(lower(normalize(`+c+`, NFKC)), $2) > 0`, plain, folded)
-			if err != nil {
+		q, args := scanStatement(schema, table, cols, hasRecords, sc)
+		rows, err := db.Query(ctx, q, args...)
+		if err != nil {
+			return nil, mapErr(op, err)
+		}
+		for rows.Next() {
+			vals := make([]*string, 1+2*len(cols))
+			dst := make([]any, len(vals))
+			for i := range vals {
+				dst[i] = &vals[i]
+			}
+			if err := rows.Scan(dst...); err != nil {
+				rows.Close()
 				return nil, mapErr(op, err)
 			}
-			for rows.Next() {
-				var row string
-				if err := rows.Scan(&row); err != nil {
-					rows.Close()
-					return nil, mapErr(op, err)
+			for i, c := range cols {
+				raw, decoded := vals[1+2*i], vals[2+2*i]
+				if (raw != nil && match.MatchValue(*raw)) || (decoded != nil && match.MatchValue(*decoded)) {
+					hits = append(hits, ErasureHit{Table: table, Column: c.name, Row: deref(vals[0])})
 				}
-				hits = append(hits, ErasureHit{Table: table, Column: col, Row: row})
 			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, mapErr(op, err)
-			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, mapErr(op, err)
 		}
 	}
 	sort.Slice(hits, func(i, k int) bool {
@@ -102,12 +118,60 @@ func VerifyErased(ctx context.Context, db querier, schema string, scope memoryki
 	return hits, nil
 }
 
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// column is a table column and its type name (udt_name).
+type column struct {
+	name, udt string
+}
+
+// valueExprs renders a column as the two texts VerifyErased compares: the
+// value cast to text (a JSON column is also decoded in Go), and for an
+// array or a tsvector a JSON array of its elements, decoded in Go (NULL
+// for other types).
+func valueExprs(c column) (string, string) {
+	q := quoteIdent(c.name)
+	switch {
+	case strings.HasPrefix(c.udt, "_"):
+		return q + `::text`, `array_to_json(` + q + `)::text`
+	case c.udt == "tsvector":
+		return q + `::text`, `array_to_json(tsvector_to_array(` + q + `))::text`
+	}
+	return q + `::text`, `NULL::text`
+}
+
+// scanStatement is the query reading a table's rows of the Scope (sc):
+// the row's identity, then every column as valueExprs renders it.
+func scanStatement(schema, table string, cols []column, hasRecords bool, sc []any) (string, []any) {
+	have := map[string]bool{}
+	exprs := []string{identityExpr(cols)}
+	for _, c := range cols {
+		have[c.name] = true
+		raw, decoded := valueExprs(c)
+		exprs = append(exprs, raw, decoded)
+	}
+	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM ` + quoteIdent(schema) + `.` + quoteIdent(table)
+	switch {
+	case have["tenant_id"] && have["subject_type"] && have["subject_id"]:
+		return q + ` WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3`, sc
+	case have["record_id"] && hasRecords:
+		return q + ` WHERE record_id IN (SELECT id FROM ` + quoteIdent(schema) + `.records
+			WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3)`, sc
+	}
+	return q, nil
+}
+
 // identityExpr renders a row's identity columns as "col=value,..." or, for
 // a table with none of them, its ctid.
-func identityExpr(cols []string) string {
+func identityExpr(cols []column) string {
 	have := make(map[string]bool, len(cols))
 	for _, c := range cols {
-		have[c] = true
+		have[c.name] = true
 	}
 	var parts []string
 	for _, c := range rowIdentity {
@@ -128,9 +192,22 @@ func schemaTables(ctx context.Context, db querier, schema string) ([]string, err
 }
 
 // tableColumns lists a table's columns in their order.
-func tableColumns(ctx context.Context, db querier, schema, table string) ([]string, error) {
-	return names(ctx, db, `SELECT column_name::text FROM information_schema.columns
+func tableColumns(ctx context.Context, db querier, schema, table string) ([]column, error) {
+	rows, err := db.Query(ctx, `SELECT column_name::text, udt_name::text FROM information_schema.columns
 		WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`, schema, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []column
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.name, &c.udt); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 func names(ctx context.Context, db querier, sql string, args ...any) ([]string, error) {
@@ -150,8 +227,8 @@ func names(ctx context.Context, db querier, sql string, args ...any) ([]string, 
 	return out, rows.Err()
 }
 
-// VerifyErased scans the store's schema for canary (see the package-level
-// VerifyErased).
+// VerifyErased looks for canary in the store's schema, in the rows of
+// scope (see the package-level VerifyErased).
 func (s *Store) VerifyErased(ctx context.Context, scope memorykit.Scope, canary string) ([]ErasureHit, error) {
 	return VerifyErased(ctx, s.pool, s.schema, scope, canary)
 }

@@ -1,11 +1,13 @@
 package pgstore
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storetest"
 )
 
 // TestPostgresVerifyErased: the verifier finds a canary in the record, its
@@ -54,4 +56,23 @@ func TestPostgresVerifyErased(t *testing.T) {
 	if _, err := VerifyErased(b.ctx, b.s.pool, b.schema, b.scope, "  "); err == nil {
 		t.Fatal("an empty canary was accepted")
 	}
+}
+
+// TestPostgresVerifyErasedFindsEscapedText: the verifier finds canaries
+// with every special character class (quotes, backslash, tab, newline, &,
+// <, >, U+2028/2029, emoji, CJK, combining marks) in every
+// content-bearing column while they are live, none once erased, and only
+// the given Scope's rows when another tenant holds the same text
+// (storetest.RunVerifierConformance).
+func TestPostgresVerifyErasedFindsEscapedText(t *testing.T) {
+	b := setup(t)
+	storetest.RunVerifierConformance(t, b.s, func(ctx context.Context, scope memorykit.Scope, canary string) (int, error) {
+		hits, err := b.s.VerifyErased(ctx, scope, canary)
+		for _, h := range hits {
+			if strings.Contains(h.Row, "vq") {
+				t.Fatalf("a hit quotes content: %+v", h)
+			}
+		}
+		return len(hits), err
+	})
 }

@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func TestEraseAndPurgeLeaveNoTextInTheFile(t *testing.T) {
 		Status: memorykit.StatusActive, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err := s.VerifyErased(canary); err != nil || len(hits) == 0 {
+	if hits, err := s.VerifyErased(ctx, scope, canary); err != nil || len(hits) == 0 {
 		t.Fatalf("before erase VerifyErased = %v, %v; want the canary found", hits, err)
 	}
 
@@ -66,17 +67,17 @@ func TestEraseAndPurgeLeaveNoTextInTheFile(t *testing.T) {
 	if _, err := s.Purge(ctx, scope, memorykit.Actor{Kind: memorykit.ActorOperator, ID: "op"}, "erasure_request"); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err := s.VerifyErased(canary); err != nil || len(hits) != 0 {
+	if hits, err := s.VerifyErased(ctx, scope, canary); err != nil || len(hits) != 0 {
 		t.Fatalf("after erase and purge VerifyErased = %v, %v; want nothing", hits, err)
 	}
-	if hits, err := s.VerifyErased(keep); err != nil || len(hits) == 0 {
+	if hits, err := s.VerifyErased(ctx, other, keep); err != nil || len(hits) == 0 {
 		t.Fatalf("VerifyErased(%q) = %v, %v; want the other Scope's text found", keep, hits, err)
 	}
 	// And after a restart: nothing of it comes back.
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err := sqlitestore.VerifyErased(path, canary); err != nil || len(hits) != 0 {
+	if hits, err := sqlitestore.VerifyErased(ctx, path, scope, canary); err != nil || len(hits) != 0 {
 		t.Fatalf("after close VerifyErased = %v, %v; want nothing", hits, err)
 	}
 	again := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
@@ -97,11 +98,11 @@ func TestVerifyErasedFindsCompatibilityForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"vk9canary", "ｖｋ９ｃａｎａｒｙ", "VK9CANARY"} {
-		if hits, err := s.VerifyErased(c); err != nil || len(hits) == 0 {
+		if hits, err := s.VerifyErased(ctx, scope, c); err != nil || len(hits) == 0 {
 			t.Errorf("VerifyErased(%q) = %v, %v; want found", c, hits, err)
 		}
 	}
-	if _, err := sqlitestore.VerifyErased(filepath.Join(t.TempDir(), "missing.db"), "x"); err == nil {
+	if _, err := sqlitestore.VerifyErased(ctx, filepath.Join(t.TempDir(), "missing.db"), scope, "x"); err == nil {
 		t.Error("VerifyErased of a missing file succeeded")
 	}
 }
@@ -135,7 +136,7 @@ func TestSingleEraseLeavesNoTextInTheFile(t *testing.T) {
 		Content: "still about " + canary}); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err := s.VerifyErased(canary); err != nil || len(hits) == 0 {
+	if hits, err := s.VerifyErased(ctx, scope, canary); err != nil || len(hits) == 0 {
 		t.Fatalf("before erase VerifyErased = %v, %v; want found", hits, err)
 	}
 	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
@@ -144,10 +145,98 @@ func TestSingleEraseLeavesNoTextInTheFile(t *testing.T) {
 	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err := s.VerifyErased(canary); err != nil || len(hits) != 0 {
+	if hits, err := s.VerifyErased(ctx, scope, canary); err != nil || len(hits) != 0 {
 		t.Fatalf("after erase VerifyErased = %v, %v; want nothing", hits, err)
 	}
-	if hits, err := s.VerifyErased("neighbour number 29"); err != nil || len(hits) == 0 {
+	if hits, err := s.VerifyErased(ctx, scope, "neighbour number 29"); err != nil || len(hits) == 0 {
 		t.Fatalf("a neighbour's text is gone: %v, %v", hits, err)
+	}
+}
+
+// TestVerifyErasedFindsEscapedText: the verifier finds canaries with every
+// special character class in every content-bearing field while they are
+// live, both through a running store and on the closed file, and none
+// once erased; another Scope's live copy is not reported for the first
+// Scope (storetest.RunVerifierConformance).
+func TestVerifyErasedFindsEscapedText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
+	storetest.RunVerifierConformance(t, s, func(ctx context.Context, scope memorykit.Scope, canary string) (int, error) {
+		hits, err := s.VerifyErased(ctx, scope, canary)
+		return len(hits), err
+	})
+	if t.Failed() {
+		return
+	}
+	scope := storetest.Scope(t, "tenant-v", "verify")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if hits, err := sqlitestore.VerifyErased(ctx, path, scope, "vq14Tom & Jerry <script>'\"\\zkcontent"); err != nil || len(hits) != 0 {
+		t.Fatalf("closed file, erased canary: %v, %v", hits, err)
+	}
+	other := storetest.Scope(t, "tenant-w", "verify")
+	if hits, err := sqlitestore.VerifyErased(ctx, path, other, "Tom & Jerry <script>"); err != nil || len(hits) == 0 {
+		t.Fatalf("closed file, the other Scope's live text: %v, %v; want found", hits, err)
+	}
+}
+
+// TestVerifyErasedOnALockedFile: a file a running store holds cannot be
+// read row by row from outside; the verifier says so (ErrUnavailable,
+// ReasonLocked) instead of answering from the raw bytes alone.
+func TestVerifyErasedOnALockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
+	scope := storetest.Scope(t, "tenant-l", "p")
+	if _, err := s.Create(context.Background(), memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: "k",
+		Content: "Tom & Jerry <script>", Status: memorykit.StatusActive, Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlitestore.VerifyErased(context.Background(), path, scope, "nothing like it")
+	if !errors.Is(err, memorykit.ErrUnavailable) || reason(err) != sqlitestore.ReasonLocked {
+		t.Fatalf("VerifyErased of a held file: %v; want ErrUnavailable %s", err, sqlitestore.ReasonLocked)
+	}
+}
+
+// TestEraseLeavesNoRunRefInTheFile: the Host's turn id a finished job
+// was enqueued with, and that the erased record names as its source, is
+// in neither the job's tombstone nor the file's bytes after erase.
+func TestEraseLeavesNoRunRefInTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r.db")
+	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
+	scope := storetest.Scope(t, "tenant-r", "p")
+	const ref = "run-zqturnref/turn-7"
+	id := memorykit.ExtractionJobID(scope, ref)
+	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: scope, RunRef: ref, Payload: "hello", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("lease: %v, %v", jobs, err)
+	}
+	if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "w", LeaseToken: jobs[0].LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: "k", Content: "c",
+		Sources: []memorykit.Source{{Kind: "chat", Ref: ref}}, Status: memorykit.StatusActive, Actor: actor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.VerifyErased(ctx, scope, "zqturnref"); err != nil || len(hits) < 2 {
+		t.Fatalf("before erase: %v, %v; want the job and the record", hits, err)
+	}
+	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.GetJob(ctx, scope, id); err != nil || j.RunRef != "" || j.State != memorykit.JobDone {
+		t.Fatalf("the finished job after erase: %+v, %v", j, err)
+	}
+	if hits, err := s.VerifyErased(ctx, scope, "zqturnref"); err != nil || len(hits) != 0 {
+		t.Fatalf("after erase: %v, %v; want nothing", hits, err)
 	}
 }

@@ -85,3 +85,44 @@ func DropErasedProposals(k *memorykit.TombstoneKeyer, scope memorykit.Scope, era
 	}
 	return out
 }
+
+// ErasedTexts returns what an erase of rec removes that a job's payload
+// may quote, lower-cased, without repeats or empty strings: the record's
+// key and the content of the record and of every revision. revs are the
+// record's revisions before erase. See PayloadQuotes.
+func ErasedTexts(rec memorykit.Record, revs []memorykit.Revision) []string {
+	set := map[string]bool{}
+	add := func(s string) {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			set[s] = true
+		}
+	}
+	add(rec.Key)
+	add(rec.Content)
+	for _, v := range revs {
+		add(v.Content)
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PayloadQuotes reports whether payload holds any of texts (ErasedTexts),
+// ignoring case: such an unfinished job is finished by erase as a failed
+// tombstone with reason memorykit.ReasonErasedContent, so the text does
+// not outlive the erase in the job until a worker runs it.
+func PayloadQuotes(payload string, texts []string) bool {
+	if payload == "" || len(texts) == 0 {
+		return false
+	}
+	p := strings.ToLower(payload)
+	for _, t := range texts {
+		if strings.Contains(p, t) {
+			return true
+		}
+	}
+	return false
+}

@@ -27,9 +27,11 @@ func RunErasureConformance(t *testing.T, h Harness) {
 		{"EraseEverywhere", testEraseEverywhere},
 		{"EraseLeasedJobHandback", testEraseLeasedHandback},
 		{"TombstoneKeyDigest", testTombstoneKeyDigest},
+		{"EraseScrubsQuotingJobs", testEraseScrubsQuotingJobs},
 	})
 	runSessionCases(t, h, []tcase{
 		{"Purge", testPurge},
+		{"PurgeCountsJobs", testPurgeCountsJobs},
 		{"PurgeHoldsWrites", testPurgeHoldsWrites},
 		{"PurgeResumesAfterKill", testPurgeResume},
 	})
@@ -512,5 +514,141 @@ func testPurgeResume(t *testing.T, e *env) {
 	t.Logf("%d of 20 purges cut short and resumed (%d context uses uncut)", cut, uses)
 	if cut < 10 {
 		t.Fatalf("only %d of 20 seeded cuts interrupted the purge", cut)
+	}
+}
+
+// enqueueRun stores a queued job for ref with ref as its RunRef.
+func (e *env) enqueueRun(scope memorykit.Scope, ref, text string) string {
+	e.t.Helper()
+	id := memorykit.ExtractionJobID(scope, ref)
+	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: scope, RunRef: ref, Payload: text, MaxAttempts: 3, MaxReaps: 3}); err != nil {
+		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
+	}
+	return id
+}
+
+// testEraseScrubsQuotingJobs: erase finishes every unfinished job of the
+// Scope whose transcript quotes the erased key or any version of its
+// content (ReasonErasedContent, payload and run reference gone), takes
+// the lease from a worker holding one so its completion stores nothing,
+// drops the run reference of the finished job the record came from, and
+// leaves unrelated jobs and other Scopes' jobs alone.
+func testEraseScrubsQuotingJobs(t *testing.T, e *env) {
+	other := Scope(t, "tenant-b", "project-3")
+	canaryRef := func(n string) string { return "run-" + eraseCanary + "/turn-" + n }
+	// A finished job the record came from, its run reference the canary.
+	done := e.enqueueRun(e.scope, canaryRef("0"), "user: a first turn")
+	e.leaseJob(done, "extractor-1")
+	if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: done, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, done).LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	// A leased job quoting the key (in upper case), one queued quoting
+	// the first version of the content, one queued quoting the second.
+	leased := e.enqueueRun(e.scope, canaryRef("1"), "user: about "+strings.ToUpper("favourite zq"+eraseCanary)+" then")
+	e.leaseJob(leased, "extractor-2")
+	leaseToken := e.job(e.scope, leased).LeaseToken
+	first := e.enqueueRun(e.scope, canaryRef("2"), "user: I said teal and "+eraseCanary+" then, remember")
+	second := e.enqueueRun(e.scope, canaryRef("3"), "user: now it is ochre "+eraseCanary+"!")
+	unrelated := e.enqueueRun(e.scope, "run-9/turn-1", "user: the deploy window is friday")
+	elsewhere := e.enqueueRun(other, "run-8/turn-1", "user: I said teal and "+eraseCanary+" then")
+
+	in := e.active(memorykit.KindFact, "favourite zq"+eraseCanary, "teal and "+eraseCanary)
+	in.Sources = []memorykit.Source{{Kind: "conversation", Ref: canaryRef("0")}}
+	r := e.create(in)
+	if _, err := e.s.Correct(e.ctx, memorykit.Correction{
+		Transition: memorykit.Transition{Scope: e.scope, ID: r.ID, Actor: reviewer, Reason: "fix"},
+		Content:    "ochre " + eraseCanary,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.hasCanary(t, "before erase", eraseCanary)
+	e.advance(time.Minute)
+	e.must(actForget, tr(e.scope, r.ID, reviewer))
+	e.must(actErase, tr(e.scope, r.ID, operator))
+
+	for _, id := range []string{leased, first, second} {
+		j := e.job(e.scope, id)
+		if j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErasedContent || j.Payload != "" ||
+			j.RunRef != "" || j.LeasedBy != "" {
+			t.Fatalf("a job quoting the erased record after erase: %+v", j)
+		}
+	}
+	if j := e.job(e.scope, done); j.State != memorykit.JobDone || j.RunRef != "" {
+		t.Fatalf("the finished job the record came from keeps its run reference: %+v", j)
+	}
+	if j := e.job(e.scope, unrelated); j.State != memorykit.JobQueued || j.Payload == "" || j.RunRef != "run-9/turn-1" {
+		t.Fatalf("an unrelated job was touched: %+v", j)
+	}
+	if j := e.job(other, elsewhere); j.State != memorykit.JobQueued || j.Payload == "" || j.RunRef != "run-8/turn-1" {
+		t.Fatalf("another Scope's job was touched: %+v", j)
+	}
+	// The worker that held the leased job lost its lease: nothing it
+	// proposes is stored.
+	_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-2", LeaseToken: leaseToken,
+		Candidates: []memorykit.NewRecord{proposal(e.scope, leased, "favourite colour", "teal and "+eraseCanary)}})
+	if !errors.Is(err, memorykit.ErrLeaseLost) {
+		t.Fatalf("completion of a job erase finished: %v; want ErrLeaseLost", err)
+	}
+	if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: leased, WorkerID: "extractor-2", LeaseToken: leaseToken, Reason: "boom"}); !errors.Is(err, memorykit.ErrLeaseLost) {
+		t.Fatalf("failure of a job erase finished: %v; want ErrLeaseLost", err)
+	}
+	if got, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: "favourite colour", Limit: 5}); err != nil || len(got) != 0 {
+		t.Fatalf("a lost lease's proposal was stored: %+v, %v", got, err)
+	}
+	if j := e.job(e.scope, leased); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErasedContent {
+		t.Fatalf("the lost lease changed the job: %+v", j)
+	}
+	e.advance(2 * time.Hour)
+	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 0 {
+		t.Fatalf("ReapJobLeases = %d, %v; want 0 (no lease left)", n, err)
+	}
+	// The other Scope's job still holds its transcript; finish it (and
+	// the unrelated one) so the dump can be checked for the canary.
+	got, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: "extractor-3", TTL: time.Hour, Max: 5})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("LeaseJobs = %+v, %v; want the unrelated and the other Scope's job", got, err)
+	}
+	for _, j := range got {
+		if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "extractor-3", LeaseToken: j.LeaseToken}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.noCanaryIn(t, "after erase", eraseCanary)
+}
+
+// testPurgeCountsJobs: a purge's report counts each job of the Scope it
+// changed once: the unfinished job it scrubbed and the finished job whose
+// run reference it dropped, not a finished job it left as it was; no run
+// reference of the Scope survives.
+func testPurgeCountsJobs(t *testing.T, e *env) {
+	done := e.enqueueRun(e.scope, "run-"+eraseCanary+"/turn-1", "user: hello")
+	e.leaseJob(done, "extractor-1")
+	if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: done, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, done).LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	bare := e.enqueueRef(e.scope, "run-2/turn-1", "user: no run reference")
+	e.leaseJob(bare, "extractor-1")
+	if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: bare, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, bare).LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	queued := e.enqueueRun(e.scope, "run-"+eraseCanary+"/turn-3", "user: waiting")
+	e.hasCanary(t, "before purge", eraseCanary)
+	rep, err := e.purger(t).Purge(e.ctx, e.scope, operator, "project_closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Jobs != 2 || rep.Records != 0 {
+		t.Fatalf("report %+v; want 2 jobs (one scrubbed, one run reference dropped), 0 records", rep)
+	}
+	if j := e.job(e.scope, queued); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased || j.RunRef != "" || j.Payload != "" {
+		t.Fatalf("queued job after purge: %+v", j)
+	}
+	if j := e.job(e.scope, done); j.State != memorykit.JobDone || j.RunRef != "" {
+		t.Fatalf("finished job after purge: %+v", j)
+	}
+	e.noCanaryIn(t, "after purge", eraseCanary)
+	again, err := e.purger(t).Purge(e.ctx, e.scope, operator, "project_closed")
+	if err != nil || again.Jobs != 0 {
+		t.Fatalf("a second purge: %+v, %v; want 0 jobs", again, err)
 	}
 }

@@ -182,7 +182,7 @@ var commands = []command{
 	},
 	{
 		name:    "verify-erased",
-		summary: "scan every table and column of the schema (or every byte of the SQLite file and its WAL) for a text; exit 1 and list where it occurs, 0 when it occurs nowhere",
+		summary: "look for a text in every column of the project's rows, decoded and in every stored encoding (and, for SQLite, in every byte of the file and its WAL); exit 1 and list where it occurs, 0 when it occurs nowhere",
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.tenant, "tenant", "", "tenant ID of the erased project (required)")
 			fs.StringVar(&o.project, "project", "", "project ID of the erased project (required)")

@@ -305,7 +305,7 @@ func runVerifyErased(ctx context.Context, c *cli, o *options) error {
 		return usagef("--tenant and --project must name a valid project Scope")
 	}
 	if o.sqlite != "" {
-		return verifySQLite(c, o)
+		return verifySQLite(ctx, c, o, scope)
 	}
 	cfg, err := pgx.ParseConfig(o.dsn)
 	if err != nil {
@@ -343,14 +343,16 @@ func reportHits(c *cli, header string, n int, row func(i int) string) error {
 	return errCanaryFound
 }
 
-// verifySQLite scans the raw bytes of the SQLite file (and its WAL) for
-// the canary: every page, free pages included.
-func verifySQLite(c *cli, o *options) error {
-	hits, err := sqlitestore.VerifyErased(o.sqlite, o.canary)
+// verifySQLite looks for the canary in the Scope's rows of the SQLite
+// file (decoded) and in the raw bytes of the file and its WAL: every
+// page, free pages included.
+func verifySQLite(ctx context.Context, c *cli, o *options, scope memorykit.Scope) error {
+	hits, err := sqlitestore.VerifyErased(ctx, o.sqlite, scope, o.canary)
 	if err != nil {
 		return err
 	}
-	return reportHits(c, "file\toffset", len(hits), func(i int) string {
-		return fmt.Sprintf("%s\t%d", hits[i].File, hits[i].Offset)
+	return reportHits(c, "file\toffset\ttable\tcolumn\trow", len(hits), func(i int) string {
+		h := hits[i]
+		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s", h.File, h.Offset, h.Table, h.Column, h.Row)
 	})
 }

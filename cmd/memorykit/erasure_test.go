@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/internal/testkit/pgtest"
 	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/sqlitestore"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -99,4 +101,85 @@ func TestCLIVerifyErasedPostgres(t *testing.T) {
 		t.Fatalf("purge report: %+v", rep)
 	}
 	runCLI(t, bin, verify(other)...).want(t, 0, "verify-erased after purge")
+}
+
+// TestCLIVerifyErasedIsScopedAndSeesEscapes: verify-erased finds live text
+// that storage escapes (&, <, >, quotes, a tab in a metadata value, quotes
+// in a source reference), and with --tenant acme --project apollo it
+// reports acme's rows only: once acme's copy is erased it answers "not
+// found" although another tenant holds the same text, which that
+// tenant's verify still finds. On PostgreSQL and on a SQLite file.
+func TestCLIVerifyErasedIsScopedAndSeesEscapes(t *testing.T) {
+	bin := buildCLI(t)
+	ctx := context.Background()
+	guard, err := memorykit.NewWriteGuard(cliLimits(), acceptAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme, _ := memorykit.ProjectScope("acme", "apollo")
+	globex, _ := memorykit.ProjectScope("globex", "apollo")
+	user := memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}
+	const content = `Tom & Jerry <script> zq8`
+	const meta = "tab\there \"q\" zq8"
+	const ref = `ref "quoted" zq8`
+	plant := func(t *testing.T, s memorykit.Store) string {
+		t.Helper()
+		in := memorykit.NewRecord{Scope: acme, Kind: memorykit.KindFact, Key: "cartoon", Content: content,
+			Metadata: map[string]string{"note": meta}, Sources: []memorykit.Source{{Kind: "doc", Ref: ref}},
+			Status: memorykit.StatusActive, Actor: user}
+		rec, err := s.Create(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Scope = globex
+		if _, err := s.Create(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		return rec.ID
+	}
+	check := func(t *testing.T, common []string) {
+		verify := func(tenant, text string) []string {
+			return append(append([]string{"verify-erased"}, common...), "--tenant", tenant, "--project", "apollo", "--canary", text)
+		}
+		for _, text := range []string{content, meta, ref} {
+			r := runCLI(t, bin, verify("acme", text)...).want(t, 1, "verify-erased of live escaped text")
+			if strings.Contains(r.stdout, "globex") {
+				t.Errorf("acme's verify lists globex's rows:\n%s", r.stdout)
+			}
+		}
+		scoped := append(append([]string(nil), common...), "--tenant", "acme", "--project", "apollo", "--operator", "ops-ana")
+		runCLI(t, bin, append([]string{"purge", "--reason-code", "project_closed"}, scoped...)...).want(t, 0, "purge")
+		for _, text := range []string{content, meta, ref} {
+			r := runCLI(t, bin, verify("acme", text)...).want(t, 0, "verify-erased after acme's purge")
+			if strings.TrimSpace(r.stdout) != "not found" {
+				t.Errorf("after purge: %q", r.stdout)
+			}
+			runCLI(t, bin, verify("globex", text)...).want(t, 1, "verify-erased of globex's live copy")
+		}
+	}
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgtest.DSN(t)
+		schema := pgtest.Schema(t, dsn)
+		common := []string{"--dsn", dsn, "--schema", schema}
+		runCLI(t, bin, append([]string{"migrate"}, common...)...).want(t, 0, "migrate")
+		store, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: clock.New(), Guard: guard, Tombstones: storetest.NewTombstones(t), Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		plant(t, store)
+		check(t, common)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "memorykit.db")
+		store, err := sqlitestore.Open(ctx, file, sqlitestore.Config{Clock: clock.New(), Guard: guard, Tombstones: storetest.NewTombstones(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plant(t, store)
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check(t, []string{"--sqlite", file})
+	})
 }

@@ -161,9 +161,16 @@ WITH d AS (
 	SELECT count(*) FROM d
 
 -- name: reap_embedding_leases
-UPDATE {schema}.embedding_leases
+-- Leases another session holds locked are skipped, not waited for (see
+-- reap_job_leases).
+WITH picked AS (
+		SELECT record_id, profile FROM {schema}.embedding_leases
+		WHERE worker_id IS NOT NULL AND lease_expires_at <= $1
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE {schema}.embedding_leases l
 	SET worker_id = NULL, lease_expires_at = NULL, updated_at = $1
-	WHERE worker_id IS NOT NULL AND lease_expires_at <= $1
+	FROM picked WHERE l.record_id = picked.record_id AND l.profile = picked.profile
 
 -- name: count_scope
 SELECT

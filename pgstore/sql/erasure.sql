@@ -5,7 +5,7 @@ SELECT EXISTS (SELECT 1 FROM {schema}.purges
 	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3 AND finished_at IS NULL)
 
 -- name: erasure_jobs
-SELECT action, reason, sources FROM {schema}.revisions WHERE record_id = $1
+SELECT action, reason, sources, content FROM {schema}.revisions WHERE record_id = $1
 
 -- name: scrub_rows
 WITH rv AS (
@@ -37,9 +37,30 @@ WITH t AS (
 			last_error = CASE WHEN t.state = 'queued' THEN $7 ELSE j.last_error END,
 			erased_keys = CASE WHEN t.state = 'leased' THEN array_append(j.erased_keys, $5) ELSE j.erased_keys END
 		FROM t WHERE j.id = t.id
-		RETURNING t.fresh
+		RETURNING j.id, t.fresh
 	)
-	SELECT count(*) FROM u WHERE fresh
+	SELECT coalesce(array_agg(id) FILTER (WHERE fresh), '{}') FROM u
+
+-- name: drop_run_refs
+WITH d AS (
+		UPDATE {schema}.jobs SET run_ref = ''
+		WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
+		  AND ($4::text[] IS NULL OR id = ANY ($4::text[])) AND run_ref <> ''
+		RETURNING id
+	)
+	SELECT coalesce(array_agg(id), '{}') FROM d
+
+-- name: quoting_jobs
+SELECT id, payload FROM {schema}.jobs
+	WHERE tenant_id = $1 AND subject_type = $2 AND subject_id = $3
+	  AND state IN ('queued', 'leased') AND NOT (id = ANY ($4::text[]))
+	ORDER BY id
+	FOR UPDATE
+
+-- name: finish_quoting_jobs
+UPDATE {schema}.jobs SET state = 'failed', payload = '', last_error = $2, leased_by = '',
+		lease_expires_at = NULL, erased_keys = '{}', run_ref = '', updated_at = $3
+	WHERE id = ANY ($1::text[])
 
 -- name: erased_keys
 SELECT erased_keys FROM {schema}.jobs WHERE id = $1
@@ -51,9 +72,14 @@ UPDATE {schema}.jobs SET state = 'failed', payload = '',
 	RETURNING {job_cols}
 
 -- name: reap_erased
-UPDATE {schema}.jobs SET state = 'failed', payload = '',
+WITH picked AS (
+		SELECT id FROM {schema}.jobs
+		WHERE state = 'leased' AND lease_expires_at <= $1 AND cardinality(erased_keys) > 0
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE {schema}.jobs j SET state = 'failed', payload = '',
 		last_error = $2, leased_by = '', lease_expires_at = NULL, erased_keys = '{}', updated_at = $1
-	WHERE state = 'leased' AND lease_expires_at <= $1 AND cardinality(erased_keys) > 0
+	FROM picked WHERE j.id = picked.id
 
 -- name: start_purge
 INSERT INTO {schema}.purges AS p (tenant_id, subject_type, subject_id,

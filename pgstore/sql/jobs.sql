@@ -71,12 +71,20 @@ UPDATE {schema}.jobs SET attempt = attempt - 1, hand_backs = hand_backs + 1,
 	WHERE id = $1
 
 -- name: reap_job_leases
-UPDATE {schema}.jobs SET
-		last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL, reaps = reaps + 1,
-		state = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN 'queued' ELSE 'failed' END,
-		available_at = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN $1 ELSE available_at END,
-		payload = CASE WHEN reaps + 1 + hand_backs < max_reaps THEN payload ELSE '' END
-	WHERE state = 'leased' AND lease_expires_at <= $1
+-- Rows another session holds locked (a worker inside CompleteJob, say) are
+-- skipped, not waited for: a frozen transaction must not stall reaping for
+-- every other job; the skipped lease is reaped by a later pass.
+WITH picked AS (
+		SELECT id FROM {schema}.jobs
+		WHERE state = 'leased' AND lease_expires_at <= $1
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE {schema}.jobs j SET
+		last_error = $2, updated_at = $1, leased_by = '', lease_expires_at = NULL, reaps = j.reaps + 1,
+		state = CASE WHEN j.reaps + 1 + j.hand_backs < j.max_reaps THEN 'queued' ELSE 'failed' END,
+		available_at = CASE WHEN j.reaps + 1 + j.hand_backs < j.max_reaps THEN $1 ELSE j.available_at END,
+		payload = CASE WHEN j.reaps + 1 + j.hand_backs < j.max_reaps THEN j.payload ELSE '' END
+	FROM picked WHERE j.id = picked.id
 
 -- name: get_job
 SELECT {job_cols} FROM {schema}.jobs
