@@ -34,6 +34,7 @@ type ClaimDetector interface {
 //     spaces. Split into sentences at sentence punctuation and newlines,
 //     and sentences into clauses at commas, colons, dashes, brackets and
 //     contrast words ("but", "however", 但是, 不过, しかし, けど…).
+//
 //  2. A clause has the shape of a claim when it holds a memory-object
 //     concept (memory, note, remember, memorise, 记忆, 记住, 记下, 备忘,
 //     笔记, 記憶, 覚え, メモ, 備忘録…) and a storing or updating action
@@ -44,12 +45,14 @@ type ClaimDetector interface {
 //     memory now", 在项目记忆里); or a bare storing verb with nothing but
 //     filler around it ("Saved!", "It's stored.", 已保存, 保存しました),
 //     which after a failed write can only mean the memory.
+//
 //  3. A claim-shaped clause is a failure statement when it is negated
 //     (English: a negation before the action, or a failure word anywhere
 //     in it; Chinese and Japanese: a negation or failure marker anywhere in
 //     it). A sentence that pairs a claim with a failure clause ("I tried to
 //     save it to memory, but it failed") is a failure statement too, and so
 //     is any text that contains NotSavedText.
+//
 //  4. Questions, offers and requests ("Shall I save this to memory?", "I
 //     can add it to memory", "Please remember to…", 要我记住吗) are not
 //     claims. Technical uses of "memory" (memory leak, memory usage, 32 GB
