@@ -30,6 +30,8 @@ var (
 	enBroadTarget = regexp.MustCompile(`\b(?:in|to|into|on|onto|inside|within|under|at|as|from|via|through)\s+(?:(?:the|a|an|my|our|your|its|this|that|their|new|shared|local|remote|same|separate|main|project's|team's|\w+'s)\s+){0,3}` + broadNonMem)
 	enBroadObject = regexp.MustCompile(`^\S+(?:\s+(?:down|away|up))?\s+(?:(?:the|a|an|my|our|your|its|their|new|updated|shared|local|\w+'s)\s+){0,2}` + broadNonMem)
 	enMadeNote    = regexp.MustCompile(`\b((?:made|make|making|took|taken|jotted down) (?:a |one )?(?:quick |short |little |mental )?note) that\b`)
+	enNotedDone   = regexp.MustCompile(`\b((?:has|have|had) been|(?:is|are|was|were) (?:now|all|already)) noted\b`)
+	enNoteThat    = regexp.MustCompile(`\b((?:i|i'll|i will|we|we'll|we will|i've|i have|i'm going to|i am going to)(?:\s+(?:also|just|now|already|quickly))?) note that\b`)
 	enMindVerb    = regexp.MustCompile(`\b(?:on file|on record|in mind|jotted|remember|remembered|memori[sz]ed?|know|recall|noted|note|made|took|taken|retained|retain)\b`)
 	enMediaRecord = regexp.MustCompile(`\brecord(?:ed|ing)?\b.*\b(?:video|audio|meeting|call|demo|podcast|song|track|screen|screencast|webinar|session recording|voice|episode|album|interview|talk|lecture)s?\b|\b(?:video|audio|meeting|call|demo|podcast|song|screen|webinar|interview|talk|lecture)s? (?:was|were|is|are|has been|have been|got) recorded\b`)
 	enAck         = regexp.MustCompile(`^(?:(?:ok|okay|sure|great|perfect|alright|yes|yep|yeah|got it|thanks|thank you)\s+)*(?:done|all done|all set|got it|sorted|taken care of|consider it done|will do|on it|noted|saved|stored|recorded|remembered)(?:\s+(?:thanks|thank you|for you|now))*$`)
@@ -44,6 +46,8 @@ func judgeBroadEnglish(cl string) clauseVerdict {
 	cl = enCourtesy.ReplaceAllString(cl, " ")
 	cl = enTechMemory.ReplaceAllString(cl, " ram ")
 	cl = enMadeNote.ReplaceAllString(cl, "$1 of that")
+	cl = enNotedDone.ReplaceAllString(cl, "$1 memorized")
+	cl = enNoteThat.ReplaceAllString(cl, "$1 record that")
 	cl = enNoteCompound.ReplaceAllString(cl, " doc ")
 	cl = strings.TrimSpace(cl)
 	loc := enBroadWill.FindStringIndex(cl)
@@ -138,7 +142,32 @@ func judgeBroad(cl string) clauseVerdict {
 			return v
 		}
 	}
-	return judgeBroadEnglish(cl)
+	if v := judgeBroadEnglish(cl); v != clauseNone {
+		return v
+	}
+	return judgeBroadEuropean(cl)
+}
+
+// A few rules for German, French and Spanish: a saving, noting or
+// remembering verb in a completed or promised form, unless negated.
+var (
+	euDone = regexp.MustCompile(`\b(?:gespeichert|abgespeichert|gemerkt|notiert|vermerkt|festgehalten|hinterlegt|archiviert|merke mir|werde mir|enregistrée?s?|sauvegardée?s?|notée?s?|mémorisée?s?|retenue?s?|archivée?s?|je m'en souviendrai|je retiens|je vais retenir|je m'en souviens|guardad[oa]s?|guardé|anotad[oa]s?|anoté|registrad[oa]s?|registré|memorizad[oa]s?|memoricé|recordaré|lo recordaré|tomé nota|tomado nota|archivad[oa]s?)(?:$|[^\p{L}])`)
+	euNeg  = regexp.MustCompile(`\b(?:nicht|kein|keine|nie|konnte|fehlgeschlagen|ne|n'|pas|jamais|impossible|échoué|échec|no|nunca|pude|falló|error)\b|\bn'`)
+	euAsk  = regexp.MustCompile(`\b(?:soll ich|möchten sie|willst du|voulez-vous|veux-tu|dois-je|est-ce que|quiere que|quieres que|debo|¿)`)
+)
+
+func judgeBroadEuropean(cl string) clauseVerdict {
+	loc := euDone.FindStringIndex(cl)
+	if loc == nil {
+		return clauseNone
+	}
+	if euNeg.MatchString(cl) {
+		return clauseFailure
+	}
+	if euAsk.MatchString(cl) {
+		return clauseNone
+	}
+	return clauseClaim
 }
 
 var (
