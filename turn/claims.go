@@ -95,13 +95,13 @@ func ParseClaimVerdict(raw []byte) (claim bool, err error) {
 		Claims *bool `json:"claims_memory_saved"`
 	}
 	if err := dec.Decode(&v); err != nil {
-		return false, errBadVerdict
+		return false, ErrBadVerdict
 	}
 	if v.Claims == nil || dec.More() {
-		return false, errBadVerdict
+		return false, ErrBadVerdict
 	}
 	if _, err := dec.Token(); err == nil {
-		return false, errBadVerdict // trailing data after the object
+		return false, ErrBadVerdict // trailing data after the object
 	}
 	return *v.Claims, nil
 }
@@ -110,11 +110,15 @@ func ParseClaimVerdict(raw []byte) (claim bool, err error) {
 // answer.
 var ErrModelRefused = errors.New("model refused")
 
-var errBadVerdict = errors.New("malformed verdict")
+// ErrBadVerdict is what a ClaimAsker returns when the model's reply holds
+// no verdict where one must be (no forced tool call, another tool, two
+// calls).
+var ErrBadVerdict = errors.New("malformed verdict")
 
 // ClaimAsker asks the model q and returns its raw verdict object. It must
-// honour ctx, and return ErrModelRefused for a refusal and a content-free
-// *memorykit.Error for a provider failure.
+// honour ctx, and return ErrModelRefused for a refusal, ErrBadVerdict for a
+// reply without a verdict, and a content-free *memorykit.Error for a
+// provider failure.
 type ClaimAsker func(ctx context.Context, q ClaimQuestion) ([]byte, error)
 
 // ClaimJudgeConfig configures a ClaimJudge. Every field is required.
@@ -184,6 +188,8 @@ func (j *ClaimJudge) ClaimsMemoryWriteContext(ctx context.Context, text string) 
 		return j.failed("context_done")
 	case errors.Is(err, ErrModelRefused):
 		return j.failed("model_refused")
+	case errors.Is(err, ErrBadVerdict):
+		return j.failed("model_bad_verdict")
 	case err != nil:
 		var me *memorykit.Error
 		if errors.As(err, &me) && me.Reason != "" {
