@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"time"
 
@@ -192,7 +193,7 @@ func (j *ClaimJudge) ClaimsMemoryWriteContext(ctx context.Context, text string) 
 		return j.failed("model_bad_verdict")
 	case err != nil:
 		var me *memorykit.Error
-		if errors.As(err, &me) && me.Reason != "" {
+		if errors.As(err, &me) && providerReason.MatchString(me.Reason) {
 			return j.failed(me.Reason)
 		}
 		return j.failed("model_error")
@@ -203,6 +204,11 @@ func (j *ClaimJudge) ClaimsMemoryWriteContext(ctx context.Context, text string) 
 	}
 	return claim
 }
+
+// providerReason is the reason codes ProviderError makes; any other
+// reason (a Host's asker may wrap anything) is reported as model_error, so
+// no text from an error reaches an event.
+var providerReason = regexp.MustCompile(`^(?:provider_status_[0-9]{3}|provider_unreachable|provider_bad_response|context_done)$`)
 
 // failed reports a claim and says why, content-free.
 func (j *ClaimJudge) failed(reason string) bool {
