@@ -191,7 +191,9 @@ func BenchmarkClaimDetector(b *testing.B) {
 // the same answer twice, and never calls a text that states NotSavedText a
 // claim.
 func FuzzClaimDetector(f *testing.F) {
-	for _, s := range []string{"Memory updated ✅", "Stored in S3", "记忆已更新。", "覚えておきます。", "", "\u200b", "I'll keep that in mind."} {
+	for _, s := range []string{"Memory updated ✅", "Stored in S3", "记忆已更新。", "覚えておきます。", "", "\u200b", "I'll keep that in mind.",
+		"Done! The deploy region has been recorded.", "这个信息我已经存档了", "I saved it to memory, but it failed.", "記憶を更新しましたか",
+		"If you'd like, I'll remember that.", "J'ai enregistré votre préférence.", "Done!\x00", "\xff\xfe saved"} {
 		f.Add(s)
 	}
 	d := memorytools.DefaultClaimDetector()
