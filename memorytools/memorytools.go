@@ -27,7 +27,9 @@
 // exactly NotSavedText, so the Host can refuse to persist it. What counts
 // as a claim is a [ClaimDetector]'s call: the built-in
 // [DefaultClaimDetector] reads English, Chinese and Japanese, and a Host
-// may plug in its own through Config.Claims.
+// may plug in its own through Config.Claims, or combine it with a
+// model-judged detector using [AnyClaim] (a [ContextClaimDetector] gets the
+// caller's context through [Provider.ValidateOutputContext]).
 package memorytools
 
 import (
