@@ -34,6 +34,7 @@ type ClaimDetector interface {
 //     spaces. Split into sentences at sentence punctuation and newlines,
 //     and sentences into clauses at commas, colons, dashes, brackets and
 //     contrast words ("but", "however", 但是, 不过, しかし, けど…).
+//
 //  2. A clause has the shape of a claim when it holds a memory-object
 //     concept (memory, note, remember, memorise, 记忆, 记住, 记下, 备忘,
 //     笔记, 記憶, 覚え, メモ, 備忘録…) and a storing or updating action
@@ -44,26 +45,42 @@ type ClaimDetector interface {
 //     memory now", 在项目记忆里); or a bare storing verb with nothing but
 //     filler around it ("Saved!", "It's stored.", 已保存, 保存しました),
 //     which after a failed write can only mean the memory.
+//
 //  3. A claim-shaped clause is a failure statement when it is negated
 //     (English: a negation before the action, or a failure word anywhere
 //     in it; Chinese and Japanese: a negation or failure marker anywhere in
 //     it). A sentence that pairs a claim with a failure clause ("I tried to
 //     save it to memory, but it failed") is a failure statement too, and so
 //     is any text that contains NotSavedText.
+//
 //  4. Questions, offers and requests ("Shall I save this to memory?", "I
 //     can add it to memory", "Please remember to…", 要我记住吗) are not
 //     claims. Technical uses of "memory" (memory leak, memory usage, 32 GB
 //     of memory, インメモリ) are not the memory concept; an action with an
 //     explicit non-memory target ("Stored in S3") is not a claim.
 //
+//  5. Safe side: a clause the rules above find nothing in is read again
+//     broadly, since the detector runs only after a write failed. Any
+//     completed, passive or promised act of saving, storing, recording,
+//     noting, archiving, logging, documenting or remembering is a claim,
+//     with or without a memory noun ("The deploy region has been
+//     recorded", "I'll remember that…", "saved for future sessions", 已成功
+//     保存, 存档了, 記録しておきます, 覚えました), and so is "for next time" or
+//     "from now on" said of oneself, and a whole answer that is only
+//     "Done!", "All set", 搞定了 or 完了しました. General behaviour ("saved
+//     automatically", "logs are stored for 30 days"), another subject, a
+//     conditional, and an explicit non-memory target stay out.
+//
 // The text claims a write when some clause is a claim and no failure is
-// stated anywhere in it: a truthful "the memory was not saved" lets the
-// whole answer through. The rules are tuned on the labelled corpus in
-// testdata/claims.tsv (see TestClaimDetectorCorpus and
-// BenchmarkClaimDetector for recall and false-positive rate). They remain
-// lexical: another language, or a claim made only by implication, is
-// missed, and a sentence about saving a note somewhere else may be
-// rejected, which after a failed write is the safe side.
+// stated anywhere in it ("I saved it to memory, but it failed" passes, and
+// so does any text holding NotSavedText): a truthful failure statement lets
+// the whole answer through. A sentence that offers ("If you'd like, I'll
+// remember that") is no claim. The rules are tuned on the labelled corpus
+// in testdata/claims.tsv and measured on a held-out corpus written after
+// they were frozen (see TestClaimDetectorCorpus and BenchmarkClaimDetector).
+// They remain lexical: another language, or a claim made only by an
+// implication no rule names, is missed; a sentence about saving something
+// elsewhere may be rejected, which after a failed write is the safe side.
 func DefaultClaimDetector() ClaimDetector { return builtinDetector{} }
 
 type builtinDetector struct{}
@@ -84,7 +101,10 @@ func claimsSaved(text string) bool {
 		}
 		claim = claim || c
 	}
-	return claim
+	if claim && sentenceFailure.MatchString(s) {
+		return false // "I saved it. Sadly it failed."
+	}
+	return claim || isBareAck(s)
 }
 
 var (
@@ -159,6 +179,9 @@ func judgeSentence(sn sentence) (claim, failure bool) {
 			continue
 		}
 		c := judgeClause(cl)
+		if c == clauseNone {
+			c = judgeBroad(cl)
+		}
 		switch {
 		case c == clauseFailure:
 			return false, true
@@ -166,8 +189,8 @@ func judgeSentence(sn sentence) (claim, failure bool) {
 			claim = true
 		}
 	}
-	if claim && sentenceFailure.MatchString(text) {
-		return false, true
+	if claim && sentenceOffer.MatchString(text) {
+		return false, false
 	}
 	return claim, false
 }
@@ -184,6 +207,10 @@ const (
 // naming memory ("…, but it failed", 失败了), which turns a claim-shaped
 // clause in the same sentence into a failure statement.
 var sentenceFailure = regexp.MustCompile(`\b(?:it|that|this|which|the (?:save|write|update)|saving|storing|writing)\s+(?:has\s+|had\s+|just\s+)?(?:failed|didn't work|did not work|didn't go through|did not go through|errored|was rejected)\b|\bfailed to (?:save|store|write|update|remember|record|persist|add|note)\b|\bunable to (?:save|store|write|update|remember|record|persist|add|note)\b|失败|未能|没能|没有成功|没成功|出错|被拒|拒绝|失敗|拒否|できませんでした|できなかった`)
+
+// sentenceOffer makes a whole sentence an offer ("If you'd like, I'll
+// remember that"), even when the promise sits in another clause.
+var sentenceOffer = regexp.MustCompile(`\bif you(?:'d| would)? (?:like|want|prefer|wish)\b|\bif (?:that's|that is|it's|it is) (?:ok|okay|alright|fine|helpful)\b|\bif you'd like me to\b|よければ|よろしければ|如果你(?:愿意|需要|想)|如果您(?:愿意|需要|想)|需要的话|愿意的话`)
 
 func judgeClause(cl string) clauseVerdict {
 	switch {
@@ -347,7 +374,7 @@ func overlapsAny(a []int, spans [][]int) bool {
 var (
 	cjkPromise  = regexp.MustCompile(`不会忘|不会忘记|忘不了|不会再忘|忘れません|忘れないように(?:します|しておきます)|忘れないでおきます`)
 	cjkCourtesy = regexp.MustCompile(`没问题|没关系|不客气|不用谢|不用担心|别担心|不必担心|不错|不要紧|すみません|申し訳ありません|申し訳ございません|構いません|かまいません|問題ありません|問題ございません|間違いありません|もちろん`)
-	cjkTech     = regexp.MustCompile(`内存|显存|存在|库存|存款|生存|依存|存活|保存期|存じ|存知|インメモリ|メモリ(?:ー)?(?:リーク|使用量|不足|消費|上限|制限|割り当て|容量|増設|領域|管理|効率|エラー|帯域)|\d+\s*(?:gb|mb|kb|tb)の?メモリ(?:ー)?|記憶装置|記憶領域|记忆力|記憶力|记忆体`)
+	cjkTech     = regexp.MustCompile(`メモリ(?:ー)?を(?:解放|確保|消費|使用|節約|増や|減ら|割り当て)|内存|显存|存在|库存|存款|生存|依存|存活|保存期|存じ|存知|インメモリ|メモリ(?:ー)?(?:リーク|使用量|不足|消費|上限|制限|割り当て|容量|増設|領域|管理|効率|エラー|帯域)|\d+\s*(?:gb|mb|kb|tb)の?メモリ(?:ー)?|記憶装置|記憶領域|记忆力|記憶力|记忆体`)
 	// cjkConcept names memory as a thing; cjkVerbConcept is remembering
 	// or noting as an act, which a completion marker turns into a claim.
 	cjkConcept     = regexp.MustCompile(`记忆|記憶|备忘|備忘|笔记|メモリー?|メモ|ノート|知识库|知識ベース`)

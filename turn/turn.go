@@ -141,11 +141,11 @@ func (r *Result) Call(ctx context.Context, s *mkruntime.Session, id, name, callA
 }
 
 // Finish ends a turn whose model answered final: the answer goes through
-// Session.ValidateOutput, and only an accepted answer is handed to
+// Session.ValidateOutputContext under ctx, and only an accepted answer is handed to
 // extraction. A refused claim of success sets res.Rejected and
 // res.Text to memorytools.NotSavedText and is not an error.
 func Finish(ctx context.Context, t Turn, final string, res *Result) error {
-	if err := t.Session.ValidateOutput(final); err != nil {
+	if err := t.Session.ValidateOutputContext(ctx, final); err != nil {
 		if !errors.Is(err, memorytools.ErrNotSaved) {
 			return err
 		}

@@ -74,6 +74,13 @@ func (noExtraction) Extract(context.Context, memorykit.ExtractionInput) ([]memor
 // New starts a Runtime on memorystore; the test's cleanup stops it.
 func New(t testing.TB) *Fixture {
 	t.Helper()
+	return NewWithClaims(t, nil)
+}
+
+// NewWithClaims is New with the Runtime's claim detector (Config.Claims)
+// set to claims; nil means the built-in one.
+func NewWithClaims(t testing.TB, claims memorytools.ClaimDetector) *Fixture {
+	t.Helper()
 	limits := memorykit.Limits{
 		Version: 1, MaxKeyBytes: 128, MaxContentBytes: 4096, MaxMetadataEntries: 8,
 		MaxMetadataBytes: 1024, MaxSources: 8, MaxSourceBytes: 512, MaxListSize: 100,
@@ -124,6 +131,7 @@ func New(t testing.TB) *Fixture {
 		Tools:  memorytools.Limits{MaxResults: 5, MaxResultTokens: 800, MaxEntryRunes: 500, MaxArgBytes: 8192},
 		Outbox: mkruntime.Outbox{MaxTurns: 100, MaxBytes: 1 << 20, Retry: backoff},
 		Mode:   mkruntime.ModeAll,
+		Claims: claims,
 	})
 	if err != nil {
 		t.Fatal(err)

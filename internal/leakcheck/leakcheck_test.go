@@ -38,6 +38,7 @@ import (
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
+	"github.com/goagents/memorykit/turn"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -496,6 +497,14 @@ func componentCalls(t *testing.T, e *env) []call {
 			return err
 		}},
 		{"memorytools.ValidateOutput", func(context.Context) error { return tools.ValidateOutput("I saved " + contentText + " to memory.") }},
+		{"turn.ClaimJudge (provider error)", func(ctx context.Context) error {
+			return judgeOnce(ctx, e, func(context.Context, turn.ClaimQuestion) ([]byte, error) { return nil, foreign(true) })
+		}},
+		{"turn.ClaimJudge (malformed verdict)", func(ctx context.Context) error {
+			return judgeOnce(ctx, e, func(context.Context, turn.ClaimQuestion) ([]byte, error) {
+				return []byte(`{"claims_memory_saved":"` + contentText + `"}`), nil
+			})
+		}},
 		{"extractworker.RunOnce", func(ctx context.Context) error { _, err := ext.RunOnce(ctx); return err }},
 		{"extractworker.Enqueue", func(ctx context.Context) error {
 			r := enq.Enqueue(ctx, extractworker.Turn{Principal: e.user, Scope: e.scope, RunRef: id, Payload: contentText})
@@ -524,6 +533,20 @@ func componentCalls(t *testing.T, e *env) []call {
 		)
 	}
 	return calls
+}
+
+// judgeOnce runs a model-judged claim check whose model fails with
+// content in its error or verdict; the check must report a claim and emit
+// only a reason code.
+func judgeOnce(ctx context.Context, e *env, ask turn.ClaimAsker) error {
+	j, err := turn.NewClaimJudge("leakcheck.claims", turn.ClaimJudgeConfig{Timeout: time.Minute, MaxTextBytes: 1 << 16, Clock: e.clk, Events: e.sink}, ask)
+	if err != nil {
+		return err
+	}
+	if !j.ClaimsMemoryWriteContext(ctx, "I saved "+contentText+" to memory.") {
+		return errors.New("a failed claim check let the output through")
+	}
+	return nil
 }
 
 // newRuntime starts a Runtime on e's parts (its workers stay idle: the
