@@ -79,3 +79,8 @@ const (
 	// Count is how many consecutive failures it went through.
 	EventActorRecovered EventKind = "actor.recovered"
 )
+
+// EventReviewHintsDegraded: the review hints of one candidate could not
+// be computed in full (reviewer.ListCandidates); RecordIDs holds the
+// candidate's ID and Reason the failure's code. The listing itself went on.
+const EventReviewHintsDegraded EventKind = "review.hints_degraded"

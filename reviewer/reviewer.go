@@ -1,19 +1,48 @@
-// Package reviewer implements governed review of memory: listing candidates,
-// activating (which supersedes the active record with the same Scope, kind
-// and key), rejecting, correcting, forgetting, erasing, and reading the
-// audit history.
+// Package reviewer implements governed review of memory: listing candidates
+// with review hints, activating (which supersedes the active record with
+// the same Scope, kind and key), rejecting, correcting, forgetting,
+// erasing, and reading the audit history.
 //
 // Every call is authorized for the principal on the Scope before the store
 // is touched: PermReview for everything except Erase and Purge, which need
 // PermErase.
+//
+// # Review hints
+//
+// [Reviewer.ListCandidates] returns each candidate as a [Candidate] with
+// two hints, so a reviewer does not decide blind:
+//
+//   - Supersedes: the active record activation would replace (same Scope,
+//     kind and key, found with the store's own key comparison,
+//     [memorykit.LifecycleStore.FindActive]), shown when it is currently
+//     effective;
+//   - Similar: up to [MaxHints] other active, currently effective records
+//     of the same Scope, ranked by the recall engine (package recall)
+//     against the candidate's key and content, each with its fused score
+//     and a content-free reason code ([HintSameKeyOtherKind],
+//     [HintSimilarKey], [HintSimilarContent]).
+//
+// Hints come only from the Scope the caller is authorized to review, under
+// the same PermReview check: the hint recall asks the Host's Authorizer for
+// PermReview, not PermRead. A candidate, rejected, forgotten, superseded,
+// erased, not yet effective or expired record is never a hint, and a
+// candidate is never its own hint. A page of N candidates costs at most N
+// recalls, each within the RecallPolicy's deadline and budgets. A recall
+// that fails or degrades leaves that candidate without similar records,
+// sets [Candidate.HintsDegraded] to a reason code and emits a content-free
+// [memorykit.EventReviewHintsDegraded] event; it never fails the listing.
+// A denied authorization or an invalid Scope still fails the call, and so
+// does the caller's context ending.
 package reviewer
 
 import (
 	"context"
 
 	"github.com/benbjohnson/clock"
+	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/recall"
 )
 
 // Config holds a Reviewer's parts. Every field is required.
@@ -22,6 +51,27 @@ type Config struct {
 	Authorizer memorykit.Authorizer
 	Events     memorykit.EventSink
 	Clock      clock.Clock
+	// Hints ranks the similar records shown with each candidate.
+	Hints HintConfig
+}
+
+// HintConfig is what the review hints need: a recall engine of their own,
+// built from these parts and the Config's Authorizer, Clock and Events.
+// Every field is required, except that Embedder must be nil exactly when
+// Policy is LexicalOnly; there is no default policy.
+type HintConfig struct {
+	// Store runs the recall channels; usually the same store as
+	// Config.Store.
+	Store memorykit.RecallStore
+	// Embedder embeds the candidate for the vector channel; its profile
+	// and dimension must match Policy's.
+	Embedder memorykit.Embedder
+	// Policy is the versioned RecallPolicy the hints are ranked under
+	// (channels, budgets, deadline); it must pass Validate.
+	Policy memorykit.RecallPolicy
+	// Logger receives the hint recall's content-free diagnostics. Pass
+	// zap.NewNop() to discard them.
+	Logger *zap.Logger
 }
 
 // Reviewer runs review actions.
@@ -30,6 +80,7 @@ type Reviewer struct {
 	az     memorykit.Authorizer
 	events memorykit.EventSink
 	clock  clock.Clock
+	engine *recall.Engine
 }
 
 // New validates cfg and returns a Reviewer.
@@ -46,8 +97,24 @@ func New(cfg Config) (*Reviewer, error) {
 		return nil, missing("events")
 	case cfg.Clock == nil:
 		return nil, missing("clock")
+	case cfg.Hints.Store == nil:
+		return nil, missing("hints.store")
+	case cfg.Hints.Logger == nil:
+		return nil, missing("hints.logger")
 	}
-	return &Reviewer{store: cfg.Store, az: cfg.Authorizer, events: cfg.Events, clock: cfg.Clock}, nil
+	engine, err := recall.New(recall.Config{
+		Store:      cfg.Hints.Store,
+		Embedder:   cfg.Hints.Embedder,
+		Authorizer: reviewAuthorizer{az: cfg.Authorizer},
+		Policy:     cfg.Hints.Policy,
+		Clock:      cfg.Clock,
+		Events:     cfg.Events,
+		Logger:     cfg.Hints.Logger.Named("hints"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Reviewer{store: cfg.Store, az: cfg.Authorizer, events: cfg.Events, clock: cfg.Clock, engine: engine}, nil
 }
 
 // Page selects a page of a listing.
@@ -76,9 +143,22 @@ type CorrectionInput struct {
 	Metadata map[string]string
 }
 
-// ListCandidates lists candidate records waiting for review, by ID.
-func (r *Reviewer) ListCandidates(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, page Page) ([]memorykit.Record, error) {
-	return r.List(ctx, p, scope, []memorykit.Status{memorykit.StatusCandidate}, page)
+// ListCandidates lists candidate records waiting for review, by ID, each
+// with its review hints (see the package documentation).
+func (r *Reviewer) ListCandidates(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, page Page) ([]Candidate, error) {
+	recs, err := r.List(ctx, p, scope, []memorykit.Status{memorykit.StatusCandidate}, page)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Candidate, len(recs))
+	for i, rec := range recs {
+		c, err := r.hints(ctx, p, scope, rec)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
 }
 
 // List lists records of the given statuses (all when empty), by ID.

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/reviewer"
@@ -38,7 +40,8 @@ func setup(t *testing.T) *bundle {
 		model: memorykit.Actor{Kind: memorykit.ActorModel, ID: "agent-1"},
 	}
 	b.az.Grant("rita", b.scope, memorykit.PermReview, memorykit.PermErase)
-	r, err := reviewer.New(reviewer.Config{Store: b.store, Authorizer: b.az, Events: b.sink, Clock: clk})
+	r, err := reviewer.New(reviewer.Config{Store: b.store, Authorizer: b.az, Events: b.sink, Clock: clk,
+		Hints: reviewer.HintConfig{Store: b.store, Embedder: embedder.NewLocal(), Policy: testkit.Policy(), Logger: zap.NewNop()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,17 +63,43 @@ func (b *bundle) create(t *testing.T, status memorykit.Status, key, content stri
 func TestNewRefusesMissingParts(t *testing.T) {
 	t.Parallel()
 	clk := testkit.NewClock()
-	full := reviewer.Config{Store: testkit.MemStore(t, clk), Authorizer: testkit.NewAuthorizer(), Events: &testkit.Sink{}, Clock: clk}
+	store := testkit.MemStore(t, clk)
+	full := reviewer.Config{Store: store, Authorizer: testkit.NewAuthorizer(), Events: &testkit.Sink{}, Clock: clk,
+		Hints: reviewer.HintConfig{Store: store, Embedder: embedder.NewLocal(), Policy: testkit.Policy(), Logger: zap.NewNop()}}
+	if _, err := reviewer.New(full); err != nil {
+		t.Fatalf("a full config is refused: %v", err)
+	}
 	for name, mutate := range map[string]func(*reviewer.Config){
-		"store":      func(c *reviewer.Config) { c.Store = nil },
-		"authorizer": func(c *reviewer.Config) { c.Authorizer = nil },
-		"events":     func(c *reviewer.Config) { c.Events = nil },
-		"clock":      func(c *reviewer.Config) { c.Clock = nil },
+		"store":          func(c *reviewer.Config) { c.Store = nil },
+		"authorizer":     func(c *reviewer.Config) { c.Authorizer = nil },
+		"events":         func(c *reviewer.Config) { c.Events = nil },
+		"clock":          func(c *reviewer.Config) { c.Clock = nil },
+		"hints.store":    func(c *reviewer.Config) { c.Hints.Store = nil },
+		"hints.logger":   func(c *reviewer.Config) { c.Hints.Logger = nil },
+		"hints.embedder": func(c *reviewer.Config) { c.Hints.Embedder = nil },
+		"hints.embedder with a lexical policy": func(c *reviewer.Config) {
+			c.Hints.Policy = memorykit.RecallPolicyLexicalV1()
+		},
+		"hints.embedder of another profile": func(c *reviewer.Config) {
+			c.Hints.Policy.EmbeddingProfile = "other/model-v2"
+		},
 	} {
 		cfg := full
 		mutate(&cfg)
-		if _, err := reviewer.New(cfg); !errors.Is(err, memorykit.ErrInvalidConfig) {
+		if r, err := reviewer.New(cfg); !errors.Is(err, memorykit.ErrInvalidConfig) || r != nil {
 			t.Errorf("missing %s: %v", name, err)
+		}
+	}
+	// No default policy: a zero or partial one is refused.
+	for name, p := range map[string]memorykit.RecallPolicy{"zero": {}, "partial": func() memorykit.RecallPolicy {
+		p := testkit.Policy()
+		p.Deadline = 0
+		return p
+	}()} {
+		cfg := full
+		cfg.Hints.Policy = p
+		if r, err := reviewer.New(cfg); !errors.Is(err, memorykit.ErrInvalidPolicy) || r != nil {
+			t.Errorf("%s hint policy: %v", name, err)
 		}
 	}
 }
@@ -83,8 +112,11 @@ func TestReviewLifecycle(t *testing.T) {
 	cand := b.create(t, memorykit.StatusCandidate, "db", "use PostgreSQL")
 
 	list, err := b.r.ListCandidates(ctx, b.rita, b.scope, reviewer.Page{Limit: 10})
-	if err != nil || len(list) != 1 || list[0].ID != cand.ID {
+	if err != nil || len(list) != 1 || list[0].Record.ID != cand.ID {
 		t.Fatalf("ListCandidates = %v, %v", list, err)
+	}
+	if sup := list[0].Supersedes; sup == nil || sup.ID != old.ID {
+		t.Fatalf("candidate supersedes %+v, want %s", sup, old.ID)
 	}
 	act, err := b.r.Activate(ctx, b.rita, b.scope, reviewer.Decision{ID: cand.ID, ExpectVersion: 1, Reason: "agreed in review"})
 	if err != nil {

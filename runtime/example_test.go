@@ -160,12 +160,16 @@ func Example_turn() {
 		panic(err)
 	}
 
-	// 3. A reviewer activates the candidate; it supersedes alice's record.
+	// 3. A reviewer sees which record the candidate would supersede, then
+	// activates it; it supersedes alice's record.
 	cands, err := rt.Reviewer().ListCandidates(ctx, alice, scope, reviewer.Page{Limit: 10})
 	if err != nil {
 		panic(err)
 	}
-	rec, err := rt.Reviewer().Activate(ctx, alice, scope, reviewer.Decision{ID: cands[0].ID, Reason: "confirmed"})
+	if sup := cands[0].Supersedes; sup != nil {
+		fmt.Println("would supersede:", sup.Content)
+	}
+	rec, err := rt.Reviewer().Activate(ctx, alice, scope, reviewer.Decision{ID: cands[0].Record.ID, Reason: "confirmed"})
 	if err != nil {
 		panic(err)
 	}
@@ -173,5 +177,6 @@ func Example_turn() {
 	// Output:
 	// system/ user/memorykit_memory user/
 	// tool error: false
+	// would supersede: The API runs in eu-west-1.
 	// candidates: 1 activated: active The API runs in us-east-1.
 }

@@ -72,8 +72,9 @@ func New(cfg Config) (*Runtime, error) {
 	records := gatedLifecycle{LifecycleStore: admittedLifecycle{LifecycleStore: cfg.Stores.Lifecycle, a: adm}, g: g}
 	log := cfg.Logger
 
+	recallStore := gatedRecall{RecallStore: admittedRecall{RecallStore: cfg.Stores.Recall, a: adm}, g: g}
 	engine, err := recall.New(recall.Config{
-		Store: gatedRecall{RecallStore: admittedRecall{RecallStore: cfg.Stores.Recall, a: adm}, g: g}, Embedder: cfg.Embedder,
+		Store: recallStore, Embedder: cfg.Embedder,
 		Authorizer: cfg.Authorizer, Policy: cfg.Policy, Clock: cfg.Clock, Events: cfg.Events,
 		Logger: log.Named("recall"),
 	})
@@ -88,7 +89,8 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rv, err := reviewer.New(reviewer.Config{Store: records, Authorizer: cfg.Authorizer, Events: cfg.Events, Clock: cfg.Clock})
+	rv, err := reviewer.New(reviewer.Config{Store: records, Authorizer: cfg.Authorizer, Events: cfg.Events, Clock: cfg.Clock,
+		Hints: reviewer.HintConfig{Store: recallStore, Embedder: cfg.Embedder, Policy: cfg.Policy, Logger: log.Named("reviewer")}})
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ var commands = []command{
 	},
 	{
 		name:    "candidates list",
-		summary: "list candidates waiting for review, by ID",
+		summary: "list candidates waiting for review, by ID, each with the active record it would supersede and similar active records",
 		scoped:  true,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.IntVar(&o.limit, "limit", 50, "page size")

@@ -199,21 +199,42 @@ func runCandidatesList(ctx context.Context, c *cli, o *options) error {
 		return err
 	}
 	defer s.store.Close()
-	recs, err := s.review.ListCandidates(ctx, s.operator, s.scope, reviewer.Page{Limit: o.limit, AfterID: o.after})
+	cands, err := s.review.ListCandidates(ctx, s.operator, s.scope, reviewer.Page{Limit: o.limit, AfterID: o.after})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "%d candidates in %s\n", len(recs), s.scope)
-	for _, r := range recs {
+	fmt.Fprintf(c.out, "%d candidates in %s\n", len(cands), s.scope)
+	for _, cand := range cands {
+		r := cand.Record
 		// Key and content were written by a model or a user: quote them, so
 		// control characters cannot reach the terminal.
 		fmt.Fprintf(c.out, "%s  %s  key=%s  version=%d  by=%s:%s\n  content=%s\n",
 			r.ID, r.Kind, strconv.Quote(r.Key), r.Version, r.CreatedBy.Kind, r.CreatedBy.ID, strconv.Quote(r.Content))
+		printHints(c, cand)
 	}
-	if len(recs) == o.limit {
-		fmt.Fprintf(c.out, "more: --after %s\n", recs[len(recs)-1].ID)
+	if len(cands) == o.limit {
+		fmt.Fprintf(c.out, "more: --after %s\n", cands[len(cands)-1].Record.ID)
 	}
 	return nil
+}
+
+// printHints prints a candidate's review hints under it: the active record
+// it would supersede and the similar active records, keys and content
+// quoted like the candidate's.
+func printHints(c *cli, cand reviewer.Candidate) {
+	if sup := cand.Supersedes; sup != nil {
+		fmt.Fprintf(c.out, "  supersedes %s  %s  key=%s  version=%d\n    content=%s\n",
+			sup.ID, sup.Kind, strconv.Quote(sup.Key), sup.Version, strconv.Quote(sup.Content))
+	} else if cand.HintsDegraded == "" {
+		fmt.Fprintln(c.out, "  supersedes nothing")
+	}
+	for _, h := range cand.Similar {
+		fmt.Fprintf(c.out, "  similar %s  %s  key=%s  version=%d  score=%.4f  reason=%s\n    content=%s\n",
+			h.ID, h.Kind, strconv.Quote(h.Key), h.Version, h.Score, h.Reason, strconv.Quote(h.Content))
+	}
+	if cand.HintsDegraded != "" {
+		fmt.Fprintf(c.out, "  hints degraded: %s\n", cand.HintsDegraded)
+	}
 }
 
 // decision is a reviewer action as a method expression, such as

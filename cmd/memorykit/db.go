@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
@@ -201,6 +202,9 @@ func openSession(ctx context.Context, o *options) (*session, error) {
 		Authorizer: operatorAuthorizer{operator: operator, scope: scope},
 		Events:     memorykit.DiscardEvents{}, // the audit trail records every change
 		Clock:      clock.New(),
+		// The command line has no embedding model: hints are ranked by
+		// exact keys and full text.
+		Hints: reviewer.HintConfig{Store: store, Policy: memorykit.RecallPolicyLexicalV1(), Logger: zap.NewNop()},
 	})
 	if err != nil {
 		store.Close()

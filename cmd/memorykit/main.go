@@ -25,7 +25,11 @@
 //
 // Output holds identifiers, counts and statuses; only `candidates list`
 // prints memory content (quoted, so it cannot drive the terminal), because
-// a reviewer has to read a candidate to decide on it.
+// a reviewer has to read a candidate to decide on it. Under each candidate
+// it prints the review hints: the active record activation would
+// supersede, and up to three similar active records of the project with
+// their score and reason code. The CLI has no embedding model, so it ranks
+// them by exact keys and full text (memorykit.RecallPolicyLexicalV1).
 package main
 
 import (

@@ -243,6 +243,14 @@ func TestCLIPostgres(t *testing.T) {
 	if strings.Contains(r.stdout, "\tsecond line") || !strings.Contains(r.stdout, `us-east-1\n\tsecond line"`) {
 		t.Errorf("candidate content reached the terminal unquoted:\n%q", r.stdout)
 	}
+	// Review hints: cand1 would supersede active1 (same kind and key);
+	// globex's record with the same key is never shown; cand2 supersedes
+	// nothing.
+	if !strings.Contains(r.stdout, "  supersedes "+active1+"  fact  key=\"deploy region\"  version=1\n    content=\"CANARY-A runs in eu-west-1\"\n") ||
+		!strings.Contains(r.stdout, "  supersedes nothing\n") || strings.Contains(r.stdout, foreign) ||
+		strings.Contains(r.stdout, "CANARY-E") || strings.Contains(r.stdout, "hints degraded") {
+		t.Errorf("candidates list hints:\n%s", r.stdout)
+	}
 	r = runCLI(t, bin, scoped("candidates", "list", "--limit", "1")...).want(t, 0, "candidates list page")
 	first := strings.Fields(r.stdout[strings.Index(r.stdout, "more: --after "):])[2]
 	r = runCLI(t, bin, scoped("candidates", "list", "--limit", "1", "--after", first)...).want(t, 0, "candidates list page 2")

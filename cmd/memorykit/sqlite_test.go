@@ -62,7 +62,7 @@ func TestCLISQLite(t *testing.T) {
 		}
 		return rec.ID
 	}
-	create(memorykit.StatusActive, user, "deploy region", "CANARY-A runs in eu-west-1")
+	active := create(memorykit.StatusActive, user, "deploy region", "CANARY-A runs in eu-west-1")
 	cand := create(memorykit.StatusCandidate, model, "on call", "CANARY-D page the SRE")
 	if _, err := store.EnqueueJob(ctx, memorykit.NewJob{ID: "job_cli_sqlite", Scope: acme, Payload: "CANARY-G transcript", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		t.Fatal(err)
@@ -89,6 +89,13 @@ func TestCLISQLite(t *testing.T) {
 	r = runCLI(t, bin, scoped("candidates", "list")...).want(t, 0, "candidates list")
 	if !strings.Contains(r.stdout, "1 candidates in acme/project/apollo") || !strings.Contains(r.stdout, cand) {
 		t.Errorf("candidates list:\n%s", r.stdout)
+	}
+	// The hints: nothing to supersede; the active record shares the word
+	// "canary" with the candidate (full text).
+	if !strings.Contains(r.stdout, "  supersedes nothing\n") ||
+		!strings.Contains(r.stdout, "  similar "+active+"  fact  key=\"deploy region\"  version=1  score=") ||
+		!strings.Contains(r.stdout, "reason=similar_content\n    content=\"CANARY-A runs in eu-west-1\"\n") {
+		t.Errorf("candidates list hints:\n%s", r.stdout)
 	}
 	runCLI(t, bin, scoped("candidates", "activate", "--id", cand)...).want(t, 0, "activate")
 	runCLI(t, bin, scoped("forget", "--id", cand)...).want(t, 0, "forget")

@@ -383,6 +383,14 @@ func testScopeOverrides(t *testing.T, e *env) {
 
 func testCandidates(t *testing.T, e *env) {
 	alices := e.write(aliceToken, "apollo", "fact", "deploy region", "The API runs in eu-west-1.")
+	// For the review hints: the same key under another kind in apollo, and
+	// under the same kind in another tenant's apollo and in hermes (never
+	// shown).
+	otherKind := e.write(aliceToken, "apollo", "decision", "deploy region", "We decided to move the API out of eu-west-1.")
+	foreign := []string{
+		e.write(carolToken, "apollo", "fact", "deploy region", "Globex runs in HINTFOREIGN-region."),
+		e.write(aliceToken, "hermes", "fact", "deploy region", "Hermes runs in HINTFOREIGN-region."),
+	}
 
 	// A model write of a new key is active at once.
 	r := e.must(http.StatusOK, aliceToken, "POST", apollo+"/chat", `{"message":"remember preference code review: Every change needs one approving review."}`)
@@ -420,11 +428,33 @@ func testCandidates(t *testing.T, e *env) {
 		}
 	}
 
-	// Listed for review.
+	// Listed for review, with the record it would supersede and the
+	// similar records of apollo only.
 	r = e.must(http.StatusOK, aliceToken, "GET", apollo+"/candidates", "")
 	if r.str("candidates.0.id") != cand || r.str("candidates.0.created_by") != "model:assistant" ||
 		r.str("candidates.0.status") != "candidate" || r.get("candidates.1") != nil {
 		t.Errorf("candidates: %s", r.raw)
+	}
+	if r.str("candidates.0.supersedes.id") != alices || r.str("candidates.0.supersedes.status") != "active" ||
+		r.get("candidates.0.hints_degraded") != nil || strings.Contains(r.raw, "HINTFOREIGN") {
+		t.Errorf("candidate hints: %s", r.raw)
+	}
+	similar, _ := r.get("candidates.0.similar").([]any)
+	reasons := make(map[string]string)
+	for i := range similar {
+		id := r.str(fmt.Sprintf("candidates.0.similar.%d.id", i))
+		reasons[id] = r.str(fmt.Sprintf("candidates.0.similar.%d.reason", i))
+		if score, _ := r.get(fmt.Sprintf("candidates.0.similar.%d.score", i)).(float64); !(score > 0) {
+			t.Errorf("similar %s has score %v", id, score)
+		}
+	}
+	if len(similar) == 0 || len(similar) > 3 || reasons[otherKind] != "same_key_other_kind" {
+		t.Errorf("similar: %v in %s", reasons, r.raw)
+	}
+	for _, id := range append([]string{cand, alices}, foreign...) {
+		if _, ok := reasons[id]; ok {
+			t.Errorf("similar shows %s: %s", id, r.raw)
+		}
 	}
 
 	// Activation, with an optimistic version check first.

@@ -291,20 +291,55 @@ func (h *Host) listCandidates(w http.ResponseWriter, r *http.Request, c call) {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "bad_id", "after")
 		return
 	}
-	recs, err := h.rt.Reviewer().ListCandidates(r.Context(), c.caller.principal, c.scope, page)
+	cands, err := h.rt.Reviewer().ListCandidates(r.Context(), c.caller.principal, c.scope, page)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	out := make([]recordJSON, len(recs))
-	for i, rec := range recs {
-		out[i] = toRecordJSON(rec)
+	out := make([]candidateJSON, len(cands))
+	for i, cand := range cands {
+		out[i] = toCandidateJSON(cand)
 	}
 	body := map[string]any{"candidates": out}
-	if len(recs) == page.Limit {
-		body["next_after"] = recs[len(recs)-1].ID
+	if len(cands) == page.Limit {
+		body["next_after"] = cands[len(cands)-1].Record.ID
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// candidateJSON is a candidate on the wire: the record's fields, then its
+// review hints. supersedes is null when activation replaces nothing that
+// is in effect; similar is always a list.
+type candidateJSON struct {
+	recordJSON
+	Supersedes    *recordJSON `json:"supersedes"`
+	Similar       []hintJSON  `json:"similar"`
+	HintsDegraded string      `json:"hints_degraded,omitempty"`
+}
+
+// hintJSON is one similar active record of the project.
+type hintJSON struct {
+	ID        string  `json:"id"`
+	Kind      string  `json:"kind"`
+	Key       string  `json:"key"`
+	Content   string  `json:"content"`
+	Truncated bool    `json:"truncated"`
+	Version   int64   `json:"version"`
+	Score     float64 `json:"score"`
+	Reason    string  `json:"reason"`
+}
+
+func toCandidateJSON(c reviewer.Candidate) candidateJSON {
+	out := candidateJSON{recordJSON: toRecordJSON(c.Record), Similar: make([]hintJSON, len(c.Similar)), HintsDegraded: c.HintsDegraded}
+	if c.Supersedes != nil {
+		sup := toRecordJSON(*c.Supersedes)
+		out.Supersedes = &sup
+	}
+	for i, h := range c.Similar {
+		out.Similar[i] = hintJSON{ID: h.ID, Kind: string(h.Kind), Key: h.Key, Content: h.Content, Truncated: h.Truncated,
+			Version: h.Version, Score: h.Score, Reason: h.Reason}
+	}
+	return out
 }
 
 // decisionRequest is the optional body of activate, reject, forget and

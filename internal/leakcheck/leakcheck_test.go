@@ -258,6 +258,14 @@ func newEnv(t *testing.T, f fault) *env {
 		Key: "deploy zone", Content: "eu-west-1a", Status: memorykit.StatusCandidate, Actor: e.model.Actor}); err != nil {
 		t.Fatal(err)
 	}
+	if f != faultValidator {
+		// A candidate whose key and text carry the canary: the review
+		// hints recall with them (query, exact key, embedding input).
+		if _, err := e.real.Create(ctx, memorykit.NewRecord{Scope: e.scope, ID: id + "-cand2", Kind: memorykit.KindNote,
+			Key: "deploy region " + content, Content: contentText, Status: memorykit.StatusCandidate, Actor: e.model.Actor}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := e.real.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: contentText, MaxAttempts: 1, MaxReaps: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +388,8 @@ func componentCalls(t *testing.T, e *env) []call {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv, err := reviewer.New(reviewer.Config{Store: e.store, Authorizer: e.az, Events: e.sink, Clock: e.clk})
+	rv, err := reviewer.New(reviewer.Config{Store: e.store, Authorizer: e.az, Events: e.sink, Clock: e.clk,
+		Hints: reviewer.HintConfig{Store: e.store, Embedder: e.emb, Policy: testkit.Policy(), Logger: e.log}})
 	if err != nil {
 		t.Fatal(err)
 	}
