@@ -9,6 +9,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/goagents/memorykit/internal/testkit"
+
 	"github.com/goagents/memorykit"
 )
 
@@ -41,7 +43,7 @@ func TestAdmissionHandsASlotToTheOldestWaiter(t *testing.T) {
 	if l := c.load(); l.running != 1 || l.queued != 1 {
 		t.Fatalf("right after release: %+v", l)
 	}
-	if name := recv(t, got); name != "first" {
+	if name := testkit.Recv(t, got, "got"); name != "first" {
 		t.Fatalf("slot went to %s", name)
 	}
 	// The freed queue place is there for a newcomer.
@@ -49,7 +51,7 @@ func TestAdmissionHandsASlotToTheOldestWaiter(t *testing.T) {
 	waitQueued(t, c, 2)
 	for _, want := range []string{"second", "third"} {
 		c.release()
-		if name := recv(t, got); name != want {
+		if name := testkit.Recv(t, got, "got"); name != want {
 			t.Fatalf("slot went to %s, want %s", name, want)
 		}
 	}
@@ -74,7 +76,7 @@ func TestAdmissionSlotGivenWhileGivingUp(t *testing.T) {
 	waitQueued(t, c, 1)
 	c.release() // hands the slot over
 	cancel()
-	err := recv(t, done)
+	err := testkit.Recv(t, done, "done")
 	if err != nil && !errors.Is(err, memorykit.ErrUnavailable) {
 		t.Fatal(err)
 	}
@@ -95,19 +97,6 @@ func waitQueued(t *testing.T, c *class, n int) {
 		goruntime.Gosched()
 	}
 	t.Fatalf("never saw %d queued: %+v", n, c.load())
-}
-
-// recv takes one value from ch, failing the test if none comes within ten
-// seconds of real time: a safety net, never a wait for work.
-func recv[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing received within 10s")
-		panic("unreachable")
-	}
 }
 
 // lockProbeClock reports, each time a timer is armed, whether the class's
@@ -144,12 +133,12 @@ func TestAdmissionWaitArmedWhileQueued(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.acquire(ctx, "test") }()
-	if !recv(t, probe.locked) {
+	if !testkit.Recv(t, probe.locked, "probe.locked") {
 		t.Fatal("the queued call's timer was armed outside the class's lock")
 	}
 	waitQueued(t, c, 1)
 	mock.Add(time.Second) // no yield first: the timer must already be armed
-	err := recv(t, done)
+	err := testkit.Recv(t, done, "done")
 	if !errors.Is(err, memorykit.ErrOverloaded) || memorykit.ReasonCode(err) != ReasonQueueWait {
 		t.Fatalf("want queue_wait, got %v", err)
 	}

@@ -84,8 +84,8 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 	for range 2 {
 		go func() { done <- search() }()
 	}
-	recv(t, bs.entered)
-	recv(t, bs.entered)
+	testkit.Recv(t, bs.entered, "bs.entered")
+	testkit.Recv(t, bs.entered, "bs.entered")
 	go func() { done <- search() }() // queued
 	waitLoad(t, b.rt, "a queued read", func(l mkruntime.Load) bool { return l.ReadsQueued == 1 })
 	if l := b.rt.Load(); l.ReadsRunning != 2 || !l.Saturated {
@@ -95,7 +95,7 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 
 	// Writes are admitted apart from reads.
 	go func() { done <- write() }()
-	if got := recv(t, bs.entered); got != "create" {
+	if got := testkit.Recv(t, bs.entered, "bs.entered"); got != "create" {
 		t.Fatalf("entered %s", got)
 	}
 	go func() { done <- write() }() // queued write
@@ -104,8 +104,8 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 
 	// MaxWait passes: both queued calls are refused, nothing ran for them.
 	clk.Add(50 * time.Millisecond)
-	wantOverloaded(t, recv(t, done), mkruntime.ReasonQueueWait)
-	wantOverloaded(t, recv(t, done), mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, done, "done"), mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, done, "done"), mkruntime.ReasonQueueWait)
 	if l := b.rt.Load(); l.Refused != 4 || l.ReadsQueued != 0 || l.WritesQueued != 0 {
 		t.Fatalf("load after the waits %+v", l)
 	}
@@ -113,7 +113,7 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 	// The admitted calls finish and free their slots.
 	close(bs.release)
 	for range 3 {
-		if err := recv(t, done); err != nil {
+		if err := testkit.Recv(t, done, "done"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,7 +179,7 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 	}
 	held := make(chan error, 1)
 	go search(held)
-	recv(t, bs.entered) // the only read slot is taken
+	testkit.Recv(t, bs.entered, "bs.entered") // the only read slot is taken
 
 	a, bb, c := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go search(a) // t=0: joins an empty queue, waits up to t=100ms
@@ -191,7 +191,7 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 		t.Fatalf("congested after 60ms: %+v", l)
 	}
 	clk.Add(40 * time.Millisecond) // t=100ms: a gives up; the queue has stood 100ms
-	wantOverloaded(t, recv(t, a), mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, a, "a"), mkruntime.ReasonQueueWait)
 	queued(1)
 	if l := b.rt.Load(); !l.Congested {
 		t.Fatalf("not congested after 100ms of queue: %+v", l)
@@ -200,7 +200,7 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 	queued(2)
 	clk.Add(10 * time.Millisecond)
 	queued(1) // c left after 10ms (waiting for it would hang if it had not)
-	wantOverloaded(t, recv(t, c), mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, c, "c"), mkruntime.ReasonQueueWait)
 	select {
 	case err := <-bb:
 		t.Fatalf("the call queued before the queue stood was cut short: %v", err)
@@ -210,10 +210,10 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 	// The slot frees: bb runs, the queue drains, and the next call to queue
 	// gets the full wait again.
 	close(bs.release)
-	if err := recv(t, held); err != nil {
+	if err := testkit.Recv(t, held, "held"); err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, bb); err != nil {
+	if err := testkit.Recv(t, bb, "bb"); err != nil {
 		t.Fatal(err)
 	}
 	if l := b.rt.Load(); l.Congested || l.ReadsQueued != 0 {
@@ -240,14 +240,14 @@ func TestAdmissionStandingQueueZeroWait(t *testing.T) {
 	}
 	done := make(chan error, 4)
 	go func() { done <- search() }()
-	recv(t, bs.entered)
+	testkit.Recv(t, bs.entered, "bs.entered")
 	go func() { done <- search() }() // t=0: queued
 	waitLoad(t, b.rt, "a queued read", func(l mkruntime.Load) bool { return l.ReadsQueued == 1 })
 	clk.Add(99 * time.Millisecond)
 	go func() { done <- search() }() // t=99ms: the queue is young, so it queues
 	waitLoad(t, b.rt, "two queued reads", func(l mkruntime.Load) bool { return l.ReadsQueued == 2 })
 	clk.Add(1 * time.Millisecond) // t=100ms: the first gives up, the queue stands
-	wantOverloaded(t, recv(t, done), mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, done, "done"), mkruntime.ReasonQueueWait)
 	go func() { done <- search() }()
 	select {
 	case err := <-done:
@@ -257,26 +257,8 @@ func TestAdmissionStandingQueueZeroWait(t *testing.T) {
 	}
 	close(bs.release)
 	for range 2 {
-		if err := recv(t, done); err != nil {
+		if err := testkit.Recv(t, done, "done"); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// recvGuard bounds a test's wait for the code under test: a regression
-// that never answers fails in seconds instead of hanging to the test
-// binary's timeout. It is a safety net, never a wait for work.
-const recvGuard = 10 * time.Second
-
-// recv takes one value from ch, failing the test if none comes within
-// recvGuard of real time.
-func recv[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(recvGuard):
-		t.Fatalf("nothing received within %v", recvGuard)
-		panic("unreachable")
 	}
 }
