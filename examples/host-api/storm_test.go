@@ -63,7 +63,7 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 	quiet := envInt("MEMORYKIT_LOAD_QUIET_CLIENTS", 2)
 	storm := envInt("MEMORYKIT_LOAD_STORM_CLIENTS", 256)
 	best := drivePhase(srv.URL, []tenantLoad{{token: aliceToken, clients: 4, backoff: true}}, dur)[0]
-	var alone, during, stormed []phaseTally
+	var alone, during, stormed []*phaseTally
 	for range 2 {
 		alone = append(alone, drivePhase(srv.URL, []tenantLoad{{token: carolToken, clients: quiet, backoff: true}}, dur)[0])
 		closedBefore := host.closedConns.Load()
@@ -74,7 +74,7 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 		both[1].closed = host.closedConns.Load() - closedBefore
 		during, stormed = append(during, both[0]), append(stormed, both[1])
 	}
-	mean := func(ts []phaseTally) (g float64) {
+	mean := func(ts []*phaseTally) (g float64) {
 		for _, t := range ts {
 			g += t.goodput()
 		}
@@ -85,7 +85,7 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 	fmt.Fprintf(os.Stdout, "\nstorm: memorystore, %d memories per tenant, %v per phase, GOMAXPROCS %d\n\n", records, dur, host.procs)
 	fmt.Fprintln(os.Stdout, "| phase | tenant | clients | goodput/s | refused/s | conns closed |")
 	fmt.Fprintln(os.Stdout, "| --- | --- | ---: | ---: | ---: | ---: |")
-	row := func(phase, tenant string, clients int, t phaseTally) {
+	row := func(phase, tenant string, clients int, t *phaseTally) {
 		fmt.Fprintf(os.Stdout, "| %s | %s | %d | %.0f | %.0f | %d |\n", phase, tenant, clients, t.goodput(), t.refusedRate(), t.closed)
 	}
 	row("best level", "acme (backoff)", 4, best)
