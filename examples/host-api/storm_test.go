@@ -83,10 +83,10 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 	qa, qd, sg := mean(alone), mean(during), mean(stormed)
 	quietRatio, stormRatio := qd/max(qa, 1e-9), sg/max(best.goodput(), 1e-9)
 	fmt.Fprintf(os.Stdout, "\nstorm: memorystore, %d memories per tenant, %v per phase, GOMAXPROCS %d\n\n", records, dur, host.procs)
-	fmt.Fprintln(os.Stdout, "| phase | tenant | clients | goodput/s | refused/s | conns closed |")
-	fmt.Fprintln(os.Stdout, "| --- | --- | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(os.Stdout, "| phase | tenant | clients | goodput/s | refused/s | other | conns closed |")
+	fmt.Fprintln(os.Stdout, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
 	row := func(phase, tenant string, clients int, t *phaseTally) {
-		fmt.Fprintf(os.Stdout, "| %s | %s | %d | %.0f | %.0f | %d |\n", phase, tenant, clients, t.goodput(), t.refusedRate(), t.closed)
+		fmt.Fprintf(os.Stdout, "| %s | %s | %d | %.0f | %.0f | %d | %d |\n", phase, tenant, clients, t.goodput(), t.refusedRate(), t.other.Load(), t.closed)
 	}
 	row("best level", "acme (backoff)", 4, best)
 	for i := range alone {
