@@ -298,7 +298,13 @@ func TestRecallFailureLogs(t *testing.T) {
 	blocked.Block = true
 	gone := setup(t, memoryBackend(), withEmbedder(blocked))
 	ctx, cancel := context.WithCancel(gone.ctx)
-	go func() { <-blocked.Blocked(); cancel() }()
+	go func() {
+		select {
+		case <-blocked.Blocked():
+		case <-time.After(testkit.RecvLimit): // a guard; the recall below then fails the test
+		}
+		cancel()
+	}()
 	if _, err := gone.eng.Recall(ctx, gone.req("deploy region")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled recall: %v", err)
 	}
@@ -440,7 +446,7 @@ func TestRecallDeadlineWhileStoreBlocksDegrades(t *testing.T) {
 		}))
 		b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
 		done := recallAsync(b.ctx, b, b.req("deploy region"))
-		<-bs.Blocked()
+		testkit.Recv(t, bs.Blocked(), "the blocked call")
 		b.clk.Add(b.policy.Deadline - time.Millisecond)
 		select {
 		case o := <-done:
@@ -448,7 +454,7 @@ func TestRecallDeadlineWhileStoreBlocksDegrades(t *testing.T) {
 		default:
 		}
 		b.clk.Add(time.Millisecond)
-		o := <-done
+		o := testkit.Recv(t, done, "the recall's outcome")
 		if o.err != nil {
 			t.Fatalf("deadline failed the turn: %v", o.err)
 		}
@@ -471,9 +477,9 @@ func TestRecallDeadlinePassedBeforeLateAnswerDropsEverything(t *testing.T) {
 		}))
 		r := b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 deploy region")
 		done := recallAsync(b.ctx, b, b.req("deploy region"))
-		<-bs.Blocked()
+		testkit.Recv(t, bs.Blocked(), "the blocked call")
 		b.clk.Add(b.policy.Deadline)
-		o := <-done
+		o := testkit.Recv(t, done, "the recall's outcome")
 		if o.err != nil || !o.res.Degraded || len(o.res.Entries) != 0 {
 			t.Fatalf("late answer used: %+v, %v", o.res, o.err)
 		}
@@ -497,9 +503,9 @@ func TestRecallDeadlineWhileEmbeddingDegradesWithoutStore(t *testing.T) {
 		return fs
 	}))
 	done := recallAsync(b.ctx, b, b.req("deploy region"))
-	<-fe.Blocked()
+	testkit.Recv(t, fe.Blocked(), "the blocked call")
 	b.clk.Add(b.policy.Deadline)
-	o := <-done
+	o := testkit.Recv(t, done, "the recall's outcome")
 	if o.err != nil || !o.res.Degraded || o.res.Trace.Reason != "deadline" {
 		t.Fatalf("result %+v, err %v", o.res, o.err)
 	}
@@ -520,9 +526,9 @@ func TestRecallCallerCancellationIsAnError(t *testing.T) {
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := recallAsync(ctx, b, b.req("deploy region"))
-	<-bs.Blocked()
+	testkit.Recv(t, bs.Blocked(), "the blocked call")
 	cancel()
-	o := <-done
+	o := testkit.Recv(t, done, "the recall's outcome")
 	if !errors.Is(o.err, context.Canceled) || o.res.Degraded {
 		t.Fatalf("caller cancellation: %+v, %v", o.res, o.err)
 	}

@@ -162,9 +162,11 @@ func (c *class) acquire(ctx context.Context, op string) error {
 	}
 	ready := make(chan struct{})
 	elem := c.waiters.PushBack(ready)
-	c.mu.Unlock()
-
+	// The timer is armed before the lock is released: the wait counts from
+	// the moment the call shows as queued in Load, so whoever sees it
+	// queued and then advances the clock also ends its wait.
 	t := c.clk.Timer(wait)
+	c.mu.Unlock()
 	defer t.Stop()
 	var err error
 	select {

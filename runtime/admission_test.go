@@ -84,8 +84,8 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 	for range 2 {
 		go func() { done <- search() }()
 	}
-	<-bs.entered
-	<-bs.entered
+	testkit.Recv(t, bs.entered, "bs.entered")
+	testkit.Recv(t, bs.entered, "bs.entered")
 	go func() { done <- search() }() // queued
 	waitLoad(t, b.rt, "a queued read", func(l mkruntime.Load) bool { return l.ReadsQueued == 1 })
 	if l := b.rt.Load(); l.ReadsRunning != 2 || !l.Saturated {
@@ -95,7 +95,7 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 
 	// Writes are admitted apart from reads.
 	go func() { done <- write() }()
-	if got := <-bs.entered; got != "create" {
+	if got := testkit.Recv(t, bs.entered, "bs.entered"); got != "create" {
 		t.Fatalf("entered %s", got)
 	}
 	go func() { done <- write() }() // queued write
@@ -104,8 +104,8 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 
 	// MaxWait passes: both queued calls are refused, nothing ran for them.
 	clk.Add(50 * time.Millisecond)
-	wantOverloaded(t, <-done, mkruntime.ReasonQueueWait)
-	wantOverloaded(t, <-done, mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, done, "done"), mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, done, "done"), mkruntime.ReasonQueueWait)
 	if l := b.rt.Load(); l.Refused != 4 || l.ReadsQueued != 0 || l.WritesQueued != 0 {
 		t.Fatalf("load after the waits %+v", l)
 	}
@@ -113,7 +113,7 @@ func TestAdmissionBoundsReadsAndWrites(t *testing.T) {
 	// The admitted calls finish and free their slots.
 	close(bs.release)
 	for range 3 {
-		if err := <-done; err != nil {
+		if err := testkit.Recv(t, done, "done"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,7 +179,7 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 	}
 	held := make(chan error, 1)
 	go search(held)
-	<-bs.entered // the only read slot is taken
+	testkit.Recv(t, bs.entered, "bs.entered") // the only read slot is taken
 
 	a, bb, c := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go search(a) // t=0: joins an empty queue, waits up to t=100ms
@@ -191,7 +191,7 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 		t.Fatalf("congested after 60ms: %+v", l)
 	}
 	clk.Add(40 * time.Millisecond) // t=100ms: a gives up; the queue has stood 100ms
-	wantOverloaded(t, <-a, mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, a, "a"), mkruntime.ReasonQueueWait)
 	queued(1)
 	if l := b.rt.Load(); !l.Congested {
 		t.Fatalf("not congested after 100ms of queue: %+v", l)
@@ -200,7 +200,7 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 	queued(2)
 	clk.Add(10 * time.Millisecond)
 	queued(1) // c left after 10ms (waiting for it would hang if it had not)
-	wantOverloaded(t, <-c, mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, c, "c"), mkruntime.ReasonQueueWait)
 	select {
 	case err := <-bb:
 		t.Fatalf("the call queued before the queue stood was cut short: %v", err)
@@ -210,10 +210,10 @@ func TestAdmissionStandingQueueRefusesFast(t *testing.T) {
 	// The slot frees: bb runs, the queue drains, and the next call to queue
 	// gets the full wait again.
 	close(bs.release)
-	if err := <-held; err != nil {
+	if err := testkit.Recv(t, held, "held"); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-bb; err != nil {
+	if err := testkit.Recv(t, bb, "bb"); err != nil {
 		t.Fatal(err)
 	}
 	if l := b.rt.Load(); l.Congested || l.ReadsQueued != 0 {
@@ -240,14 +240,14 @@ func TestAdmissionStandingQueueZeroWait(t *testing.T) {
 	}
 	done := make(chan error, 4)
 	go func() { done <- search() }()
-	<-bs.entered
+	testkit.Recv(t, bs.entered, "bs.entered")
 	go func() { done <- search() }() // t=0: queued
 	waitLoad(t, b.rt, "a queued read", func(l mkruntime.Load) bool { return l.ReadsQueued == 1 })
 	clk.Add(99 * time.Millisecond)
 	go func() { done <- search() }() // t=99ms: the queue is young, so it queues
 	waitLoad(t, b.rt, "two queued reads", func(l mkruntime.Load) bool { return l.ReadsQueued == 2 })
 	clk.Add(1 * time.Millisecond) // t=100ms: the first gives up, the queue stands
-	wantOverloaded(t, <-done, mkruntime.ReasonQueueWait)
+	wantOverloaded(t, testkit.Recv(t, done, "done"), mkruntime.ReasonQueueWait)
 	go func() { done <- search() }()
 	select {
 	case err := <-done:
@@ -257,7 +257,7 @@ func TestAdmissionStandingQueueZeroWait(t *testing.T) {
 	}
 	close(bs.release)
 	for range 2 {
-		if err := <-done; err != nil {
+		if err := testkit.Recv(t, done, "done"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -605,10 +605,11 @@ func testPurgeProject(t *testing.T, e *env) {
 	e.settle()
 	e.must(http.StatusForbidden, bobToken, "POST", apollo+"/purge", `{"reason_code":"project_closed"}`)
 	e.must(http.StatusUnprocessableEntity, aliceToken, "POST", apollo+"/purge", `{"reason_code":"Because I said so"}`)
-	r := e.must(http.StatusOK, aliceToken, "POST", apollo+"/purge", `{"reason_code":"project_closed"}`)
+	e.must(http.StatusAccepted, aliceToken, "POST", apollo+"/purge", `{"reason_code":"project_closed"}`)
+	r := e.purgeFinished(aliceToken, "apollo")
 	sort.Strings(ids)
-	if got := fmt.Sprint(r.get("report.record_ids")); got != fmt.Sprint(ids) || r.str("report.actor") != "user:alice" ||
-		!strings.HasPrefix(r.str("report.digest"), "sha256:") || r.get("report.records") != float64(3) {
+	if got := fmt.Sprint(r.get("purge.report.record_ids")); got != fmt.Sprint(ids) || r.str("purge.report.actor") != "user:alice" ||
+		!strings.HasPrefix(r.str("purge.report.digest"), "sha256:") || r.get("purge.report.records") != float64(3) {
 		t.Errorf("purge report: %s", r.raw)
 	}
 	for _, id := range ids {

@@ -35,6 +35,7 @@ func (h *Host) registerRoutes() {
 	h.route("POST "+p+"/memories/{id}/erase", nil, h.decide(h.rt.Reviewer().Erase))
 	h.route("GET "+p+"/memories/{id}/history", nil, h.history)
 	h.route("POST "+p+"/purge", nil, h.purge)
+	h.route("GET "+p+"/purge", nil, h.purgeStatusRoute)
 }
 
 // healthJSON is the /healthz body: a status word plus memorykit's
@@ -451,25 +452,4 @@ type purgeJSON struct {
 	StartedAt    time.Time `json:"started_at"`
 	FinishedAt   time.Time `json:"finished_at"`
 	Digest       string    `json:"digest"`
-}
-
-// purge erases the whole project (permission erase) and answers the
-// deletion report. A purge cut short is finished by the next call; until
-// then writes to the project answer 503 with error "purging".
-func (h *Host) purge(w http.ResponseWriter, r *http.Request, c call) {
-	var req purgeRequest
-	if !decodeBody(w, r, &req, false) {
-		return
-	}
-	rep, err := h.rt.Purge(r.Context(), c.caller.principal, c.scope, req.ReasonCode)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"report": purgeJSON{
-		Project: c.project, Actor: string(rep.Actor.Kind) + ":" + rep.Actor.ID, ReasonCode: rep.Reason,
-		Records: rep.Records, RecordIDs: rep.RecordIDs, Revisions: rep.Revisions, Embeddings: rep.Embeddings,
-		Jobs: rep.Jobs, QueueEntries: rep.QueueEntries, StartedAt: rep.StartedAt, FinishedAt: rep.FinishedAt,
-		Digest: rep.Digest,
-	}})
 }

@@ -127,13 +127,15 @@ func newEnv(t *testing.T, b backend, cov *coverage, options ...func(*Options)) *
 		t.Fatalf("NewHost: %v", err)
 	}
 	handler := host.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		handler.ServeHTTP(sw, r)
 		if cov != nil {
 			cov.mark(r.Pattern, sw.status)
 		}
 	}))
+	srv.Config.ConnContext = host.ConnContext
+	srv.Start()
 	e := &env{t: t, host: host, srv: srv, clk: clk, logs: logs}
 	t.Cleanup(func() {
 		srv.Close()

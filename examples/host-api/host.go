@@ -101,6 +101,10 @@ type Host struct {
 	// pool runs admitted reads at a lower CPU priority (workpool.go);
 	// nil only when Options.noWorkPool is set.
 	pool *workPool
+	// closedConns counts the connections closed for refusals (refuse).
+	closedConns atomic.Int64
+	// purges runs and reports the background purges (purge.go).
+	purges *purges
 }
 
 // NewHost opens the store, composes memorykit's runtime and starts it.
@@ -213,9 +217,10 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	h := &Host{
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
 		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(), obs: obs,
-		edge:  newEdge(limits),
-		procs: serverProcs(runtime.GOMAXPROCS(0), limits, o.recallInProcess()),
-		pool:  pool,
+		edge:   newEdge(limits, o.Clock),
+		procs:  serverProcs(runtime.GOMAXPROCS(0), limits, o.recallInProcess()),
+		pool:   pool,
+		purges: newPurges(),
 	}
 	h.registerRoutes()
 	if err := h.registerMCP(); err != nil {
@@ -306,6 +311,9 @@ func (p *probeWriter) Write(b []byte) (int, error) {
 // Stop, and finally close the store's pool. It returns the first error.
 func (h *Host) Close(ctx context.Context) error {
 	h.closing.Store(true)
+	// A running purge finishes first, while ctx lasts; then it is cut
+	// short, and the next purge of its project resumes it.
+	h.purges.wait(ctx)
 	drainErr := h.rt.Drain(ctx)
 	// Stop gets its own context: it must run even when Drain ran out of
 	// time, because only after Stop may the pool close.

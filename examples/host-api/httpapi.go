@@ -39,6 +39,12 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			writeError(w, http.StatusServiceUnavailable, "draining", "shutting_down", "")
 			return
 		}
+		// Every slot of the class taken: refused whoever the caller is,
+		// before any authentication work.
+		if class.full() {
+			h.refuse(w, r, class)
+			return
+		}
 		caller, ok := h.dir.Authenticate(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="memorykit-host"`)
@@ -61,12 +67,12 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			return
 		}
 		// The edge bound comes before the body is read (overload.go).
-		if !class.enter() {
-			h.obs.refused(r.Context(), class.name)
-			writeErr(w, overloadedAt(class.name))
+		tenant := caller.principal.TenantID
+		if !class.enter(tenant) {
+			h.refuse(w, r, class)
 			return
 		}
-		defer class.leave()
+		defer class.leave(tenant)
 		c := call{caller: caller, project: project, scope: scope, query: values}
 		if class.name != classReads || h.pool == nil {
 			fn(w, r, c)
@@ -78,6 +84,20 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			writePoolErr(w, err)
 		}
 	})
+}
+
+// refuse answers a request the edge turned away: 503 overloaded with
+// Retry-After. A connection that has been refused connRefusalLimit times
+// within connRefusalWindow (a client retrying at once, ignoring
+// Retry-After) is closed after this answer, so the client pays for a new
+// connection before its next attempt.
+func (h *Host) refuse(w http.ResponseWriter, r *http.Request, class *edgeClass) {
+	h.obs.refused(r.Context(), class.name)
+	if cs, ok := r.Context().Value(connKey{}).(*connState); ok && cs.refused(h.clock.Now()) {
+		w.Header().Set("Connection", "close")
+		h.closedConns.Add(1)
+	}
+	writeErr(w, overloadedAt(class.name))
 }
 
 // writePoolErr answers a read the work pool did not run: the Host is

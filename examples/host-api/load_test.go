@@ -61,6 +61,13 @@ import (
 // established connections; MEMORYKIT_LOAD_CLIENT=raw uses a leaner client
 // (rawDoer) instead of net/http's, to see the load generator's share.
 //
+// MEMORYKIT_LOAD_STORES=storm runs only the retry-storm measurement
+// (runStorm, storm_test.go): a well-behaved tenant's goodput alone and
+// during another tenant's storm that ignores Retry-After, interleaved, and
+// the storm's own goodput against the best level:
+//
+//	MEMORYKIT_LOAD_STORES=storm MEMORYKIT_LOAD_SECONDS=2 go test -run '^$' -bench 'BenchmarkHostLoad/storm' -benchtime 1x ./examples/host-api/
+//
 // MEMORYKIT_LOAD_WORK_POOL=off serves the reads without the Host's work
 // pool (workpool.go) and MEMORYKIT_LOAD_WORKER_NICE=n lowers the pool's
 // threads by n instead of hostWorkerNice, for A/B runs in one binary;
@@ -102,6 +109,13 @@ func BenchmarkHostLoad(b *testing.B) {
 		b.Run("floor", func(b *testing.B) {
 			for b.Loop() {
 				runFloor(b, time.Duration(secs)*time.Second, clients, backoff, inProcess)
+			}
+		})
+	}
+	if slices.Contains(strings.Split(stores, ","), "storm") {
+		b.Run("storm", func(b *testing.B) {
+			for b.Loop() {
+				runStorm(b, envInt("MEMORYKIT_LOAD_STORM_RECORDS", 3000), time.Duration(secs)*time.Second)
 			}
 		})
 	}
@@ -845,18 +859,22 @@ func pct(d []time.Duration, p int) string {
 
 // seed writes records memories with their vectors straight into the
 // Host's store, in batches.
-func seed(b *testing.B, host *Host, records int) {
+func seed(b *testing.B, host *Host, records int) { seedTenant(b, host, "acme", "alice", records) }
+
+// seedTenant stores records memories in tenant's project apollo, written
+// by user.
+func seedTenant(b *testing.B, host *Host, tenant, user string, records int) {
 	ctx := context.Background()
 	bc, ok := host.store.(memorykit.BatchCreator)
 	if !ok {
 		b.Fatal("store cannot batch")
 	}
-	scope, err := memorykit.ProjectScope("acme", "apollo")
+	scope, err := memorykit.ProjectScope(tenant, "apollo")
 	if err != nil {
 		b.Fatal(err)
 	}
 	emb := embedder.NewLocalV2()
-	actor := memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}
+	actor := memorykit.Actor{Kind: memorykit.ActorUser, ID: user}
 	for start := 0; start < records; start += 100 {
 		var items []memorykit.BatchItem
 		var texts []memorykit.NewRecord

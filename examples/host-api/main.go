@@ -176,7 +176,7 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 	if os.Getenv("GOMAXPROCS") == "" {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(host.procs))
 	}
-	srv := &http.Server{Handler: host.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: host.Handler(), ConnContext: host.ConnContext, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: serverReadTimeout, WriteTimeout: serverWriteTimeout, IdleTimeout: serverIdleTimeout}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

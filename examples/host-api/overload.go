@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/pgstore"
@@ -183,40 +187,168 @@ func classOf(pattern string) string {
 	return classWrites
 }
 
-// edgeClass bounds the requests of one class in flight. It never waits:
-// a request that finds every slot taken is turned away.
+// edgeClass bounds the requests of one class in flight, and shares the
+// bound fairly between the tenants that use it. It never waits: a request
+// that finds no slot it may take is turned away.
+//
+// Fair share: a tenant is active while it has sent a request of the class
+// within fairWindow (on the Host's clock). While one tenant is active it
+// may use every slot; while n are, each may hold at most
+// max(1, slots/n) at once, so a tenant that sends far more than the others
+// (a retry storm that ignores Retry-After) is refused first and cannot
+// take the slots a well-behaved tenant needs. Refusing it costs only the
+// checks before this one (authentication, headers, query); nothing is
+// read, embedded or queued.
 type edgeClass struct {
 	name    string
-	slots   chan struct{}
+	limit   int
+	clk     clock.Clock
 	refused atomic.Int64
+	// unfair counts the refusals of a tenant over its fair share (also
+	// counted in refused).
+	unfair atomic.Int64
+
+	mu      sync.Mutex
+	running int
+	tenants map[string]*tenantUse
 }
+
+// tenantUse is one tenant's use of an edge class.
+type tenantUse struct {
+	held     int
+	lastSeen time.Time
+}
+
+// fairWindow is how long a tenant counts as active after its last request.
+const fairWindow = time.Second
+
+// maxEdgeTenants bounds the tenants an edge class tracks; past it, idle
+// entries are dropped first, and only authenticated tenants get one.
+const maxEdgeTenants = 4096
 
 // edge holds the Host's classes.
 type edge map[string]*edgeClass
 
-func newEdge(l overloadLimits) edge {
+func newEdge(l overloadLimits, clk clock.Clock) edge {
 	e := edge{}
 	for name, n := range map[string]int{classReads: l.EdgeReads, classWrites: l.EdgeWrites, classChats: l.EdgeChats} {
-		e[name] = &edgeClass{name: name, slots: make(chan struct{}, max(1, n))}
+		e[name] = &edgeClass{name: name, limit: max(1, n), clk: clk, tenants: map[string]*tenantUse{}}
 	}
 	return e
 }
 
-// enter takes a slot of the class, or reports that there is none.
-func (c *edgeClass) enter() bool {
-	select {
-	case c.slots <- struct{}{}:
-		return true
-	default:
+// enter takes a slot of the class for tenant, or reports that there is
+// none it may take: the class is full, or the tenant holds its fair share
+// while other tenants are active.
+func (c *edgeClass) enter(tenant string) bool {
+	now := c.clk.Now()
+	c.mu.Lock()
+	u := c.tenants[tenant]
+	if u == nil {
+		if len(c.tenants) >= maxEdgeTenants {
+			c.pruneLocked(now)
+		}
+		u = &tenantUse{}
+		c.tenants[tenant] = u
+	}
+	u.lastSeen = now
+	ok, unfair := c.running < c.limit, false
+	if ok && u.held > 0 {
+		if share := max(1, c.limit/c.activeLocked(now)); u.held >= share {
+			ok, unfair = false, true
+		}
+	}
+	if ok {
+		c.running++
+		u.held++
+	}
+	c.mu.Unlock()
+	if !ok {
 		c.refused.Add(1)
-		return false
+		if unfair {
+			c.unfair.Add(1)
+		}
+	}
+	return ok
+}
+
+// activeLocked counts the tenants active at now (at least one: the
+// caller's). c.mu is held.
+func (c *edgeClass) activeLocked(now time.Time) int {
+	n := 0
+	for _, u := range c.tenants {
+		if u.held > 0 || now.Sub(u.lastSeen) < fairWindow {
+			n++
+		}
+	}
+	return max(1, n)
+}
+
+// pruneLocked drops the tenants that hold nothing and are no longer
+// active. c.mu is held.
+func (c *edgeClass) pruneLocked(now time.Time) {
+	for t, u := range c.tenants {
+		if u.held == 0 && now.Sub(u.lastSeen) >= fairWindow {
+			delete(c.tenants, t)
+		}
 	}
 }
 
-func (c *edgeClass) leave() { <-c.slots }
+// leave frees tenant's slot.
+func (c *edgeClass) leave(tenant string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+	if u := c.tenants[tenant]; u != nil {
+		u.held--
+	}
+}
 
-// full reports a class whose next request is turned away.
-func (c *edgeClass) full() bool { return len(c.slots) == cap(c.slots) }
+// full reports a class whose next request is turned away whoever sends
+// it: every slot is taken.
+func (c *edgeClass) full() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running >= c.limit
+}
+
+// A client that keeps sending after refusals, without waiting as
+// Retry-After says, has its connection closed: connRefusalLimit refusals
+// on one connection within connRefusalWindow (on the Host's clock).
+const (
+	connRefusalLimit  = 16
+	connRefusalWindow = time.Second
+)
+
+// connKey keys a connection's connState in its requests' contexts.
+type connKey struct{}
+
+// connState counts the refusals on one connection.
+type connState struct {
+	mu       sync.Mutex
+	since    time.Time // start of the current window
+	refusals int       // refusals since then
+}
+
+// refused counts a refusal at now and reports whether the connection has
+// now been refused connRefusalLimit times within connRefusalWindow.
+func (s *connState) refused(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refusals == 0 || now.Sub(s.since) >= connRefusalWindow {
+		s.since, s.refusals = now, 0
+	}
+	s.refusals++
+	return s.refusals >= connRefusalLimit
+}
+
+// ConnContext is the Host's http.Server.ConnContext: it gives each
+// connection the refusal count behind closing a hammering client's
+// connection (see refuse). Without it the Host still refuses, but never
+// closes a connection for it.
+func (h *Host) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, &connState{})
+}
 
 // overloadedAt is the error of a request the edge turned away.
 func overloadedAt(class string) error {

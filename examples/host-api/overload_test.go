@@ -307,13 +307,18 @@ func TestEdgeTurnsAwayBeforeTheBody(t *testing.T) {
 	}
 	// The bound is per class: a write is not a read.
 	e.write(aliceToken, "apollo", "fact", "deploy region", "The API runs in eu-west-1")
-	// Unauthenticated requests are still told so, not overloaded.
-	e.must(http.StatusUnauthorized, "", "POST", apollo+"/search", `{"query":"x"}`)
+	// A full class refuses before any authentication work: an
+	// unauthenticated search gets the same 503 (it learns nothing), while
+	// a class with a free slot still tells an unauthenticated caller so.
+	if r := e.must(http.StatusServiceUnavailable, "", "POST", apollo+"/search", `{"query":"x"}`); r.str("error") != "overloaded" {
+		t.Fatalf("unauthenticated search while full: %s", r.raw)
+	}
+	e.must(http.StatusUnauthorized, "", "POST", apollo+"/memories", `{"kind":"fact","key":"k","content":"c"}`)
 	if r := e.must(http.StatusServiceUnavailable, "", "GET", "/healthz", ""); r.str("status") != "overloaded" {
 		t.Fatalf("health while the edge is full: %s", r.raw)
 	}
 	m := e.must(http.StatusOK, "", "GET", "/metrics", "")
-	if !strings.Contains(m.raw, `host_http_overloaded_total{host_class="reads"} 1`) {
+	if !strings.Contains(m.raw, `host_http_overloaded_total{host_class="reads"} 2`) {
 		t.Fatalf("refusal not counted:\n%s", m.raw)
 	}
 

@@ -30,8 +30,8 @@ func BenchmarkRefusal(b *testing.B) {
 		_ = h.Close(ctx)
 	}()
 	c := h.edge[classReads]
-	for range cap(c.slots) {
-		c.enter()
+	for range c.limit {
+		c.enter("acme")
 	}
 	handler := h.Handler()
 	b.ReportAllocs()

@@ -165,8 +165,8 @@ func TestHostPoolHasAWorkerPerReadSlot(t *testing.T) {
 	lim.EdgeReads = 3
 	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits = &lim })
 	p := e.host.pool
-	if n := p.lowered.Load() + p.lowerFailed.Load(); n != 3 || cap(e.host.edge[classReads].slots) != 3 {
-		t.Fatalf("%d workers for %d read slots", n, cap(e.host.edge[classReads].slots))
+	if n := p.lowered.Load() + p.lowerFailed.Load(); n != 3 || e.host.edge[classReads].limit != 3 {
+		t.Fatalf("%d workers for %d read slots", n, e.host.edge[classReads].limit)
 	}
 }
 
