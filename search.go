@@ -6,35 +6,62 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
 // NormalizeKey returns the canonical form of a record key, so that keys
-// that render alike are one key:
+// that look alike are one key:
 //
 //   - invalid UTF-8 becomes U+FFFD;
+//   - characters that render as a blank cell count as white space: the
+//     braille blank (U+2800) and the Hangul fillers (U+115F, U+1160,
+//     U+3164, U+FFA0);
 //   - characters that render as nothing are removed: format characters
 //     (Unicode Cf: zero-width space and joiners, word joiner, soft hyphen,
 //     byte order mark, bidirectional controls, tag characters), the other
-//     default-ignorable code points (such as the Hangul fillers and the
-//     combining grapheme joiner), variation selectors, and control
-//     characters that are not white space;
+//     default-ignorable code points (such as the combining grapheme
+//     joiner), variation selectors, and control characters that are not
+//     white space;
 //   - NFKC, then full case folding (so "Straße" and "STRASSE" are one key),
-//     then NFKC again, repeated until stable;
-//   - white space (every Unicode space, tabs and line breaks) is trimmed
-//     and inner runs become one ASCII space.
+//     then NFKC again;
+//   - every character outside ASCII is replaced by its prototype in the
+//     Unicode confusables table of UTS #39 (the skeleton mapping, applied
+//     to the NFD form), so a Cyrillic "е", a Greek "ο" or a dotless "ı"
+//     becomes the Latin letter it imitates; a combining dot above that
+//     follows "i" or "j", which already carry a dot, is removed;
+//   - white space (every Unicode space, tabs, line breaks and the blank
+//     characters above) is trimmed and inner runs become one ASCII space;
+//   - all of this is repeated until nothing changes.
+//
+// So "deploy region", "dеploy region" (Cyrillic е), "deplοy region"
+// (Greek ο), "deploy regıon" (dotless ı), "deploy regi\u0307on" and
+// "deploy\u2800region" are one key: "deploy region".
+//
+// ASCII characters are kept as written (after case folding): the
+// confusables table's own ASCII pairs, "l" and "1", "o" and "0", "m" and
+// "rn", stay different keys, so a Latin key reads back as it was typed.
+// Characters that imitate "m" map to "m" rather than the table's "rn".
+// Because the mapping is applied to every script, keys in another script
+// can become one key with a Latin-looking key or with each other (the
+// Cyrillic "рор" is the key "pop"), and such a key is stored and shown in
+// its mapped form. That is deliberate: a later write to a key that merely
+// looks like an existing one follows the rules for that existing key
+// (candidate or supersede), it never becomes a second active record.
 //
 // A visible space still separates: "deploy region" and "deployregion" are
-// different keys. Record identity (Scope, kind, key), the model write rule
-// and the exact recall channel all use this form, so both stores compare
-// keys byte for byte. NormalizeKey(NormalizeKey(k)) == NormalizeKey(k).
+// different keys. Record identity (Scope, kind, key), the model write rule,
+// the key owner, the checks of forgotten, rejected and erased keys and the
+// exact recall channel all use this form, so every store compares keys
+// byte for byte. NormalizeKey(NormalizeKey(k)) == NormalizeKey(k).
 func NormalizeKey(key string) string {
 	s := strings.ToValidUTF8(key, "\uFFFD")
-	// Folding can undo NFKC and NFKC can produce what folding changes; a
-	// few rounds reach the fixed point (in practice the second round
-	// changes nothing).
-	for i := 0; i < 4; i++ {
+	// Folding can undo NFKC, NFKC can produce what folding changes, and a
+	// prototype can be upper case or compose with what follows; a few
+	// rounds reach the fixed point (in practice the second round changes
+	// nothing).
+	for i := 0; i < 8; i++ {
 		next := normalizeKeyRound(s)
 		if next == s {
 			break
@@ -45,13 +72,72 @@ func NormalizeKey(key string) string {
 }
 
 func normalizeKeyRound(s string) string {
+	s = strings.Map(blankToSpace, s)
 	s = strings.Map(dropIgnorable, s)
 	s = norm.NFKC.String(s)
 	// A Caser keeps state, so each call gets its own.
 	s = strings.Map(foldCherokee, cases.Fold().String(s))
 	s = norm.NFKC.String(s)
+	s = confusableFold(s)
+	s = strings.Map(blankToSpace, s)
 	s = strings.Map(dropIgnorable, s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// blankToSpace maps the characters that render as an empty cell, but are
+// neither white space nor default-ignorable in every table, to a space.
+func blankToSpace(r rune) rune {
+	switch r {
+	case 0x2800, 0x115F, 0x1160, 0x3164, 0xFFA0:
+		return ' '
+	}
+	return r
+}
+
+// confusableFold replaces each non-ASCII character of s by its UTS #39
+// confusable prototype, working on the NFD form, and returns the result
+// in NFKC. ASCII is left alone. A combining dot above (U+0307) right after
+// a soft-dotted letter ("i", "j" and their kin) is dropped: it adds
+// nothing visible.
+func confusableFold(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	d := norm.NFD.String(s)
+	var b strings.Builder
+	b.Grow(len(d))
+	prev := rune(-1)
+	for _, r := range d {
+		if r == 0x0307 && prev >= 0 && unicode.Is(unicode.Soft_Dotted, prev) {
+			continue
+		}
+		if r < utf8.RuneSelf {
+			b.WriteRune(r)
+			prev = r
+			continue
+		}
+		p := confusables.Skeleton(string(r))
+		if strings.Contains(p, "rn") {
+			// The table's prototype of "m" is "rn"; ASCII keeps "m", so
+			// what imitates "m" becomes "m" too.
+			p = strings.ReplaceAll(p, "rn", "m")
+		}
+		for _, q := range p {
+			if q == 0x0307 && prev >= 0 && unicode.Is(unicode.Soft_Dotted, prev) {
+				continue
+			}
+			b.WriteRune(q)
+			prev = q
+		}
+	}
+	return norm.NFKC.String(b.String())
 }
 
 // ignorableInKey reports whether NormalizeKey removes r: a character that
