@@ -43,9 +43,10 @@ func TestInvisibleCharactersDoNotMakeANewKey(t *testing.T) {
 		"strasse":   {"Straße", "STRASSE", "stra\u00dfe", "ſtraße"},
 		"café menu": {"cafe\u0301 menu", "CAFÉ MENU", "café\u034f menu"},
 		// Greek letters that imitate Latin ones take the Latin form (σ
-		// and ς look like o; φ like ɸ), so the cases still meet.
-		"oo\u0278ia": {"σοφια", "ΣΟΦΙΑ", "Σοφια"},
-		"ao":         {"ας", "ΑΣ", "ασ"},
+		// and ς look like o; φ imitates no ASCII letter and stays), so
+		// the cases still meet.
+		"ooφia": {"σοφια", "ΣΟΦΙΑ", "Σοφια"},
+		"ao":    {"ας", "ΑΣ", "ασ"},
 	}
 	for want, variants := range same {
 		if got := NormalizeKey(want); got != want {
@@ -200,6 +201,13 @@ func TestLookAlikeKeysAreOneKey(t *testing.T) {
 	// letters looking Latin is the Latin-looking key.
 	if a, b := NormalizeKey("\u0440\u043e\u0440"), NormalizeKey("pop"); a != b {
 		t.Errorf("Cyrillic pop = %+q, Latin pop = %+q; want one key", a, b)
+	}
+	// Scripts that share no glyphs with Latin, and letters whose
+	// prototype is not ASCII, are kept as written.
+	for _, k := range []string{"プロジェクト設定", "カメラ", "一般设置", "〇号", "배포 지역", "مرحبا", "שלום", "नमस्ते", "\u0438\u0439", "\u03c6"} {
+		if got := NormalizeKey(k); got != k {
+			t.Errorf("NormalizeKey(%+q) = %+q, want it unchanged", k, got)
+		}
 	}
 	// Exact recall finds the look-alike under the one key.
 	if keys := ExactKeys("d\u0435ploy\u2800region", 4); len(keys) == 0 || keys[0] != want {

@@ -26,11 +26,14 @@ import (
 //     white space;
 //   - NFKC, then full case folding (so "Straße" and "STRASSE" are one key),
 //     then NFKC again;
-//   - every character outside ASCII is replaced by its prototype in the
-//     Unicode confusables table of UTS #39 (the skeleton mapping, applied
-//     to the NFD form), so a Cyrillic "е", a Greek "ο" or a dotless "ı"
-//     becomes the Latin letter it imitates; a combining dot above that
-//     follows "i" or "j", which already carry a dot, is removed;
+//   - a character outside ASCII that imitates ASCII is replaced by what
+//     it imitates: on the NFD form, a letter or symbol of the Latin,
+//     Greek, Cyrillic, Armenian, Cherokee or Coptic script or of the
+//     common symbols whose prototype in the Unicode confusables table of
+//     UTS #39 (the skeleton mapping) is ASCII text; so a Cyrillic "е", a
+//     Greek "ο" or a dotless "ı" becomes the Latin letter, and accents
+//     stay where they were; a combining dot above that follows "i" or
+//     "j", which already carry a dot, is removed;
 //   - white space (every Unicode space, tabs, line breaks and the blank
 //     characters above) is trimmed and inner runs become one ASCII space;
 //   - all of this is repeated until nothing changes.
@@ -39,14 +42,18 @@ import (
 // (Greek ο), "deploy regıon" (dotless ı), "deploy regi\u0307on" and
 // "deploy\u2800region" are one key: "deploy region".
 //
-// ASCII characters are kept as written (after case folding): the
-// confusables table's own ASCII pairs, "l" and "1", "o" and "0", "m" and
-// "rn", stay different keys, so a Latin key reads back as it was typed.
-// Characters that imitate "m" map to "m" rather than the table's "rn".
-// Because the mapping is applied to every script, keys in another script
-// can become one key with a Latin-looking key or with each other (the
-// Cyrillic "рор" is the key "pop"), and such a key is stored and shown in
-// its mapped form. That is deliberate: a later write to a key that merely
+// The mapped form renders as the key did, so it is also the form stored
+// and shown. ASCII characters are kept as written (after case folding):
+// the confusables table's own ASCII pairs, "l" and "1", "o" and "0", "m"
+// and "rn", stay different keys, so a Latin key reads back as it was
+// typed; characters that imitate "m" map to "m" rather than the table's
+// "rn". Characters whose prototype is not ASCII (Cyrillic "и", Greek "φ")
+// and the other scripts (Han, Kana, Hangul, Arabic, Hebrew, Indic and the
+// rest) are kept as written, so look-alikes inside those scripts (Han "口"
+// and Katakana "ロ") stay different keys. Words of Greek, Cyrillic or
+// Armenian letters that look Latin become the Latin key (the Cyrillic
+// "рор" is the key "pop"), and such a word is stored with the Latin
+// letters. That merge is deliberate: a later write to a key that merely
 // looks like an existing one follows the rules for that existing key
 // (candidate or supersede), it never becomes a second active record.
 //
@@ -118,26 +125,42 @@ func confusableFold(s string) string {
 		if r == 0x0307 && prev >= 0 && unicode.Is(unicode.Soft_Dotted, prev) {
 			continue
 		}
-		if r < utf8.RuneSelf {
-			b.WriteRune(r)
-			prev = r
+		if p, ok := asciiPrototype(r); ok {
+			b.WriteString(p)
+			prev = rune(p[len(p)-1])
 			continue
 		}
-		p := confusables.Skeleton(string(r))
-		if strings.Contains(p, "rn") {
-			// The table's prototype of "m" is "rn"; ASCII keeps "m", so
-			// what imitates "m" becomes "m" too.
-			p = strings.ReplaceAll(p, "rn", "m")
-		}
-		for _, q := range p {
-			if q == 0x0307 && prev >= 0 && unicode.Is(unicode.Soft_Dotted, prev) {
-				continue
-			}
-			b.WriteRune(q)
-			prev = q
-		}
+		b.WriteRune(r)
+		prev = r
 	}
 	return norm.NFKC.String(b.String())
+}
+
+// lookAlikeScripts are the scripts whose letters NormalizeKey maps to the
+// ASCII character they imitate: those that share glyphs with Latin, and
+// the common symbols and punctuation.
+var lookAlikeScripts = []*unicode.RangeTable{
+	unicode.Latin, unicode.Greek, unicode.Cyrillic, unicode.Armenian, unicode.Cherokee, unicode.Coptic, unicode.Common,
+}
+
+// asciiPrototype returns the ASCII text r imitates: its UTS #39 confusable
+// prototype, when r is outside ASCII, belongs to one of lookAlikeScripts,
+// and its prototype is ASCII. The table's prototype of "m" is "rn"; ASCII
+// keeps "m", so what imitates "m" becomes "m" too.
+func asciiPrototype(r rune) (string, bool) {
+	if r < utf8.RuneSelf || !unicode.In(r, lookAlikeScripts...) {
+		return "", false
+	}
+	p := confusables.Skeleton(string(r))
+	if p == "" || p == string(r) {
+		return "", false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return strings.ReplaceAll(p, "rn", "m"), true
 }
 
 // ignorableInKey reports whether NormalizeKey removes r: a character that
