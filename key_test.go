@@ -277,3 +277,27 @@ func TestGovernsKeyAgainst(t *testing.T) {
 		}
 	}
 }
+
+// TestASCIIPrototypeTableMatchesTheRule: the cache answers exactly what
+// the rule computes, asked twice (filled, then from the cache), for every
+// rune of the first two planes.
+func TestASCIIPrototypeTableMatchesTheRule(t *testing.T) {
+	n := 0
+	for pass := 0; pass < 2; pass++ {
+		n = 0
+		for r := rune(0); r <= 0x1FFFF; r++ {
+			want, wantOK := prototypeOf(r)
+			got, ok := asciiPrototype(r)
+			if got != want || ok != wantOK {
+				t.Fatalf("pass %d, U+%04X: cache %q %v, rule %q %v", pass, r, got, ok, want, wantOK)
+			}
+			if ok {
+				n++
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d runes imitate ASCII; the table is not loaded", n)
+	}
+	t.Logf("%d runes imitate ASCII", n)
+}

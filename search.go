@@ -3,6 +3,7 @@ package memorykit
 import (
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -143,11 +144,32 @@ var lookAlikeScripts = []*unicode.RangeTable{
 	unicode.Latin, unicode.Greek, unicode.Cyrillic, unicode.Armenian, unicode.Cherokee, unicode.Coptic, unicode.Common,
 }
 
-// asciiPrototype returns the ASCII text r imitates: its UTS #39 confusable
+// prototypeCache holds prototypeOf's answer for each rune of
+// lookAlikeScripts seen so far (a string, "" for none). It is filled on
+// use, so no caller pays for runes it never meets, and it is bounded by
+// the size of those scripts (about 12,000 runes).
+var prototypeCache sync.Map
+
+// asciiPrototype returns the ASCII text r imitates, if any (prototypeOf,
+// cached).
+func asciiPrototype(r rune) (string, bool) {
+	if r < utf8.RuneSelf || !unicode.In(r, lookAlikeScripts...) {
+		return "", false
+	}
+	if v, ok := prototypeCache.Load(r); ok {
+		p := v.(string)
+		return p, p != ""
+	}
+	p, _ := prototypeOf(r)
+	prototypeCache.Store(r, p)
+	return p, p != ""
+}
+
+// prototypeOf returns the ASCII text r imitates: its UTS #39 confusable
 // prototype, when r is outside ASCII, belongs to one of lookAlikeScripts,
 // and its prototype is ASCII. The table's prototype of "m" is "rn"; ASCII
 // keeps "m", so what imitates "m" becomes "m" too.
-func asciiPrototype(r rune) (string, bool) {
+func prototypeOf(r rune) (string, bool) {
 	if r < utf8.RuneSelf || !unicode.In(r, lookAlikeScripts...) {
 		return "", false
 	}
