@@ -31,7 +31,8 @@ import (
 //     it imitates: on the NFD form, a letter or symbol of the Latin,
 //     Greek, Cyrillic, Armenian, Cherokee or Coptic script or of the
 //     common symbols whose prototype in the Unicode confusables table of
-//     UTS #39 (the skeleton mapping) is ASCII text; so a Cyrillic "е", a
+//     UTS #39 (the skeleton mapping; confusables.txt of Unicode 13.0.0,
+//     from github.com/mtibben/confusables) is ASCII text; so a Cyrillic "е", a
 //     Greek "ο" or a dotless "ı" becomes the Latin letter, and accents
 //     stay where they were; a combining dot above that follows "i" or
 //     "j", which already carry a dot, is removed;
@@ -102,11 +103,11 @@ func blankToSpace(r rune) rune {
 	return r
 }
 
-// confusableFold replaces each non-ASCII character of s by its UTS #39
-// confusable prototype, working on the NFD form, and returns the result
-// in NFKC. ASCII is left alone. A combining dot above (U+0307) right after
-// a soft-dotted letter ("i", "j" and their kin) is dropped: it adds
-// nothing visible.
+// confusableFold replaces each character of s that imitates ASCII by what
+// it imitates (asciiPrototype), working on the NFD form, and returns the
+// result in NFKC. Everything else is left alone. A combining dot above
+// (U+0307) right after a soft-dotted letter ("i", "j" and their kin) is
+// dropped: it adds nothing visible.
 func confusableFold(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {
