@@ -3,38 +3,74 @@ package memorykit
 import (
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
 // NormalizeKey returns the canonical form of a record key, so that keys
-// that render alike are one key:
+// that look alike are one key:
 //
 //   - invalid UTF-8 becomes U+FFFD;
+//   - characters that render as a blank cell count as white space: the
+//     braille blank (U+2800) and the Hangul fillers (U+115F, U+1160,
+//     U+3164, U+FFA0);
 //   - characters that render as nothing are removed: format characters
 //     (Unicode Cf: zero-width space and joiners, word joiner, soft hyphen,
 //     byte order mark, bidirectional controls, tag characters), the other
-//     default-ignorable code points (such as the Hangul fillers and the
-//     combining grapheme joiner), variation selectors, and control
-//     characters that are not white space;
+//     default-ignorable code points (such as the combining grapheme
+//     joiner), variation selectors, and control characters that are not
+//     white space;
 //   - NFKC, then full case folding (so "Straße" and "STRASSE" are one key),
-//     then NFKC again, repeated until stable;
-//   - white space (every Unicode space, tabs and line breaks) is trimmed
-//     and inner runs become one ASCII space.
+//     then NFKC again;
+//   - a character outside ASCII that imitates ASCII is replaced by what
+//     it imitates: on the NFD form, a letter or symbol of the Latin,
+//     Greek, Cyrillic, Armenian, Cherokee or Coptic script or of the
+//     common symbols whose prototype in the Unicode confusables table of
+//     UTS #39 (the skeleton mapping; confusables.txt of Unicode 13.0.0,
+//     from github.com/mtibben/confusables) is ASCII text; so a Cyrillic "е", a
+//     Greek "ο" or a dotless "ı" becomes the Latin letter, and accents
+//     stay where they were; a combining dot above that follows "i" or
+//     "j", which already carry a dot, is removed;
+//   - white space (every Unicode space, tabs, line breaks and the blank
+//     characters above) is trimmed and inner runs become one ASCII space;
+//   - all of this is repeated until nothing changes.
+//
+// So "deploy region", "dеploy region" (Cyrillic е), "deplοy region"
+// (Greek ο), "deploy regıon" (dotless ı), "deploy regi\u0307on" and
+// "deploy\u2800region" are one key: "deploy region".
+//
+// The mapped form renders as the key did, so it is also the form stored
+// and shown. ASCII characters are kept as written (after case folding):
+// the confusables table's own ASCII pairs, "l" and "1", "o" and "0", "m"
+// and "rn", stay different keys, so a Latin key reads back as it was
+// typed; characters that imitate "m" map to "m" rather than the table's
+// "rn". Characters whose prototype is not ASCII (Cyrillic "и", Greek "φ")
+// and the other scripts (Han, Kana, Hangul, Arabic, Hebrew, Indic and the
+// rest) are kept as written, so look-alikes inside those scripts (Han "口"
+// and Katakana "ロ") stay different keys. Words of Greek, Cyrillic or
+// Armenian letters that look Latin become the Latin key (the Cyrillic
+// "рор" is the key "pop"), and such a word is stored with the Latin
+// letters. That merge is deliberate: a later write to a key that merely
+// looks like an existing one follows the rules for that existing key
+// (candidate or supersede), it never becomes a second active record.
 //
 // A visible space still separates: "deploy region" and "deployregion" are
-// different keys. Record identity (Scope, kind, key), the model write rule
-// and the exact recall channel all use this form, so both stores compare
-// keys byte for byte. NormalizeKey(NormalizeKey(k)) == NormalizeKey(k).
+// different keys. Record identity (Scope, kind, key), the model write rule,
+// the key owner, the checks of forgotten, rejected and erased keys and the
+// exact recall channel all use this form, so every store compares keys
+// byte for byte. NormalizeKey(NormalizeKey(k)) == NormalizeKey(k).
 func NormalizeKey(key string) string {
 	s := strings.ToValidUTF8(key, "\uFFFD")
-	// Folding can undo NFKC and NFKC can produce what folding changes; a
-	// few rounds reach the fixed point (in practice the second round
-	// changes nothing).
-	for i := 0; i < 4; i++ {
+	// Folding can undo NFKC, NFKC can produce what folding changes, and a
+	// prototype can be upper case or compose with what follows; a few
+	// rounds reach the fixed point (in practice the second round changes
+	// nothing).
+	for i := 0; i < 8; i++ {
 		next := normalizeKeyRound(s)
 		if next == s {
 			break
@@ -45,13 +81,109 @@ func NormalizeKey(key string) string {
 }
 
 func normalizeKeyRound(s string) string {
+	s = strings.Map(blankToSpace, s)
 	s = strings.Map(dropIgnorable, s)
 	s = norm.NFKC.String(s)
 	// A Caser keeps state, so each call gets its own.
 	s = strings.Map(foldCherokee, cases.Fold().String(s))
 	s = norm.NFKC.String(s)
+	s = confusableFold(s)
+	s = strings.Map(blankToSpace, s)
 	s = strings.Map(dropIgnorable, s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// blankToSpace maps the characters that render as an empty cell, but are
+// neither white space nor default-ignorable in every table, to a space.
+func blankToSpace(r rune) rune {
+	switch r {
+	case 0x2800, 0x115F, 0x1160, 0x3164, 0xFFA0:
+		return ' '
+	}
+	return r
+}
+
+// confusableFold replaces each character of s that imitates ASCII by what
+// it imitates (asciiPrototype), working on the NFD form, and returns the
+// result in NFKC. Everything else is left alone. A combining dot above
+// (U+0307) right after a soft-dotted letter ("i", "j" and their kin) is
+// dropped: it adds nothing visible.
+func confusableFold(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	d := norm.NFD.String(s)
+	var b strings.Builder
+	b.Grow(len(d))
+	prev := rune(-1)
+	for _, r := range d {
+		if r == 0x0307 && prev >= 0 && unicode.Is(unicode.Soft_Dotted, prev) {
+			continue
+		}
+		if p, ok := asciiPrototype(r); ok {
+			b.WriteString(p)
+			prev = rune(p[len(p)-1])
+			continue
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	return norm.NFKC.String(b.String())
+}
+
+// lookAlikeScripts are the scripts whose letters NormalizeKey maps to the
+// ASCII character they imitate: those that share glyphs with Latin, and
+// the common symbols and punctuation.
+var lookAlikeScripts = []*unicode.RangeTable{
+	unicode.Latin, unicode.Greek, unicode.Cyrillic, unicode.Armenian, unicode.Cherokee, unicode.Coptic, unicode.Common,
+}
+
+// prototypeCache holds prototypeOf's answer for each rune of
+// lookAlikeScripts seen so far (a string, "" for none). It is filled on
+// use, so no caller pays for runes it never meets, and it is bounded by
+// the size of those scripts (about 12,000 runes).
+var prototypeCache sync.Map
+
+// asciiPrototype returns the ASCII text r imitates, if any (prototypeOf,
+// cached).
+func asciiPrototype(r rune) (string, bool) {
+	if r < utf8.RuneSelf || !unicode.In(r, lookAlikeScripts...) {
+		return "", false
+	}
+	if v, ok := prototypeCache.Load(r); ok {
+		p := v.(string)
+		return p, p != ""
+	}
+	p, _ := prototypeOf(r)
+	prototypeCache.Store(r, p)
+	return p, p != ""
+}
+
+// prototypeOf returns the ASCII text r imitates: its UTS #39 confusable
+// prototype, when r is outside ASCII, belongs to one of lookAlikeScripts,
+// and its prototype is ASCII. The table's prototype of "m" is "rn"; ASCII
+// keeps "m", so what imitates "m" becomes "m" too.
+func prototypeOf(r rune) (string, bool) {
+	if r < utf8.RuneSelf || !unicode.In(r, lookAlikeScripts...) {
+		return "", false
+	}
+	p := confusables.Skeleton(string(r))
+	if p == "" || p == string(r) {
+		return "", false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return strings.ReplaceAll(p, "rn", "m"), true
 }
 
 // ignorableInKey reports whether NormalizeKey removes r: a character that

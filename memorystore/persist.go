@@ -133,7 +133,10 @@ type Changes struct {
 // NewJournaled builds a Store holding img (as a persisting store loads it
 // from its file) that keeps a journal of every change for TakeChanges. The
 // image must be one a journaled Store produced: records are trusted, not
-// validated again.
+// validated again, except that their keys are brought to the current form
+// of memorykit.NormalizeKey: records whose keys now coincide are resolved
+// as a newer write would have (the older active one superseded), and every
+// record re-keyed so is in the first TakeChanges.
 func NewJournaled(cfg Config, img Image) (*Store, error) {
 	s, err := New(cfg)
 	if err != nil {
@@ -170,6 +173,7 @@ func NewJournaled(cfg Config, img Image) (*Store, error) {
 		}
 	}
 	s.journal = j
+	s.rekeyRestored()
 	return s, nil
 }
 

@@ -15,15 +15,28 @@ import (
 // migration's name without its number, so renumbering a file keeps its
 // step.
 var dataSteps = map[string]func(ctx context.Context, tx pgx.Tx, schema, ext string, now time.Time) error{
-	"key_canonical_form": rekeyRecords,
+	"key_canonical_form": rekeyStep(rekeyReason),
+	"key_confusables":    rekeyStep(confusablesReason),
 }
 
 // migrationActor is the actor of the lifecycle actions a migration itself
 // records: the "supersede" revisions of rekeyRecords.
 var migrationActor = memorykit.Actor{Kind: memorykit.ActorOperator, ID: "pgstore-migration"}
 
-// rekeyReason is the reason of the supersede revisions rekeyRecords writes.
+// rekeyReason is the reason of the supersede revisions rekeyRecords writes
+// in migration 5 (invisible characters, case folding).
 const rekeyReason = "key_canonical_form"
+
+// confusablesReason is the reason of those it writes in migration 12
+// (look-alike characters).
+const confusablesReason = "key_confusables"
+
+// rekeyStep is rekeyRecords as a migration's data step, recording reason.
+func rekeyStep(reason string) func(ctx context.Context, tx pgx.Tx, schema, ext string, now time.Time) error {
+	return func(ctx context.Context, tx pgx.Tx, schema, ext string, now time.Time) error {
+		return rekeyRecords(ctx, tx, schema, ext, now, reason)
+	}
+}
 
 // rekeyRecords brings every stored key to memorykit.NormalizeKey's current
 // form and recomputes the record's full-text terms, which include the
@@ -31,12 +44,14 @@ const rekeyReason = "key_canonical_form"
 // key, the one updated last stays active and the other is superseded by
 // migrationActor, with a revision, as a newer write would have done. A key
 // that canonicalises to nothing (it held only invisible characters) is
-// left as it is: no key can reach it, and it collides with none.
+// left as it is: no key can reach it, and it collides with none. Keys of
+// printable ASCII only (among them every erased tombstone's digest, from
+// migration 6 on) are in every form so far and are not read.
 //
 // Erased tombstones keep no content; only their key changes. Embeddings
 // are left as they are: they belong to the content hash, which does not
 // change.
-func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.Time) error {
+func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.Time, reason string) error {
 	q := func(tmpl string) string { return renderSQL(tmpl, schema, ext) }
 	type row struct {
 		id, tenant, subjectType, subjectID, kind, key, status, content string
@@ -64,7 +79,7 @@ func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.T
 	}
 	supersede := func(id string) error {
 		_, err := tx.Exec(ctx, q(statements["touch_plain"]), id, string(memorykit.StatusSuperseded), string(migrationActor.Kind), migrationActor.ID,
-			now, string(memorykit.ActionSupersede), rekeyReason)
+			now, string(memorykit.ActionSupersede), reason)
 		return err
 	}
 	for _, r := range todo {

@@ -133,3 +133,86 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 		t.Fatalf("model create over the migrated key: %v, want %s", err, memorykit.ReasonKeyGoverned)
 	}
 }
+
+// TestPostgresMigratesLookAlikeKeys plants keys in the form stored before
+// look-alike characters were mapped (a Cyrillic "е", a braille blank),
+// forgets migration 12 and reopens: the migration must re-key them, so a
+// look-alike beside the user's key is one key with one active record, and
+// the model's write to it is governed.
+func TestPostgresMigratesLookAlikeKeys(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	schema := uniqueSchema(t)
+	s := openStore(t, schema, clk)
+	scope, _ := memorykit.ProjectScope("tenant-k", "p1")
+	mk := func(kind memorykit.Kind, key string) memorykit.Record {
+		t.Helper()
+		r, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: kind, Key: key, Content: "text of " + key, Status: memorykit.StatusActive, Actor: author})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(time.Second)
+		return r
+	}
+	conn := adminConn(t)
+	setKey := func(id, key string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, renderSQL(`UPDATE {schema}.records SET key = $2 WHERE id = $1`, schema, ""), id, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := mk(memorykit.KindFact, "deploy region")
+	spoof := mk(memorykit.KindFact, "placeholder one")
+	setKey(spoof.ID, "d\u0435ploy region")
+	blank := mk(memorykit.KindNote, "placeholder two")
+	setKey(blank.ID, "on\u2800call")
+	other := mk(memorykit.KindNote, "other")
+	if _, err := conn.Exec(ctx, renderSQL(`DELETE FROM {schema}.schema_migrations WHERE version = 12`, schema, "")); err != nil {
+		t.Fatal(err)
+	}
+	m := openStore(t, schema, clk)
+
+	get := func(id string) memorykit.Record {
+		t.Helper()
+		r, err := m.Get(ctx, scope, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// The spoof was updated last, so it stays active under the one key and
+	// the user's record is superseded by the migration, with a revision.
+	if r := get(user.ID); r.Status != memorykit.StatusSuperseded || r.TouchedBy != migrationActor {
+		t.Fatalf("older colliding record: status %s touched %v", r.Status, r.TouchedBy)
+	}
+	revs, err := m.Revisions(ctx, scope, user.ID)
+	if err != nil || revs[len(revs)-1].Action != memorykit.ActionSupersede || revs[len(revs)-1].Reason != confusablesReason {
+		t.Fatalf("older record's last revision: %+v, %v", revs[len(revs)-1], err)
+	}
+	if r := get(spoof.ID); r.Key != "deploy region" || r.Status != memorykit.StatusActive {
+		t.Fatalf("look-alike record: key %+q status %s", r.Key, r.Status)
+	}
+	if r, err := m.FindActive(ctx, scope, memorykit.KindFact, "depl\u03bfy region"); err != nil || r.ID != spoof.ID {
+		t.Fatalf("FindActive(Greek omicron) = %s, %v; want %s", r.ID, err, spoof.ID)
+	}
+	if r := get(blank.ID); r.Key != "on call" || r.Status != memorykit.StatusActive {
+		t.Fatalf("braille blank key: %+q status %s", r.Key, r.Status)
+	}
+	if r := get(other.ID); r.Key != "other" || r.Version != other.Version {
+		t.Fatalf("an ASCII key was touched: %+q version %d", r.Key, r.Version)
+	}
+	active, err := m.List(ctx, memorykit.ListFilter{Scope: scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Key: "deploy region", Limit: 10})
+	if err != nil || len(active) != 1 {
+		t.Fatalf("active records of the one key: %d, %v; want 1", len(active), err)
+	}
+	res, err := m.Recall(ctx, memorykit.RecallQuery{Scope: scope, Terms: []string{"deploy"}, ExactKeys: []string{"deploy region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	if err != nil || len(res.Exact) != 1 || res.Exact[0].ID != spoof.ID {
+		t.Fatalf("exact recall of the one key = %+v, %v", res.Exact, err)
+	}
+	owner := memorykit.Actor{Kind: memorykit.ActorModel, ID: "model-1"}
+	_, err = m.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindDecision, Key: "deplοy region", Content: "x",
+		Status: memorykit.StatusActive, Actor: owner, Expect: &memorykit.ActiveExpectation{None: true, KeyOwner: &owner}})
+	if memorykit.ReasonCode(err) != memorykit.ReasonKeyGoverned {
+		t.Fatalf("model create over the migrated key: %v, want %s", err, memorykit.ReasonKeyGoverned)
+	}
+}

@@ -259,7 +259,10 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 		return err
 	}
 	s.mem = mem
-	return nil
+	// NewJournaled brings keys written under an earlier canonical form to
+	// the current one (see memorykit.NormalizeKey); that re-keying, and
+	// any supersede it needed, reaches the file before the first request.
+	return s.commitLocked(op, false)
 }
 
 // Path is the file the store holds.

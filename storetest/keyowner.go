@@ -67,6 +67,22 @@ func testKeyOwnerAcrossKinds(t *testing.T, e *env) {
 			r := e.create(asModel(e.active(memorykit.KindFact, k, "own"), modelAct))
 			e.must(actCorrect, tr(e.scope, r.ID, reviewer))
 		}, true},
+		{"own active corrected by itself", func(k string) {
+			// Version 2 and active: a correction is a decision, even the
+			// owner's own, so only a superseded version 2 is own history.
+			r := e.create(asModel(e.active(memorykit.KindFact, k, "own"), modelAct))
+			e.must(actCorrect, tr(e.scope, r.ID, modelAct))
+		}, true},
+		{"own corrected by itself then superseded by own", func(k string) {
+			// Superseded at version 3: the correction before it governs.
+			r := e.create(asModel(e.active(memorykit.KindFact, k, "own v1"), modelAct))
+			e.must(actCorrect, tr(e.scope, r.ID, modelAct))
+			e.create(asModel(e.active(memorykit.KindFact, k, "own v2"), modelAct))
+			if got := e.get(e.scope, r.ID); got.Status != memorykit.StatusSuperseded || got.Version != 3 || got.TouchedBy != modelAct {
+				t.Fatalf("setup: the corrected record is %s at version %d touched by %v; want superseded at 3 by the model",
+					got.Status, got.Version, got.TouchedBy)
+			}
+		}, true},
 		{"own candidate activated by reviewer", func(k string) {
 			c := e.create(asModel(e.candidate(memorykit.KindFact, k, "own"), modelAct))
 			e.must(actActivate, tr(e.scope, c.ID, reviewer))

@@ -47,6 +47,7 @@ func RunLifecycleConformance(t *testing.T, h Harness) {
 		{"KeyOwnerAcrossKinds", testKeyOwnerAcrossKinds},
 		{"KeyOwnerAfterForgetRejectErase", testKeyOwnerAfterForgetRejectErase},
 		{"InvisibleCharactersInKeys", testInvisibleCharactersInKeys},
+		{"LookAlikeKeys", testLookAlikeKeys},
 	})
 	runSessionCases(t, h, []tcase{
 		{"ConcurrentActivation", testConcurrentActivation},

@@ -14,6 +14,7 @@ require (
 require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/kljensen/snowball v0.10.0 // indirect
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
