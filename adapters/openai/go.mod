@@ -5,13 +5,13 @@ go 1.26.0
 replace github.com/goagents/memorykit => ../..
 
 require (
+	github.com/benbjohnson/clock v1.3.5
 	github.com/goagents/memorykit v0.0.0-00010101000000-000000000000
 	github.com/openai/openai-go/v3 v3.102.0
 	go.uber.org/goleak v1.3.0
 )
 
 require (
-	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/kljensen/snowball v0.10.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
