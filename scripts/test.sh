@@ -80,4 +80,14 @@ for mod in adapters/openai adapters/anthropic examples/host-api; do
     go mod tidy -diff
   )
 done
+# The example Host compiles its real-model path (model_sdk.go: the OpenAI
+# and Anthropic SDKs) only with the build tag sdk, so a first `go run .`
+# stays short; the same gates run on that build too.
+echo "== examples/host-api -tags sdk: go vet, staticcheck, go test -race (MEMORYKIT_REQUIRE_POSTGRES=1)"
+(
+  cd examples/host-api
+  go vet -tags sdk ./...
+  go run "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" -tags sdk ./...
+  go test -race -count=1 -tags sdk ./...
+)
 echo "all green (full log: $log)"
