@@ -59,6 +59,7 @@ go test -run '^$' -fuzz '^FuzzSearchTermsInvariants$' -fuzztime 100000x -fuzzmin
 go test -run '^$' -fuzz '^FuzzMemoryView$' -fuzztime 5000x -fuzzminimizetime 500x ./projector/
 go test -run '^$' -fuzz '^FuzzClaimDetector$' -fuzztime 20000x -fuzzminimizetime 500x ./memorytools/
 go test -run '^$' -fuzz '^FuzzNormalizeKey$' -fuzztime 100000x -fuzzminimizetime 500x .
+go test -run '^$' -fuzz '^FuzzRetryAfter$' -fuzztime 50000x -fuzzminimizetime 500x ./turn/
 go -C examples/host-api test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 25000x -fuzzminimizetime 500x .
 echo "== go test ./... without a database (PostgreSQL tests must skip, not fail)"
 env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
