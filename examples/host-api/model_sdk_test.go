@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,16 +184,23 @@ func TestExtractionModelUsesTheTurnsServer(t *testing.T) {
 		}
 	})
 	t.Run("anthropic", func(t *testing.T) {
+		var mu sync.Mutex
 		var got []map[string]any
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/v1/messages" || r.Header.Get("x-api-key") != modelKey {
-				http.Error(w, "no", http.StatusUnauthorized)
+			if r.URL.Path != "/v1/messages" {
+				http.Error(w, "unexpected endpoint", http.StatusNotFound)
+				return
+			}
+			if r.Header.Get("x-api-key") != modelKey && r.Header.Get("Authorization") != "Bearer "+modelKey {
+				http.Error(w, "bad key", http.StatusUnauthorized)
 				return
 			}
 			var body map[string]any
 			raw, _ := io.ReadAll(r.Body)
 			_ = json.Unmarshal(raw, &body)
+			mu.Lock()
 			got = append(got, body)
+			mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"test-model","content":[`+
 				`{"type":"tool_use","id":"toolu_1","name":"propose_memories","input":{"memories":[]}}],`+
@@ -215,6 +223,8 @@ func TestExtractionModelUsesTheTurnsServer(t *testing.T) {
 		if err != nil || string(res.JSON) != `{"memories":[]}` {
 			t.Fatalf("res %s, err %v", res.JSON, err)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		if len(got) != 1 || adaptertest.JSONPath(got[0], "model") != "test-model" || adaptertest.JSONPath(got[0], "tool_choice.name") != "propose_memories" {
 			t.Errorf("requests: %v", got)
 		}
