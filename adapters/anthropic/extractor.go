@@ -46,7 +46,9 @@ import (
 // did not fail on its merits); a response body over the bound
 // ([WithExtractionResponseLimit]) is a recoverable
 // "provider_response_too_large"; a bad Request is ErrInvalidInput naming
-// the field, and nothing is sent.
+// the field, and nothing is sent. A MaxOutputTokens the SDK would only
+// send as a streaming call (over about 21,000 tokens, or the model's own
+// non-streaming bound) is ErrInvalidInput "needs_streaming".
 //
 // Every call makes exactly one HTTP attempt, whatever retries the client
 // was built with: the extraction worker retries failed jobs itself, on the
@@ -131,6 +133,12 @@ func (m *ExtractionModel) Generate(ctx context.Context, req extraction.Request) 
 	schema, err := inputSchema(op, req.Schema)
 	if err != nil {
 		return extraction.Response{}, err
+	}
+	// The SDK refuses, before sending, a non-streaming call whose bound
+	// could take more than ten minutes; say so as the Request's fault
+	// rather than as an unreachable provider.
+	if _, err := ant.CalculateNonStreamingTimeout(req.MaxOutputTokens, ant.Model(m.model), m.client.Options); err != nil {
+		return extraction.Response{}, memorykit.FieldError(op, "max_output_tokens", "needs_streaming")
 	}
 	tool := ant.ToolParam{Name: name, InputSchema: schema}
 	if m.opts.strict {

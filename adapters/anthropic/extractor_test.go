@@ -384,6 +384,7 @@ func TestExtractionBadRequests(t *testing.T) {
 		{"schema", "not_object_schema", func(r *extraction.Request) { r.Schema = json.RawMessage(`{"type":"array","items":{}}`) }},
 		{"schema", "invalid_required", func(r *extraction.Request) { r.Schema = json.RawMessage(`{"type":"object","required":[1]}`) }},
 		{"max_output_tokens", "must_be_positive", func(r *extraction.Request) { r.MaxOutputTokens = 0 }},
+		{"max_output_tokens", "needs_streaming", func(r *extraction.Request) { r.MaxOutputTokens = 100000 }},
 	} {
 		req := extractRequest()
 		c.edit(&req)
