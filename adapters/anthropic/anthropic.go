@@ -11,6 +11,13 @@
 // Session.ValidateOutput, and only an accepted answer is handed to
 // extraction with Session.FinishTurn.
 //
+// [ExtractionModel] is the adapter's [extraction.Model]: the one
+// structured-output call of memorykit's extraction engine, sent as a
+// Messages request whose only tool (the engine's schema as its
+// input_schema) is forced with tool_choice (see its documentation for the
+// request, the answers it refuses and its errors). [NewExtractor] hands
+// one to the engine.
+//
 // # Mapping
 //
 // System messages become the request's top-level system text blocks, in
@@ -40,6 +47,9 @@
 // The SDK retries failed requests itself, sleeping on the wall clock; Hosts
 // that want every retry to follow their injected clock build the client
 // with option.WithMaxRetries(0) and retry turns themselves.
+// [ExtractionModel] makes one attempt per call whatever the client says,
+// and reports a provider's Retry-After in memorykit.Error.RetryAfter for
+// the extraction worker's own retry.
 package anthropic
 
 import (

@@ -12,6 +12,12 @@
 // and only an accepted answer is handed to extraction with
 // Session.FinishTurn.
 //
+// [ExtractionModel] is the adapter's [extraction.Model]: the one
+// structured-output call of memorykit's extraction engine, sent as a Chat
+// Completions request with a strict json_schema response format (see its
+// documentation for the request, the answers it refuses and its errors).
+// [NewExtractor] hands one to the engine.
+//
 // # Mapping
 //
 // System, user and assistant messages map to the same Chat Completions
@@ -39,6 +45,18 @@
 // The SDK retries failed requests itself, sleeping on the wall clock; Hosts
 // that want every retry to follow their injected clock build the client
 // with option.WithMaxRetries(0) and retry turns themselves.
+// [ExtractionModel] makes one attempt per call whatever the client says,
+// and reports a provider's Retry-After in memorykit.Error.RetryAfter for
+// the extraction worker's own retry.
+//
+// # Compatible servers
+//
+// Extraction needs a server that honours response_format json_schema:
+// OpenAI does (strict mode), and so do current Ollama and vLLM releases,
+// which constrain decoding to the schema. A server that ignores it answers
+// free text, which ExtractionModel refuses as provider_bad_response. A
+// server that reads only max_tokens needs
+// [WithExtractionMaxTokensField].
 package openai
 
 import (

@@ -7,9 +7,10 @@
 //	go -C examples/host-api run . -memory          # in process memory, lost on exit
 //	go -C examples/host-api run . -dsn "$DSN"      # PostgreSQL + pgvector
 //	go -C examples/host-api run . -demo            # scripted walk-through
-//	go -C examples/host-api run . -model openai -model-url http://127.0.0.1:11434/v1/ -model-name llama3.2
+//	go -C examples/host-api run -tags sdk . -model openai -model-url http://127.0.0.1:11434/v1/ -model-name llama3.2
 //
 // The Host is a module of its own (it imports memorykit's model adapters).
+// The real-model path and its SDKs are compiled only with -tags sdk.
 // See README.md for the API and for plugging in a real model.
 package main
 
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	demo := fs.Bool("demo", false, "run the scripted walk-through on the embedded store and exit")
 	mcpStdio := fs.String("mcp-stdio", "", "serve MCP on standard input and output for this project, as the member whose token is in $"+envMCPToken+", instead of HTTP (for a local MCP client such as Claude Code)")
 	var model modelConfig
-	fs.StringVar(&model.kind, "model", modelScripted, "chat model: scripted (offline), openai (Chat Completions; also Ollama, vLLM, llama.cpp) or anthropic; the key comes from $"+envOpenAIKey+" or $"+envAnthropicKey)
+	fs.StringVar(&model.kind, "model", modelScripted, modelUsage())
 	fs.StringVar(&model.url, "model-url", "", "model server base URL (default: the provider's public API)")
 	fs.StringVar(&model.name, "model-name", "", "model name, required with -model openai|anthropic")
 	if err := fs.Parse(args); err != nil {

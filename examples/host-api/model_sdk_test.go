@@ -1,21 +1,23 @@
+//go:build sdk
+
 package main
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/goagents/memorykit/extraction"
 	"github.com/goagents/memorykit/internal/adaptertest"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
-)
-
-const (
-	modelKey    = "sk-host-test-KEYCANARY"
-	modelCanary = "PROVIDERCANARY-51d0"
 )
 
 // TestHostChatOnOpenAIPostgres runs chat turns through the OpenAI adapter
@@ -89,40 +91,6 @@ func testChatOnOpenAI(t *testing.T, b backend) {
 	e.assertLogsFree(modelKey, modelCanary, "eu-west-1", "Where does the API run")
 }
 
-func TestModelFlags(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		args []string
-		env  map[string]string
-	}{
-		{"unknown model", []string{"-model", "gpt-magic", "-model-name", "m"}, nil},
-		{"no model name", []string{"-model", "openai"}, nil},
-		{"anthropic without key", []string{"-model", "anthropic", "-model-name", "m"}, nil},
-		{"scripted with a server", []string{"-model-url", "http://127.0.0.1:1/v1/"}, nil},
-		{"no key flag exists", []string{"-model", "openai", "-model-name", "m", "-model-key", modelKey}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			for k, v := range c.env {
-				t.Setenv(k, v)
-			}
-			var out, errOut bytes.Buffer
-			if code := run(context.Background(), c.args, &out, &errOut); code != 2 {
-				t.Errorf("exit %d, want 2 (stderr %q)", code, errOut.String())
-			}
-			if strings.Contains(errOut.String()+out.String(), modelKey) {
-				t.Error("the key was printed")
-			}
-		})
-	}
-	// A key in the environment is never printed, not even by -help.
-	t.Setenv(envOpenAIKey, modelKey)
-	var out, errOut bytes.Buffer
-	run(context.Background(), []string{"-help"}, &out, &errOut)
-	if strings.Contains(errOut.String()+out.String(), modelKey) {
-		t.Error("-help printed the key")
-	}
-}
-
 func TestNewTurnRunnerKinds(t *testing.T) {
 	env := func(k string) string {
 		if k == envAnthropicKey || k == envOpenAIKey {
@@ -152,4 +120,120 @@ func TestNewTurnRunnerKinds(t *testing.T) {
 	if _, err := newTurnRunner(modelConfig{kind: modelOpenAI, name: "m"}, func(string) string { return "" }, nil); err != nil {
 		t.Errorf("openai without a key: %v", err)
 	}
+}
+
+// TestNewExtractionModelKinds: -model openai|anthropic builds the
+// extraction.Model on the same kind of client as the turns, and the
+// scripted model has none.
+func TestNewExtractionModelKinds(t *testing.T) {
+	env := func(k string) string {
+		if k == envAnthropicKey || k == envOpenAIKey {
+			return modelKey
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		cfg  modelConfig
+		want string
+	}{
+		{modelConfig{}, "<nil>"},
+		{modelConfig{kind: modelScripted}, "<nil>"},
+		{modelConfig{kind: modelOpenAI, name: "llama3.2", url: "http://127.0.0.1:11434/v1/"}, "*openai.ExtractionModel"},
+		{modelConfig{kind: modelAnthropic, name: "m"}, "*anthropic.ExtractionModel"},
+	} {
+		m, err := newExtractionModel(c.cfg, env, nil)
+		if got := fmt.Sprintf("%T", m); err != nil || got != c.want {
+			t.Errorf("%+v: model %s, err %v; want %s", c.cfg, got, err, c.want)
+		}
+	}
+	for _, cfg := range []modelConfig{{kind: "gpt-magic", name: "m"}, {kind: modelOpenAI}, {kind: modelAnthropic, name: "m"}, {url: "http://x/"}} {
+		if m, err := newExtractionModel(cfg, func(string) string { return "" }, nil); err == nil || m != nil {
+			t.Errorf("%+v: model %T, err %v", cfg, m, err)
+		}
+	}
+}
+
+// TestExtractionModelUsesTheTurnsServer: the extraction model calls the
+// -model-url server with the model name and key the turns use.
+func TestExtractionModelUsesTheTurnsServer(t *testing.T) {
+	req := extraction.Request{
+		Instructions: "Propose memories.", Input: "user: we deploy to eu-west-1", SchemaName: "propose_memories",
+		Schema: json.RawMessage(`{"type":"object","properties":{"memories":{"type":"array"}},"required":["memories"],"additionalProperties":false}`), MaxOutputTokens: 200,
+	}
+	t.Run("openai", func(t *testing.T) {
+		fake := adaptertest.NewChatServer(t, modelKey, adaptertest.ChatAnswer(`{"memories":[]}`, 5, 6))
+		getenv := func(k string) string {
+			if k == envOpenAIKey {
+				return modelKey
+			}
+			return ""
+		}
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		m, err := newExtractionModel(modelConfig{kind: modelOpenAI, url: fake.Server.URL, name: "test-model"}, getenv, &http.Client{Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := generateBounded(t, m, req)
+		if err != nil || string(res.JSON) != `{"memories":[]}` {
+			t.Fatalf("res %s, err %v", res.JSON, err)
+		}
+		reqs := fake.Requests()
+		if len(reqs) != 1 || adaptertest.JSONPath(reqs[0], "model") != "test-model" || adaptertest.JSONPath(reqs[0], "response_format.json_schema.strict") != true {
+			t.Errorf("requests: %v", reqs)
+		}
+	})
+	t.Run("anthropic", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []map[string]any
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/messages" {
+				http.Error(w, "unexpected endpoint", http.StatusNotFound)
+				return
+			}
+			if r.Header.Get("x-api-key") != modelKey && r.Header.Get("Authorization") != "Bearer "+modelKey {
+				http.Error(w, "bad key", http.StatusUnauthorized)
+				return
+			}
+			var body map[string]any
+			raw, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(raw, &body)
+			mu.Lock()
+			got = append(got, body)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"test-model","content":[`+
+				`{"type":"tool_use","id":"toolu_1","name":"propose_memories","input":{"memories":[]}}],`+
+				`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":6}}`)
+		}))
+		t.Cleanup(srv.Close)
+		getenv := func(k string) string {
+			if k == envAnthropicKey {
+				return modelKey
+			}
+			return ""
+		}
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		m, err := newExtractionModel(modelConfig{kind: modelAnthropic, url: srv.URL, name: "test-model"}, getenv, &http.Client{Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := generateBounded(t, m, req)
+		if err != nil || string(res.JSON) != `{"memories":[]}` {
+			t.Fatalf("res %s, err %v", res.JSON, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 1 || adaptertest.JSONPath(got[0], "model") != "test-model" || adaptertest.JSONPath(got[0], "tool_choice.name") != "propose_memories" {
+			t.Errorf("requests: %v", got)
+		}
+	})
+}
+
+func generateBounded(t *testing.T, m extraction.Model, req extraction.Request) (extraction.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not the subject
+	defer cancel()
+	return m.Generate(ctx, req)
 }
