@@ -15,6 +15,7 @@ require (
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/kljensen/snowball v0.10.0 // indirect
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
