@@ -122,8 +122,9 @@ func (e *Engine) check(ctx context.Context, in memorykit.ExtractionInput, answer
 				reason = DropDuplicate
 			case len(out) >= e.cfg.Limits.MaxProposals:
 				reason = DropOverMax
+			default:
+				seen[id] = true
 			}
-			seen[id] = true
 		}
 		if reason != "" {
 			drops = append(drops, drop{reason})
