@@ -18,6 +18,7 @@ import (
 )
 
 type bundle struct {
+	guard  *memorykit.WriteGuard
 	model  *extracttest.Model
 	sink   *testkit.Sink
 	engine *extraction.Engine
@@ -40,10 +41,10 @@ var theNonce = strings.Repeat("ab", 16)
 
 func setup(t *testing.T, mutate ...func(*extraction.Config)) *bundle {
 	t.Helper()
-	b := &bundle{model: &extracttest.Model{}, sink: &testkit.Sink{}}
+	b := &bundle{model: &extracttest.Model{}, sink: &testkit.Sink{}, guard: testkit.NewGuard(t)}
 	cfg := extraction.Config{
 		Model: b.model, Prompt: extraction.PromptV1, Limits: extraction.LimitsV1(),
-		Guard: testkit.NewGuard(t), Events: b.sink, Clock: testkit.NewClock(), Random: fixedRandom{},
+		Guard: b.guard, Events: b.sink, Clock: testkit.NewClock(), Random: fixedRandom{},
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -59,6 +60,8 @@ func setup(t *testing.T, mutate ...func(*extraction.Config)) *bundle {
 	}
 	return b
 }
+
+func (b *bundle) guardForTest(*testing.T) *memorykit.WriteGuard { return b.guard }
 
 func (b *bundle) answer(raw []byte) {
 	b.model.Answer = func(context.Context, extraction.Request) (extraction.Response, error) {
