@@ -121,7 +121,7 @@ func ExplicitStatements(transcript string) []Statement {
 			if key == "" {
 				break
 			}
-			content := s
+			content := upperFirst(s)
 			if tr.kind == memorykit.KindDecision {
 				// "We decided to …" reads better whole than its tail.
 				content = cleanStatement(leadFiller.ReplaceAllString(sentence, ""))
@@ -257,4 +257,13 @@ func contentWords(s string) string {
 		}
 	}
 	return strings.TrimSpace(strings.Join(kept, " "))
+}
+
+// upperFirst capitalises a leading ASCII letter ("the release day …"
+// becomes "The release day …").
+func upperFirst(s string) string {
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		return string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
 }

@@ -17,13 +17,13 @@ func TestExplicitStatements(t *testing.T) {
 		want       []extraction.Statement
 	}{
 		{"user: remember that the release day is Friday.\nassistant: ok",
-			[]extraction.Statement{{Kind: memorykit.KindFact, Key: "release day", Content: "the release day is Friday"}}},
+			[]extraction.Statement{{Kind: memorykit.KindFact, Key: "release day", Content: "The release day is Friday"}}},
 		{"user: Please note that staging runs on port 8443",
-			[]extraction.Statement{{Kind: memorykit.KindFact, Key: "staging", Content: "staging runs on port 8443"}}},
+			[]extraction.Statement{{Kind: memorykit.KindFact, Key: "staging", Content: "Staging runs on port 8443"}}},
 		{"user: We decided to use PostgreSQL 16 for the main store.",
 			[]extraction.Statement{{Kind: memorykit.KindDecision, Key: "postgresql 16 main store", Content: "We decided to use PostgreSQL 16 for the main store"}}},
 		{"user: From now on, code reviews happen in English",
-			[]extraction.Statement{{Kind: memorykit.KindPreference, Key: "code reviews", Content: "code reviews happen in English"}}},
+			[]extraction.Statement{{Kind: memorykit.KindPreference, Key: "code reviews", Content: "Code reviews happen in English"}}},
 		{"user: 记住：发布日是周五。\nassistant: 好的",
 			[]extraction.Statement{{Kind: memorykit.KindFact, Key: "发布日", Content: "发布日是周五"}}},
 		{"user: 我们决定使用 PostgreSQL 作为主数据库",
@@ -43,7 +43,7 @@ func TestExplicitStatements(t *testing.T) {
 		// An unlabelled transcript is all user text; two statements.
 		{"Remember that the on-call rotation is weekly. We decided to freeze merges on Thursdays.",
 			[]extraction.Statement{
-				{Kind: memorykit.KindFact, Key: "on-call rotation", Content: "the on-call rotation is weekly"},
+				{Kind: memorykit.KindFact, Key: "on-call rotation", Content: "The on-call rotation is weekly"},
 				{Kind: memorykit.KindDecision, Key: "freeze merges thursdays", Content: "We decided to freeze merges on Thursdays"},
 			}},
 	}
