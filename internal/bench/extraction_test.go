@@ -366,7 +366,7 @@ func BenchmarkRelatedLookup(b *testing.B) {
 	emb := embedder.NewLocal()
 	eng, err := recall.New(recall.Config{Store: s, Embedder: emb, Authorizer: scopeAllow{plan.scope},
 		Policy: memorykit.RecallPolicyV1(emb.Profile(), emb.Dimension()),
-		Clock: clk, Events: memorykit.DiscardEvents{}, Logger: zap.NewNop()})
+		Clock:  clk, Events: memorykit.DiscardEvents{}, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
