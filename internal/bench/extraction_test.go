@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -320,17 +321,23 @@ func BenchmarkExtractionJob(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			enqueue(b, s, b.N)
 			ctx := context.Background()
+			sc := scopeOf(b, "extract-job")
 			b.ReportAllocs()
 			b.ResetTimer()
-			done := 0
-			for done < b.N {
+			for i := 0; i < b.N; i++ {
+				// One job queued at a time, so the queue's length (which
+				// memorystore's lease scans) stays out of the number.
+				b.StopTimer()
+				if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(sc, fmt.Sprintf("turn-%d", i)),
+					Scope: sc, Payload: "user: we decided to use PostgreSQL 16\nassistant: noted", MaxAttempts: 3, MaxReaps: 3}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 				r, err := w.RunOnce(ctx)
-				if err != nil || r.Completed != r.Leased {
+				if err != nil || r.Completed != 1 {
 					b.Fatalf("round %+v, %v", r, err)
 				}
-				done += r.Completed
 			}
 		})
 	}
