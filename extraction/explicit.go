@@ -2,6 +2,7 @@ package extraction
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"unicode"
@@ -25,11 +26,18 @@ import (
 // is Friday") proposes an update of the same key. The same transcript
 // always yields the same proposals.
 //
-// Explicit checks nothing itself: the extraction worker applies Limits and
-// the Host's ContentValidator to each proposal, as for any Extractor. It
-// proposes at most MaxProposals, and no statement longer than
-// MaxStatementRunes.
-type Explicit struct{}
+// The extraction worker applies Limits and the Host's ContentValidator to
+// the proposals, as for any Extractor, and fails the attempt on the first
+// refused one. With Guard set, Explicit leaves out each statement the guard
+// refuses (a credential the user asked to remember, an oversized
+// statement), so the rest are still proposed. It proposes at most
+// ExplicitMaxProposals, and no statement longer than
+// ExplicitMaxStatementRunes.
+type Explicit struct {
+	// Guard, when set, checks each proposal as the worker will; refused
+	// ones are left out.
+	Guard *memorykit.WriteGuard
+}
 
 var _ memorykit.Extractor = Explicit{}
 
@@ -44,7 +52,7 @@ const (
 )
 
 // Extract implements memorykit.Extractor.
-func (Explicit) Extract(ctx context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
+func (x Explicit) Extract(ctx context.Context, in memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, memorykit.WrapError("extraction.explicit", memorykit.ErrUnavailable, "context_done", err)
 	}
@@ -63,6 +71,20 @@ func (Explicit) Extract(ctx context.Context, in memorykit.ExtractionInput) ([]me
 		p := memorykit.Proposal{Kind: st.Kind, Key: st.Key, Content: st.Content}
 		if ref != "" {
 			p.Sources = []memorykit.Source{{Kind: "turn_user", Ref: ref}}
+		}
+		if x.Guard != nil {
+			_, err := x.Guard.CheckNew(ctx, "extraction.explicit", memorykit.NewRecord{
+				ID:    memorykit.CandidateID(in.Scope, in.JobID, p.Kind, p.Key),
+				Scope: in.Scope, Kind: p.Kind, Key: p.Key, Content: p.Content, Sources: p.Sources,
+				Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "extraction"},
+				Reason: memorykit.ExtractionCandidateReason(in.JobID),
+			})
+			switch {
+			case err != nil && errors.Is(err, memorykit.ErrInvalidInput):
+				continue
+			case err != nil:
+				return nil, err
+			}
 		}
 		out = append(out, p)
 		if len(out) == ExplicitMaxProposals {

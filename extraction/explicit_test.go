@@ -89,6 +89,15 @@ func TestExplicitExtractor(t *testing.T) {
 	if len(many) != extraction.ExplicitMaxProposals {
 		t.Errorf("got %d proposals, want %d", len(many), extraction.ExplicitMaxProposals)
 	}
+	// With a guard, a refused statement is left out and the rest stay.
+	in.Payload = "user: remember that the token is " + testkit.RejectMarker + ". We decided to ship weekly."
+	if all, _ := (extraction.Explicit{}).Extract(context.Background(), in); len(all) != 2 {
+		t.Fatalf("without a guard: %+v", all)
+	}
+	guarded, err := extraction.Explicit{Guard: testkit.NewGuard(t)}.Extract(context.Background(), in)
+	if err != nil || len(guarded) != 1 || guarded[0].Kind != memorykit.KindDecision {
+		t.Errorf("with a guard: %+v, %v; want only the decision", guarded, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := (extraction.Explicit{}).Extract(ctx, in); err == nil {

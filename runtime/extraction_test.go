@@ -118,6 +118,10 @@ func TestExtractionEndToEnd(t *testing.T) {
 		model := &extracttest.Model{Answer: extracttest.Fixed(extraction.Usage{InputTokens: 321, OutputTokens: 45},
 			extracttest.Memory{Kind: "decision", Key: "Database Engine", Content: "The project moved to PostgreSQL 16.", Sources: []string{"user"}})}
 		withEngine(t, &cfg, b, model)
+		// settle moves the mock clock in 1 s steps while the worker runs;
+		// recall's deadline (on the same clock) must outlast them, or a
+		// slow related lookup would degrade to no related memories.
+		cfg.Policy.Deadline = time.Hour
 		start(t, cfg, b)
 		if err := b.rt.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -135,6 +139,9 @@ func TestExtractionEndToEnd(t *testing.T) {
 		reqs := model.Requests()
 		if len(reqs) != 1 {
 			t.Fatalf("model called %d times", len(reqs))
+		}
+		if evs := b.sink.OfKind(memorykit.EventExtractionRelatedFailed); len(evs) != 0 {
+			t.Fatalf("related lookup failed: %+v", evs)
 		}
 		if !strings.Contains(reqs[0].Input, `key="database engine"`) || !strings.Contains(reqs[0].Input, "MySQL 8") {
 			t.Errorf("the related active memory did not reach the model:\n%s", reqs[0].Input)

@@ -169,7 +169,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	}
 	cfg := mkruntime.Preset(mkruntime.Essentials{
 		Guard: guard, Store: store, Authorizer: o.Directory, Embedder: emb,
-		Extractor: hostExtractor(o.Extractor), Clock: o.Clock, WorkerID: o.WorkerID,
+		Extractor: hostExtractor(o.Extractor, guard), Clock: o.Clock, WorkerID: o.WorkerID,
 		Logger: o.Logger.Named("memorykit"), Events: logEvents{log: o.Logger.Named("events")},
 	})
 	if o.workerStores != nil {

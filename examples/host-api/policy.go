@@ -53,11 +53,12 @@ func (secretPolicy) ValidateContent(_ context.Context, c memorykit.ContentCheck)
 // model and no network: it proposes a candidate for each explicit statement
 // in the user's side of a finished turn ("remember that …", "we decided
 // …", "from now on …", 记住…, 我们决定…, 今後は…, …と決めました). Every
-// proposal is only a candidate: it waits for a reviewer, and Limits and
-// secretPolicy check it first, like any write.
-func hostExtractor(x memorykit.Extractor) memorykit.Extractor {
+// proposal is only a candidate: it waits for a reviewer. With the Host's
+// guard (Limits and secretPolicy), a statement the policy refuses ("remember
+// that the password is …") is left out and the others are still proposed.
+func hostExtractor(x memorykit.Extractor, guard *memorykit.WriteGuard) memorykit.Extractor {
 	if x != nil {
 		return x
 	}
-	return extraction.Explicit{}
+	return extraction.Explicit{Guard: guard}
 }
