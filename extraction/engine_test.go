@@ -180,18 +180,25 @@ func TestExtractHugeAnswerIsBounded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := setup(t)
 			b.answer(raw)
-			// Warm up once, then measure one call's allocations.
+			// Warm up once, then take the least allocation of five calls:
+			// TotalAlloc is process-wide, and the race detector or the
+			// runtime may allocate beside the call being measured.
 			_, _ = b.engine.Extract(context.Background(), b.in)
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			_, err := b.engine.Extract(context.Background(), b.in)
-			runtime.ReadMemStats(&after)
+			least := uint64(1 << 62)
+			var err error
+			for i := 0; i < 5; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				_, err = b.engine.Extract(context.Background(), b.in)
+				runtime.ReadMemStats(&after)
+				least = min(least, after.TotalAlloc-before.TotalAlloc)
+			}
 			me := testkit.WantKind(t, err, memorykit.ErrUnavailable)
 			if me.Reason != "provider_answer_too_large" || !memorykit.IsRecoverable(err) {
 				t.Errorf("err = %v, want a recoverable provider_answer_too_large", err)
 			}
-			if got := after.TotalAlloc - before.TotalAlloc; got > uint64(len(raw))/4 {
+			if got := least; got > uint64(len(raw))/4 {
 				t.Errorf("refusing a %d-byte answer allocated %d bytes", len(raw), got)
 			}
 		})
