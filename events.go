@@ -29,6 +29,15 @@ const (
 	EventActorStopped            EventKind = "actor.stopped"
 	EventWorkerError             EventKind = "worker.error"
 	EventLifecycle               EventKind = "lifecycle"
+	// EventExtractionUsage: one extraction model call's token usage, in
+	// InputTokens and OutputTokens.
+	EventExtractionUsage EventKind = "extraction.usage"
+	// EventExtractionDropped: an extraction engine dropped Count of a
+	// job's proposals for the reason code in Reason (one event per reason).
+	EventExtractionDropped EventKind = "extraction.dropped"
+	// EventExtractionRelatedFailed: the related-memory lookup for a job
+	// failed (Reason); the job went on with no related memories.
+	EventExtractionRelatedFailed EventKind = "extraction.related_failed"
 )
 
 // Event is a content-free operational record. It has no field that can hold
@@ -53,6 +62,10 @@ type Event struct {
 	// clock. recall.completed and recall.degraded (the whole-recall event,
 	// with no Channel) carry it; other events leave it zero.
 	Duration time.Duration
+	// InputTokens and OutputTokens are a model call's token usage;
+	// extraction.usage carries them, other events leave them zero.
+	InputTokens  int64
+	OutputTokens int64
 }
 
 // WithScope returns e with the Scope's identifiers filled in.

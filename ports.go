@@ -106,6 +106,20 @@ type ExtractionInput struct {
 	RunRef  string
 	Payload string
 	Attempt int
+	// Related are active, currently effective memories of the job's Scope
+	// that recall found for the transcript, best first, so an Extractor
+	// can propose an update of an existing key rather than a near-copy
+	// under a new one. The runtime fills it; it is empty when the lookup
+	// found nothing or failed. Like the Payload it is untrusted text.
+	Related []RelatedMemory
+}
+
+// RelatedMemory is one active memory shown to an Extractor: its kind, its
+// canonical key and its content, nothing else.
+type RelatedMemory struct {
+	Kind    Kind
+	Key     string
+	Content string
 }
 
 // Proposal is one candidate memory an Extractor proposes. It is validated

@@ -17,8 +17,8 @@ import (
 	"github.com/goagents/memorykit/supervisor"
 )
 
-// Config holds everything a Worker needs. Every field but OnWait is
-// required; New rejects a Config that lacks one.
+// Config holds everything a Worker needs. Every field but Related and
+// OnWait is required; New rejects a Config that lacks one.
 type Config struct {
 	// Store is the durable job queue. Completion stores candidates in it.
 	Store memorykit.JobStore
@@ -50,7 +50,9 @@ type Config struct {
 	// JobDeadline bounds one job's extraction and proposal checks.
 	JobDeadline time.Duration
 	// Retry sets when a failed attempt may run again:
-	// JobFailure.RetryAt = now + Retry.Delay(attempt).
+	// JobFailure.RetryAt = now + Retry.Delay(attempt), or later when the
+	// Extractor's recoverable *memorykit.Error carries a longer
+	// RetryAfter (capped at MaxRetryAfter).
 	Retry memorykit.Backoff
 	// StoreBackoff sets the waits after recoverable store errors (the
 	// database went away): the n-th consecutive failure waits
@@ -61,6 +63,13 @@ type Config struct {
 	// leases the worker never learns of) and handing leases back once the
 	// work context has ended.
 	HandBackTimeout time.Duration
+	// Related, if set, looks up the active memories related to a job's
+	// transcript; the Extractor receives them as ExtractionInput.Related.
+	// It runs within the job's deadline. A failure is not the job's: the
+	// worker emits a content-free EventExtractionRelatedFailed and goes on
+	// with no related memories. The runtime sets it to a recall over the
+	// job's own Scope.
+	Related func(ctx context.Context, job memorykit.Job) ([]memorykit.RelatedMemory, error)
 	// OnWait, if set, is called on the worker's goroutine right after a
 	// wait's timer has been armed on Clock and before the worker blocks on
 	// it. A test that advances a mock clock only after this call knows the
@@ -206,7 +215,14 @@ type outcome struct {
 	final  bool
 	// panicValue is the recovered panic, re-raised after the round.
 	panicValue any
+	// retryAfter is the least wait before the next attempt that the
+	// Extractor's error asked for (memorykit.Error.RetryAfter).
+	retryAfter time.Duration
 }
+
+// MaxRetryAfter caps the wait an Extractor's error can ask for through
+// memorykit.Error.RetryAfter, so a provider cannot park a job for days.
+const MaxRetryAfter = time.Hour
 
 // round leases one batch if fetchCtx is live and processes it under
 // workCtx.
@@ -291,8 +307,10 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 	}
 	ctx, cancel := clockctx.WithTimeout(workCtx, w.cfg.Clock, w.cfg.JobDeadline)
 	defer cancel()
+	related := w.related(ctx, job)
 	proposals, err := w.cfg.Extractor.Extract(ctx, memorykit.ExtractionInput{
 		JobID: job.ID, Scope: job.Scope, RunRef: job.RunRef, Payload: job.Payload, Attempt: job.Attempt,
+		Related: related,
 	})
 	if workCtx.Err() != nil {
 		out.kind = outHandBack
@@ -307,6 +325,10 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 	case err != nil:
 		out.reason = ExtractorReason(err)
 		out.final = !memorykit.IsRecoverable(err)
+		var me *memorykit.Error
+		if errors.As(err, &me) && me.Retry && me.RetryAfter > 0 {
+			out.retryAfter = min(me.RetryAfter, MaxRetryAfter)
+		}
 		return out
 	}
 	cands, err := w.candidates(ctx, job, proposals)
@@ -324,6 +346,32 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 	default:
 		out.kind = outComplete
 		out.candidates = cands
+	}
+	return out
+}
+
+// related runs the Related lookup for job, if one is configured. A failure
+// (or a panic) leaves the job with no related memories and emits a
+// content-free EventExtractionRelatedFailed.
+func (w *Worker) related(ctx context.Context, job memorykit.Job) (out []memorykit.RelatedMemory) {
+	if w.cfg.Related == nil {
+		return nil
+	}
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				out, err = nil, memorykit.NewError("extractworker.related", memorykit.ErrUnavailable, "related_panic")
+			}
+		}()
+		out, err = w.cfg.Related(ctx, job)
+	}()
+	if err != nil {
+		reason := memorykit.ReasonCode(err)
+		w.log.Warn("related-memory lookup failed; extracting without related memories",
+			zap.String("job_id", job.ID), zap.String("reason", reason))
+		w.emit(job, memorykit.EventExtractionRelatedFailed, 0, reason)
+		return nil
 	}
 	return out
 }
@@ -447,7 +495,7 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 		var err error
 		job, err = w.cfg.Store.FailJob(ctx, memorykit.JobFailure{
 			JobID: o.job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: o.job.LeaseToken, Reason: o.reason, Final: o.final,
-			RetryAt: w.cfg.Clock.Now().Add(w.cfg.Retry.Delay(o.job.Attempt)),
+			RetryAt: w.cfg.Clock.Now().Add(max(w.cfg.Retry.Delay(o.job.Attempt), o.retryAfter)),
 		})
 		return err
 	})

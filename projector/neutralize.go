@@ -1,6 +1,8 @@
 package projector
 
 import (
+	"encoding/hex"
+	"io"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -70,6 +72,42 @@ func Neutralize(s string) string {
 // neutralizeAttr neutralizes text for a double-quoted attribute value.
 func neutralizeAttr(s string) string {
 	return strings.ReplaceAll(Neutralize(s), `"`, "&quot;")
+}
+
+// NonceBytes is the entropy of a frame nonce: 128 bits.
+const NonceBytes = 16
+
+// NewNonce reads NonceBytes from random and returns them as lowercase hex:
+// the nonce that tags one frame of untrusted data (a memory view, or the
+// extraction engine's transcript and related memories).
+func NewNonce(random io.Reader) (string, error) {
+	var b [NonceBytes]byte
+	if _, err := io.ReadFull(random, b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Untrusted prepares untrusted text for the body of a frame tagged with
+// nonce: it is neutralized ([Neutralize]) and every occurrence of the
+// nonce in it is masked, so the text can neither close the frame nor
+// repeat its tag.
+func Untrusted(text, nonce string) string {
+	out := Neutralize(text)
+	if nonce != "" {
+		out = strings.ReplaceAll(out, nonce, strings.Repeat("x", len(nonce)))
+	}
+	return out
+}
+
+// UntrustedAttr is [Untrusted] for a double-quoted attribute value of a
+// frame's tag: double quotes are escaped as well.
+func UntrustedAttr(text, nonce string) string {
+	out := neutralizeAttr(text)
+	if nonce != "" {
+		out = strings.ReplaceAll(out, nonce, strings.Repeat("x", len(nonce)))
+	}
+	return out
 }
 
 type marker struct {

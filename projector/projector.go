@@ -32,7 +32,6 @@ package projector
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"strings"
 
@@ -205,15 +204,12 @@ func (p *Projector) Project(ctx context.Context, turn Turn) (Projection, error) 
 	return Projection{Messages: out, Injected: true, Index: current, Trace: res.Trace}, nil
 }
 
-// nonceBytes is the nonce's entropy: 128 bits.
-const nonceBytes = 16
-
 func (p *Projector) nonce() (string, error) {
-	var b [nonceBytes]byte
-	if _, err := io.ReadFull(p.random, b[:]); err != nil {
+	n, err := NewNonce(p.random)
+	if err != nil {
 		return "", memorykit.WrapError("projector.nonce", memorykit.ErrUnavailable, "random_failed", err)
 	}
-	return hex.EncodeToString(b[:]), nil
+	return n, nil
 }
 
 func viewHeader(nonce string) string {
@@ -231,9 +227,8 @@ func viewFooter(nonce string) string {
 // occurrence of the view's nonce inside memory text is masked, so an entry
 // can never repeat it.
 func renderEntry(nonce string, e recall.Entry) string {
-	mask := strings.Repeat("x", len(nonce))
-	key := strings.ReplaceAll(neutralizeAttr(e.Key), nonce, mask)
-	content := strings.ReplaceAll(Neutralize(e.Content), nonce, mask)
+	key := UntrustedAttr(e.Key, nonce)
+	content := Untrusted(e.Content, nonce)
 	truncated := "false"
 	if e.Truncated {
 		truncated = "true"

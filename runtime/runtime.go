@@ -147,9 +147,18 @@ func newActors(cfg Config, rounds *roundSignal) ([]supervisor.Actor, error) {
 		}
 		actors = append(actors, embed)
 	}
+	extractActor := memorykit.Actor{Kind: memorykit.ActorWorker, ID: cfg.WorkerID + ":extract"}
+	related, err := recall.New(recall.Config{
+		Store: cfg.Stores.Recall, Embedder: cfg.Embedder, Authorizer: jobScopeAuthorizer{actor: extractActor},
+		Policy: cfg.Policy, Clock: cfg.Clock, Events: cfg.Events, Logger: cfg.Logger.Named("related"),
+	})
+	if err != nil {
+		return nil, err
+	}
 	extract, err := extractworker.New(extractworker.Config{
 		Store: cfg.Stores.Jobs, Extractor: cfg.Extractor, Guard: cfg.Guard, Clock: cfg.Clock,
-		Logger: cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":extract",
+		Related: relatedLookup(related, extractActor),
+		Logger:  cfg.Logger, Events: cfg.Events, WorkerID: cfg.WorkerID + ":extract",
 		LeaseTTL: w.LeaseTTL, BatchSize: w.ExtractBatch, PollInterval: w.ExtractPoll,
 		JobDeadline: w.JobDeadline, Retry: w.JobRetry,
 		StoreBackoff: w.StoreBackoff, HandBackTimeout: w.HandBackTimeout,

@@ -62,6 +62,8 @@ go test -run '^$' -fuzz '^FuzzNormalizeKey$' -fuzztime 100000x -fuzzminimizetime
 go test -run '^$' -fuzz '^FuzzCanaryFindsItsEncodings$' -fuzztime 10000x -fuzzminimizetime 500x ./storekit/
 go test -run '^$' -fuzz '^FuzzRetryAfter$' -fuzztime 50000x -fuzzminimizetime 500x ./turn/
 go -C examples/host-api test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 25000x -fuzzminimizetime 500x .
+go test -run '^$' -fuzz '^FuzzEngineAnswer$' -fuzztime 10000x -fuzzminimizetime 500x ./extraction/
+go test -run '^$' -fuzz '^FuzzExplicit$' -fuzztime 20000x -fuzzminimizetime 500x ./extraction/
 echo "== go test ./... without a database (PostgreSQL tests must skip, not fail)"
 env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
   echo "plain go test without a database failed:"; grep -E -B2 -A15 -- '--- FAIL|^FAIL' "$log.nodb" | head -100; exit 1; }

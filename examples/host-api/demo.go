@@ -139,6 +139,21 @@ func (d *demo) run() error {
 	d.call(aliceToken, "POST", p+"/chat", `{"message":"remember note db login: password=hunter2","turn_id":"t5"}`).
 		show("tool_calls", "write_failed", "output_rejected", "reply")
 
+	d.section("memory that learns: a finished turn's explicit statement becomes a candidate for review")
+	d.call(aliceToken, "POST", p+"/chat", `{"message":"Remember that the release day is Friday.","turn_id":"t6"}`).
+		show("reply", "extraction")
+	if err := d.settleJobs(); err != nil {
+		return err
+	}
+	learned := d.call(aliceToken, "GET", p+"/candidates", "").
+		showList("candidates", "id", "kind", "key", "content", "created_by").str("candidates.0.id")
+	d.call(aliceToken, "POST", p+"/candidates/"+learned+"/activate", `{"reason":"yes, Fridays"}`).
+		show("memory.status", "memory.key", "memory.content")
+	if err := d.settle(); err != nil {
+		return err
+	}
+	d.call(aliceToken, "POST", p+"/search", `{"query":"when is the release day"}`).showHits()
+
 	d.section("the trust boundary: tenants, projects, permissions and Scope fields")
 	d.call(carolToken, "POST", p+"/search", `{"query":"database"}`).showHits()
 	d.call(carolToken, "GET", p+"/memories/"+region, "").show("error")
@@ -171,6 +186,22 @@ func (d *demo) settle() error {
 		d.clk.Add(mkruntime.WorkersV1().EmbedPoll)
 	}
 	return memorykit.NewError("demo.settle", memorykit.ErrUnavailable, "embeddings_pending")
+}
+
+// settleJobs lets the Host's extraction worker finish every queued turn,
+// moving the mock clock one poll interval at a time.
+func (d *demo) settleJobs() error {
+	for i := 0; i < 5000; i++ {
+		c, err := d.host.store.CountJobs(d.ctx)
+		if err != nil {
+			return err
+		}
+		if c.Queued == 0 && c.Leased == 0 {
+			return nil
+		}
+		d.clk.Add(mkruntime.WorkersV1().ExtractPoll)
+	}
+	return memorykit.NewError("demo.settle_jobs", memorykit.ErrUnavailable, "jobs_pending")
 }
 
 func (d *demo) printf(format string, args ...any) { fmt.Fprintf(d.out, format, args...) }

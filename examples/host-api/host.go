@@ -47,6 +47,9 @@ type Options struct {
 	// Runner, when set, runs chat turns on a real model through an
 	// adapter instead of Model (see model_sdk.go).
 	Runner TurnRunner
+	// Extractor proposes candidate memories from finished turns. Nil
+	// means the offline extraction.Explicit (see policy.go).
+	Extractor memorykit.Extractor
 	// WorkerID names this process's workers on every lease; it must be
 	// unique among the Hosts sharing a database.
 	WorkerID string
@@ -170,7 +173,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	}
 	cfg := mkruntime.Preset(mkruntime.Essentials{
 		Guard: guard, Store: store, Authorizer: o.Directory, Embedder: emb,
-		Extractor: quietExtractor{}, Clock: o.Clock, WorkerID: o.WorkerID,
+		Extractor: hostExtractor(o.Extractor, guard), Clock: o.Clock, WorkerID: o.WorkerID,
 		Logger: o.Logger.Named("memorykit"), Events: logEvents{log: o.Logger.Named("events")},
 	})
 	if o.workerStores != nil {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/extraction"
 )
 
 // secretPolicy is the Host's content policy (memorykit.ContentValidator):
@@ -47,16 +48,17 @@ func (secretPolicy) ValidateContent(_ context.Context, c memorykit.ContentCheck)
 	return nil
 }
 
-// quietExtractor is the Host's memorykit.Extractor. Extraction reads a
-// finished turn and proposes candidate memories for review; a real Host
-// calls its model here (with a prompt asking for durable project facts)
-// and returns its proposals. The example proposes nothing, so every
-// candidate in the walk-through comes visibly from remember_project_memory.
-// The extraction jobs still run: each finished turn is enqueued, leased and
-// completed, which is the pipeline a real extractor plugs into.
-type quietExtractor struct{}
-
-// Extract implements memorykit.Extractor.
-func (quietExtractor) Extract(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
-	return nil, nil
+// hostExtractor is the Host's memorykit.Extractor: the one given, or,
+// with none (no model configured), extraction.Explicit. Explicit needs no
+// model and no network: it proposes a candidate for each explicit statement
+// in the user's side of a finished turn ("remember that …", "we decided
+// …", "from now on …", 记住…, 我们决定…, 今後は…, …と決めました). Every
+// proposal is only a candidate: it waits for a reviewer. With the Host's
+// guard (Limits and secretPolicy), a statement the policy refuses ("remember
+// that the password is …") is left out and the others are still proposed.
+func hostExtractor(x memorykit.Extractor, guard *memorykit.WriteGuard) memorykit.Extractor {
+	if x != nil {
+		return x
+	}
+	return extraction.Explicit{Guard: guard}
 }
