@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -180,6 +182,11 @@ func openSession(ctx context.Context, o *options) (*session, error) {
 	scope, err := memorykit.ProjectScope(o.tenant, o.project)
 	if err != nil {
 		return nil, usagef("--tenant or --project is not a valid project Scope")
+	}
+	if o.sqlite != "" {
+		if _, err := os.Stat(o.sqlite); errors.Is(err, fs.ErrNotExist) {
+			return nil, errors.New("--sqlite: no such file: check the path (the Host keeps memorykit.db in its -data directory) or create it with 'memorykit migrate --sqlite FILE'")
+		}
 	}
 	version, err := schemaVersion(ctx, o)
 	if err != nil {

@@ -227,6 +227,7 @@ func TestCLIPostgres(t *testing.T) {
 		fmt.Sprintf("schema version %d", pgstore.SchemaVersion), "scope acme/project/apollo", "records candidate 2", "records active 2",
 		"records total 4", "pending embeddings (memorykit/hash-v1) 2", "jobs queued 1", "jobs leased 0",
 		"pending embeddings (memorykit/hash-v1, all projects) 3", "jobs queued (all projects) 1",
+		"pending embeddings (memorykit/hash-v2) 2", "pending embeddings (memorykit/hash-v2, all projects) 3",
 	} {
 		if !strings.Contains(squeeze(r.stdout), line+"\n") {
 			t.Errorf("status lacks %q:\n%s", line, r.stdout)
