@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -28,6 +30,11 @@ func isLocalProfile(profile string) bool {
 	_, err := embedder.NewLocalProfile(profile)
 	return err == nil
 }
+
+// hostSecretFile is the file the embedded example Host keeps its
+// tombstone secret in, beside its SQLite file, when
+// $MEMORYKIT_TOMBSTONE_SECRET is not set.
+const hostSecretFile = "tombstone.secret"
 
 // cliLimits are the CLI's write limits. The CLI writes no content (its
 // validator refuses all), so only MaxListSize matters: it bounds a page.
@@ -144,8 +151,15 @@ func openStore(ctx context.Context, o *options) (cliStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.tombstoneSecret == "" && o.sqlite != "" {
+		// The embedded Host keeps its secret beside the file when the
+		// variable is not set; read it from there.
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(o.sqlite), hostSecretFile)); err == nil {
+			o.tombstoneSecret = strings.TrimSpace(string(b))
+		}
+	}
 	if o.tombstoneSecret == "" {
-		return nil, usagef("$MEMORYKIT_TOMBSTONE_SECRET is required (the secret that keys erased records' key digests)")
+		return nil, usagef("$MEMORYKIT_TOMBSTONE_SECRET is required (the secret that keys erased records' key digests; with --sqlite, the Host's " + hostSecretFile + " beside the file serves too)")
 	}
 	tombstones, err := memorykit.NewTombstoneKeyer([]byte(o.tombstoneSecret))
 	if err != nil {

@@ -141,10 +141,14 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 	case dataDir != "":
 		store = "sqlitestore"
 	}
+	secret, err := tombstoneSecret(log, os.Getenv, dsn, dataDir)
+	if err != nil {
+		return err
+	}
 	host, err := NewHost(ctx, Options{
 		Directory: dir, DSN: dsn, Schema: schema, DataDir: dataDir, Clock: clock.New(),
 		Logger: log, Model: ScriptedModel{}, Runner: runner, WorkerID: workerID,
-		TombstoneSecret: []byte(os.Getenv("MEMORYKIT_TOMBSTONE_SECRET")),
+		TombstoneSecret: secret,
 	})
 	if err != nil {
 		return err
