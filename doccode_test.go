@@ -86,7 +86,8 @@ func exampleFiles(t *testing.T) []exampleFile {
 
 // runBy reports where block runs: the example file and function whose
 // body holds block verbatim, when that function is an Example with an
-// Output comment or is called by one in the same file. "" when none.
+// Output comment or is called by one, or by a Test, in the same file.
+// "" when none.
 func runBy(files []exampleFile, block []string) string {
 	for _, f := range files {
 		for i := 0; i+len(block) <= len(f.lines); i++ {
@@ -100,8 +101,8 @@ func runBy(files []exampleFile, block []string) string {
 			if strings.HasPrefix(name, "Example") && hasOutput(f, name) {
 				return f.path + ":" + name
 			}
-			for _, ex := range exampleNames(f) {
-				if hasOutput(f, ex) && strings.Contains(strings.Join(funcBody(f, ex), "\n"), name+"(") {
+			for _, ex := range runners(f) {
+				if (strings.HasPrefix(ex, "Test") || hasOutput(f, ex)) && strings.Contains(strings.Join(funcBody(f, ex), "\n"), name+"(") {
 					return f.path + ":" + ex + "->" + name
 				}
 			}
@@ -144,10 +145,11 @@ func enclosingFunc(f exampleFile, i int) string {
 	return ""
 }
 
-func exampleNames(f exampleFile) []string {
+// runners names the file's Example and Test functions.
+func runners(f exampleFile) []string {
 	var out []string
 	for i, l := range f.lines {
-		if m := funcDecl.FindStringSubmatch(l); m != nil && f.top[i] && strings.HasPrefix(m[1], "Example") {
+		if m := funcDecl.FindStringSubmatch(l); m != nil && f.top[i] && (strings.HasPrefix(m[1], "Example") || strings.HasPrefix(m[1], "Test")) {
 			out = append(out, m[1])
 		}
 	}
@@ -180,8 +182,8 @@ func hasOutput(f exampleFile, name string) bool {
 // TestDocCodeBlocksAreRunExamples: every Go code block of the README, the
 // docs and the example Host's README is a verbatim copy of code that
 // go test compiles and runs: the body of an Example with an Output
-// comment, or of a function such an Example calls, in an
-// example*_test.go file. A block that drifts from its example, or that
+// comment, or of a function such an Example (or a Test) in the same
+// example*_test.go file calls. A block that drifts from its example, or that
 // no example holds, fails here.
 func TestDocCodeBlocksAreRunExamples(t *testing.T) {
 	files := exampleFiles(t)
@@ -199,7 +201,7 @@ func TestDocCodeBlocksAreRunExamples(t *testing.T) {
 			line := 1 + strings.Count(string(b[:m[0]]), "\n")
 			blocks++
 			if where := runBy(files, normLines(code)); where == "" {
-				t.Errorf("%s:%d: this Go block is not a verbatim copy of a run example (an Example with Output, or a function one calls, in an example*_test.go file)", doc, line)
+				t.Errorf("%s:%d: this Go block is not a verbatim copy of a run example (an Example with Output, or a function one or a Test calls, in an example*_test.go file)", doc, line)
 			}
 		}
 	}
