@@ -81,3 +81,20 @@ func TestRecallContainsARawEmbedderError(t *testing.T) {
 	}
 	b.assertNoCanary(t, canary)
 }
+
+// TestDeniedRecallNamesNoCallerChosenProject: a recall of a project the
+// principal has no grant on fails closed, and neither its log entry nor
+// any event carries the project id the caller chose.
+func TestDeniedRecallNamesNoCallerChosenProject(t *testing.T) {
+	const canary = "canaryproj2b9d"
+	b := setup(t, memoryBackend())
+	req := b.req("deploy region")
+	req.Scope = testkit.Scope(t, "tenant-a", canary)
+	if _, err := b.eng.Recall(b.ctx, req); !errors.Is(err, memorykit.ErrForbidden) {
+		t.Fatalf("recall of an ungranted project: %v", err)
+	}
+	if n := b.logs.FilterMessage("recall failed closed").Len(); n != 1 {
+		t.Fatalf("%d failed-closed log entries, want 1; the check would be vacuous", n)
+	}
+	b.assertNoCanary(t, canary)
+}

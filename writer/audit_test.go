@@ -105,3 +105,28 @@ func TestWritesRefuseBlankContent(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedWriteNamesNoCallerChosenProject: a write refused before
+// authorization succeeds (no grant on the project, an untrusted actor
+// kind) emits its write.failed event without the project the caller
+// named, so a caller-chosen subject id never reaches an event.
+func TestRefusedWriteNamesNoCallerChosenProject(t *testing.T) {
+	t.Parallel()
+	const canary = "canaryproj7c1e"
+	ctx := context.Background()
+	b := setup(t)
+	ungranted := testkit.Scope(t, "acme", canary)
+	if _, err := b.w.WriteExplicit(ctx, b.user, ungranted, fact("k", "v")); !errors.Is(err, memorykit.ErrForbidden) {
+		t.Fatalf("write on an ungranted project: %v", err)
+	}
+	if _, err := b.w.WriteModel(ctx, b.model, ungranted, fact("k", "v")); !errors.Is(err, memorykit.ErrForbidden) {
+		t.Fatalf("model write on an ungranted project: %v", err)
+	}
+	if _, err := b.w.WriteExplicit(ctx, b.model, ungranted, fact("k", "v")); !errors.Is(err, memorykit.ErrForbidden) {
+		t.Fatalf("explicit write by a model: %v", err)
+	}
+	if n := len(b.sink.OfKind(memorykit.EventWriteFailed)); n != 3 {
+		t.Fatalf("%d write.failed events, want 3; the check would be vacuous", n)
+	}
+	b.sink.AssertNoCanary(t, canary)
+}
