@@ -49,11 +49,19 @@ type result struct {
 
 func runCLI(t *testing.T, bin string, args ...string) result {
 	t.Helper()
+	return runCLIEnv(t, bin, nil, args...)
+}
+
+// runCLIEnv is runCLI with env appended to the test's environment (a
+// later value of a variable wins).
+func runCLIEnv(t *testing.T, bin string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=", // only --dsn counts in tests
 		"MEMORYKIT_TOMBSTONE_SECRET="+storetest.TestTombstoneSecret)
+	cmd.Env = append(cmd.Env, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

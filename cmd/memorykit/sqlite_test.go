@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,6 +97,17 @@ func TestCLISQLite(t *testing.T) {
 		}
 	}
 	assertNoContent(t, "status", r)
+	// Without the variable the CLI names it, unless the Host's secret file
+	// sits beside the SQLite file.
+	noSecret := []string{"MEMORYKIT_TOMBSTONE_SECRET="}
+	r = runCLIEnv(t, bin, noSecret, scoped("status")...).want(t, 2, "status without a secret")
+	if !strings.Contains(r.stderr, "MEMORYKIT_TOMBSTONE_SECRET") {
+		t.Errorf("status without a secret: %q", r.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(file), "tombstone.secret"), []byte(storetest.TestTombstoneSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCLIEnv(t, bin, noSecret, scoped("status")...).want(t, 0, "status with the Host's secret file")
 	// One profile when --profile names it; a path the Host would clean
 	// ("//tmp/…") names the same file.
 	r = runCLI(t, bin, "status", "--sqlite", "/"+file, "--tenant", "acme", "--project", "apollo", "--operator", "ops-ana",
