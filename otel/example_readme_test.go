@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -37,10 +38,10 @@ func (noProposals) Extract(context.Context, memorykit.ExtractionInput) ([]memory
 	return nil, nil
 }
 
-// countingSink is the Host's own EventSink.
-type countingSink struct{ n int }
+// countingSink is the Host's own EventSink; actors emit concurrently.
+type countingSink struct{ n atomic.Int64 }
 
-func (c *countingSink) Emit(memorykit.Event) { c.n++ }
+func (c *countingSink) Emit(memorykit.Event) { c.n.Add(1) }
 
 // Example_wiring is the wiring docs/observability.md shows verbatim, on
 // no-op providers (a Host passes its SDK's).
@@ -88,7 +89,7 @@ func Example_wiring() {
 	scope, _ := memorykit.ProjectScope("acme", "apollo")
 	alice := memorykit.Principal{TenantID: "acme", Actor: memorykit.Actor{Kind: memorykit.ActorUser, ID: "alice"}}
 	_, err = rt.Session(ctx, mkruntime.Request{Caller: alice, Scope: scope, ModelID: "agent-1"})
-	fmt.Println("session:", err, "stop:", rt.Stop(ctx), "events reached the Host's sink:", hostSink.n > 0)
+	fmt.Println("session:", err, "stop:", rt.Stop(ctx), "events reached the Host's sink:", hostSink.n.Load() > 0)
 	// Output:
 	// session: <nil> stop: <nil> events reached the Host's sink: true
 }

@@ -41,7 +41,7 @@ func TestReadmeAnthropicTurn(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		if r.URL.Path != "/v1/messages" || r.Header.Get("X-Api-Key") != key {
+		if r.URL.Path != "/v1/messages" || (r.Header.Get("X-Api-Key") != key && r.Header.Get("Authorization") != "Bearer "+key) {
 			http.Error(w, "unexpected request", http.StatusNotFound)
 			return
 		}
