@@ -3,6 +3,7 @@ package memorykit
 import (
 	"context"
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -249,7 +250,8 @@ func (g *WriteGuard) CheckPayload(op, payload string) error {
 }
 
 // CheckContent validates the body of a write (content, metadata and
-// sources) against the limits and the text rules, then asks the Host's
+// sources) against the limits and the text rules (content that IsBlank is
+// refused with reason "blank"), then asks the Host's
 // ContentValidator; a refusal is ErrInvalidInput, field "content", reason
 // "content_rejected". CheckNew calls it for a new record, and stores call
 // it (through storekit.CheckCorrection) for a correction.
@@ -263,6 +265,9 @@ func (g *WriteGuard) CheckContent(ctx context.Context, op string, c ContentCheck
 	}
 	if r := textProblem(c.Content, true); r != "" {
 		return FieldError(op, "content", r)
+	}
+	if IsBlank(c.Content) {
+		return FieldError(op, "content", "blank")
 	}
 	if len(c.Metadata) > l.MaxMetadataEntries {
 		return FieldError(op, "metadata", "too_many_entries")
@@ -379,4 +384,30 @@ func metaKeyProblem(k string) string {
 		}
 	}
 	return ""
+}
+
+// IsBlank reports whether text shows nothing: it is empty once white
+// space, the characters that render as nothing (format characters such as
+// the zero-width space and joiners, the other default-ignorable code points
+// such as the Hangul fillers, variation selectors and control characters)
+// and the blank-looking symbols U+2800 (braille pattern blank) and U+3164
+// (Hangul filler) are set aside. Every write path refuses such content with
+// reason "blank", through WriteGuard.CheckContent.
+func IsBlank(s string) bool {
+	for _, r := range s {
+		if !blankRune(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// blankRune reports a rune IsBlank sets aside.
+func blankRune(r rune) bool {
+	switch r {
+	case 0x2800, 0x3164, 0x115F, 0x1160, 0xFFA0:
+		return true
+	}
+	return unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Cf, unicode.Cc,
+		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }

@@ -222,11 +222,17 @@ func (p *Provider) remember(ctx context.Context, raw json.RawMessage) (Result, e
 		return Result{Content: marshal(map[string]string{
 			"status": "pending_review",
 			"id":     res.Record.ID,
-			"note":   "A memory with this kind and key already exists and stays in effect; yours waits for a reviewer.",
+			"note":   candidateNote,
 		})}, nil
 	}
 	return Result{Content: marshal(map[string]string{"status": "saved", "id": res.Record.ID})}, nil
 }
+
+// candidateNote tells the model why its write waits for review. It must
+// hold for every reason the writer turns a model write into a candidate:
+// someone else's record governs the key under this or another kind, or the
+// key was reviewed, forgotten or erased before.
+const candidateNote = "Someone else has written, reviewed or removed memory under this key (of this or another kind); what is in effect stays, and yours waits for a reviewer."
 
 // notSaved fails a write before it reached the writer: it sets the flag,
 // emits a content-free write.failed event and returns the fixed text.

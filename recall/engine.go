@@ -824,7 +824,10 @@ func (e *Engine) completed(scope memorykit.Scope, ids []string, reason string, s
 // failed logs a fail-closed recall.
 func (e *Engine) failed(scope memorykit.Scope, err error) {
 	s := scope
-	if s.Validate() != nil {
+	// An invalid Scope, or one the principal may not read, is the
+	// caller's choice: its identifiers are logged only once authorization
+	// has succeeded.
+	if s.Validate() != nil || errors.Is(err, memorykit.ErrForbidden) || errors.Is(err, memorykit.ErrInvalidScope) {
 		s = memorykit.Scope{}
 	}
 	e.log.Warn("recall failed closed",

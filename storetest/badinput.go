@@ -67,6 +67,18 @@ func badScopes() map[string]memorykit.Scope {
 	}
 }
 
+// blankContents are contents that show nothing, each ErrInvalidInput with
+// reason "blank" on every write path.
+var blankContents = map[string]string{
+	"spaces":            "   ",
+	"tabs and lines":    " \t\r\n ",
+	"zero-width":        "\u200b\u200b",
+	"joiners and BOM":   "\u200d\u2060\ufeff",
+	"braille blank":     "\u2800",
+	"hangul filler":     "\u3164\u115f",
+	"ideographic space": "\u3000 \u00a0",
+}
+
 // badIDs are malformed identifiers, each ErrInvalidInput.
 var badIDs = map[string]string{
 	"empty":       "",
@@ -118,6 +130,9 @@ func badNewRecords(e *env) []badNew {
 	add("key NUL", errInput, func(in *memorykit.NewRecord) { in.Key = "bad\x00key" })
 	add("key control character", errInput, func(in *memorykit.NewRecord) { in.Key = "bad\x1bkey" })
 	add("content empty", errInput, func(in *memorykit.NewRecord) { in.Content = "" })
+	for name, blank := range blankContents {
+		add("content blank "+name, errInput, func(in *memorykit.NewRecord) { in.Content = blank })
+	}
 	add("content too long", errInput, func(in *memorykit.NewRecord) {
 		in.Content = secretToken + strings.Repeat("x", l.MaxContentBytes)
 	})
@@ -212,6 +227,9 @@ func testBadCorrect(t *testing.T, e *env) {
 		cases = append(cases, badCase{name, want, func() error { _, err := e.s.Correct(e.ctx, c); return err }})
 	}
 	add("content empty", errInput, func(c *memorykit.Correction) { c.Content = "" })
+	for name, blank := range blankContents {
+		add("content blank "+name, errInput, func(c *memorykit.Correction) { c.Content = blank })
+	}
 	add("content too long", errInput, func(c *memorykit.Correction) { c.Content = secretToken + strings.Repeat("x", l.MaxContentBytes) })
 	add("content NUL", errInput, func(c *memorykit.Correction) { c.Content = secretToken + "\x00" })
 	add("content invalid UTF-8", errInput, func(c *memorykit.Correction) { c.Content = secretToken + "\xc3\x28" })

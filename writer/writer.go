@@ -213,12 +213,18 @@ func (w *Writer) newRecord(scope memorykit.Scope, actor memorykit.Actor, status 
 }
 
 func (w *Writer) fail(op string, scope memorykit.Scope, p memorykit.Principal, err error) error {
+	scope = safeScope(scope)
+	if refusedBeforeAuthorization(err) {
+		// The Scope is the caller's choice until authorization succeeds,
+		// so a refused write names no project.
+		scope = memorykit.Scope{}
+	}
 	w.events.Emit(memorykit.Event{
 		Kind:   memorykit.EventWriteFailed,
 		At:     w.clock.Now(),
 		Actor:  actorLabel(p.Actor),
 		Reason: memorykit.ReasonCode(err),
-	}.WithScope(safeScope(scope)))
+	}.WithScope(scope))
 	return memorykit.Contain(op, err)
 }
 
@@ -238,6 +244,12 @@ func actorLabel(a memorykit.Actor) string {
 		return "invalid"
 	}
 	return string(a.Kind) + ":" + a.ID
+}
+
+// refusedBeforeAuthorization reports an error of the checks that come
+// before authorization succeeds (actor kind, Scope shape, the grant).
+func refusedBeforeAuthorization(err error) bool {
+	return errors.Is(err, memorykit.ErrForbidden) || errors.Is(err, memorykit.ErrInvalidScope)
 }
 
 // safeScope keeps only identifiers that pass validation, so a hostile Scope

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/goagents/memorykit"
@@ -100,10 +101,10 @@ var commands = []command{
 		summary: "schema version, record counts by status, pending embeddings and job counts for the project and for all projects (numbers only)",
 		scoped:  true,
 		flags: func(fs *flag.FlagSet, o *options) {
-			fs.StringVar(&o.profile, "profile", defaultProfile, "embedding profile whose pending records are counted")
+			fs.StringVar(&o.profile, "profile", "", "embedding profile whose pending records are counted (default: each local profile, memorykit/hash-v1 and memorykit/hash-v2)")
 		},
 		check: func(o *options) error {
-			if memorykit.ValidateProfile("cli", o.profile) != nil {
+			if o.profile != "" && memorykit.ValidateProfile("cli", o.profile) != nil {
 				return usagef("--profile is not a valid embedding profile")
 			}
 			return nil
@@ -263,6 +264,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if o.dsn == "" && o.sqlite == "" {
 		o.dsn = getenv("MEMORYKIT_DSN")
+	}
+	if o.sqlite != "" {
+		// The Host joins its data directory and file name, which cleans
+		// the path; the CLI cleans it the same way, so "//tmp/x/memorykit.db"
+		// names the Host's "/tmp/x/memorykit.db".
+		o.sqlite = filepath.Clean(o.sqlite)
 	}
 	o.tombstoneSecret = getenv("MEMORYKIT_TOMBSTONE_SECRET")
 	o.getenv = getenv

@@ -48,19 +48,39 @@ type Stats struct {
 	SchemaVersion int
 	// ByStatus counts the Scope's records per status.
 	ByStatus map[memorykit.Status]int
-	// Scope holds the Scope's pending embeddings and jobs.
+	// Scope holds the Scope's jobs, and its pending embeddings of the
+	// first profile asked for.
 	Scope ScopeCounts
 	// PendingEmbeddings counts active records of every Scope that lack a
-	// current embedding of the profile (parked ones included).
+	// current embedding of the first profile (parked ones included).
 	PendingEmbeddings int
+	// Pending has one entry per profile asked for, in order.
+	Pending []ProfilePending
 	// Jobs counts extraction jobs of every Scope by state.
 	Jobs memorykit.JobCounts
 }
 
+// ProfilePending is the pending embeddings of one profile: in the Scope
+// and in every Scope.
+type ProfilePending struct {
+	Profile string
+	Scope   int
+	All     int
+}
+
+// statusProfiles are the profiles status reports when --profile is not
+// given: both local embedders, since a Host may embed with either (the
+// example Host uses memorykit/hash-v2).
+var statusProfiles = []string{embedder.LocalProfile, embedder.LocalV2Profile}
+
 // CollectStats gathers the status numbers through the store's public API:
 // records by paging through the reviewer's listing (project-sized memory
-// makes that cheap), embeddings and jobs through their counters.
-func CollectStats(ctx context.Context, s *session, profile string) (Stats, error) {
+// makes that cheap), embeddings of each profile and jobs through their
+// counters. At least one profile is required.
+func CollectStats(ctx context.Context, s *session, profiles ...string) (Stats, error) {
+	if len(profiles) == 0 {
+		return Stats{}, errors.New("status: no embedding profile")
+	}
 	st := Stats{SchemaVersion: s.version, ByStatus: make(map[memorykit.Status]int)}
 	page := reviewer.Page{Limit: cliLimits().MaxListSize}
 	for {
@@ -76,13 +96,21 @@ func CollectStats(ctx context.Context, s *session, profile string) (Stats, error
 		}
 		page.AfterID = recs[len(recs)-1].ID
 	}
+	for i, profile := range profiles {
+		scope, err := s.store.CountScope(ctx, profile, s.scope)
+		if err != nil {
+			return Stats{}, err
+		}
+		all, err := s.store.PendingEmbeddings(ctx, profile)
+		if err != nil {
+			return Stats{}, err
+		}
+		if i == 0 {
+			st.Scope, st.PendingEmbeddings = scope, all
+		}
+		st.Pending = append(st.Pending, ProfilePending{Profile: profile, Scope: scope.PendingEmbeddings, All: all})
+	}
 	var err error
-	if st.Scope, err = s.store.CountScope(ctx, profile, s.scope); err != nil {
-		return Stats{}, err
-	}
-	if st.PendingEmbeddings, err = s.store.PendingEmbeddings(ctx, profile); err != nil {
-		return Stats{}, err
-	}
 	if st.Jobs, err = s.store.CountJobs(ctx); err != nil {
 		return Stats{}, err
 	}
@@ -95,7 +123,11 @@ func runStatus(ctx context.Context, c *cli, o *options) error {
 		return err
 	}
 	defer s.store.Close()
-	st, err := CollectStats(ctx, s, o.profile)
+	profiles := statusProfiles
+	if o.profile != "" {
+		profiles = []string{o.profile}
+	}
+	st, err := CollectStats(ctx, s, profiles...)
 	if err != nil {
 		return err
 	}
@@ -109,12 +141,16 @@ func runStatus(ctx context.Context, c *cli, o *options) error {
 		total += st.ByStatus[status]
 	}
 	fmt.Fprintf(w, "records total\t%d\n", total)
-	fmt.Fprintf(w, "pending embeddings (%s)\t%d\n", o.profile, st.Scope.PendingEmbeddings)
+	for _, p := range st.Pending {
+		fmt.Fprintf(w, "pending embeddings (%s)\t%d\n", p.Profile, p.Scope)
+	}
 	fmt.Fprintf(w, "jobs queued\t%d\n", st.Scope.Jobs.Queued)
 	fmt.Fprintf(w, "jobs leased\t%d\n", st.Scope.Jobs.Leased)
 	fmt.Fprintf(w, "jobs failed\t%d\n", st.Scope.Jobs.Failed)
 	fmt.Fprintf(w, "jobs done\t%d\n", st.Scope.Jobs.Done)
-	fmt.Fprintf(w, "pending embeddings (%s, all projects)\t%d\n", o.profile, st.PendingEmbeddings)
+	for _, p := range st.Pending {
+		fmt.Fprintf(w, "pending embeddings (%s, all projects)\t%d\n", p.Profile, p.All)
+	}
 	fmt.Fprintf(w, "jobs queued (all projects)\t%d\n", st.Jobs.Queued)
 	fmt.Fprintf(w, "jobs leased (all projects)\t%d\n", st.Jobs.Leased)
 	fmt.Fprintf(w, "jobs failed (all projects)\t%d\n", st.Jobs.Failed)

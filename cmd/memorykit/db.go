@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -27,6 +31,11 @@ func isLocalProfile(profile string) bool {
 	_, err := embedder.NewLocalProfile(profile)
 	return err == nil
 }
+
+// hostSecretFile is the file the embedded example Host keeps its
+// tombstone secret in, beside its SQLite file, when
+// $MEMORYKIT_TOMBSTONE_SECRET is not set.
+const hostSecretFile = "tombstone.secret"
 
 // cliLimits are the CLI's write limits. The CLI writes no content (its
 // validator refuses all), so only MaxListSize matters: it bounds a page.
@@ -143,8 +152,15 @@ func openStore(ctx context.Context, o *options) (cliStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.tombstoneSecret == "" && o.sqlite != "" {
+		// The embedded Host keeps its secret beside the file when the
+		// variable is not set; read it from there.
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(o.sqlite), hostSecretFile)); err == nil {
+			o.tombstoneSecret = strings.TrimSpace(string(b))
+		}
+	}
 	if o.tombstoneSecret == "" {
-		return nil, usagef("$MEMORYKIT_TOMBSTONE_SECRET is required (the secret that keys erased records' key digests)")
+		return nil, usagef("$MEMORYKIT_TOMBSTONE_SECRET is required (the secret that keys erased records' key digests; with --sqlite, the Host's " + hostSecretFile + " beside the file serves too)")
 	}
 	tombstones, err := memorykit.NewTombstoneKeyer([]byte(o.tombstoneSecret))
 	if err != nil {
@@ -181,6 +197,11 @@ func openSession(ctx context.Context, o *options) (*session, error) {
 	scope, err := memorykit.ProjectScope(o.tenant, o.project)
 	if err != nil {
 		return nil, usagef("--tenant or --project is not a valid project Scope")
+	}
+	if o.sqlite != "" {
+		if _, err := os.Stat(o.sqlite); errors.Is(err, fs.ErrNotExist) {
+			return nil, errors.New("--sqlite: no such file: check the path (the Host keeps memorykit.db in its -data directory) or create it with 'memorykit migrate --sqlite FILE'")
+		}
 	}
 	version, err := schemaVersion(ctx, o)
 	if err != nil {

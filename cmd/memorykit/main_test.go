@@ -49,11 +49,19 @@ type result struct {
 
 func runCLI(t *testing.T, bin string, args ...string) result {
 	t.Helper()
+	return runCLIEnv(t, bin, nil, args...)
+}
+
+// runCLIEnv is runCLI with env appended to the test's environment (a
+// later value of a variable wins).
+func runCLIEnv(t *testing.T, bin string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "MEMORYKIT_DSN=", // only --dsn counts in tests
 		"MEMORYKIT_TOMBSTONE_SECRET="+storetest.TestTombstoneSecret)
+	cmd.Env = append(cmd.Env, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -227,6 +235,7 @@ func TestCLIPostgres(t *testing.T) {
 		fmt.Sprintf("schema version %d", pgstore.SchemaVersion), "scope acme/project/apollo", "records candidate 2", "records active 2",
 		"records total 4", "pending embeddings (memorykit/hash-v1) 2", "jobs queued 1", "jobs leased 0",
 		"pending embeddings (memorykit/hash-v1, all projects) 3", "jobs queued (all projects) 1",
+		"pending embeddings (memorykit/hash-v2) 2", "pending embeddings (memorykit/hash-v2, all projects) 3",
 	} {
 		if !strings.Contains(squeeze(r.stdout), line+"\n") {
 			t.Errorf("status lacks %q:\n%s", line, r.stdout)

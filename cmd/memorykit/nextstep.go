@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/sqlitestore"
 )
 
 // nextStep names what an operator can do about a failed command, or ""
@@ -13,6 +14,9 @@ func nextStep(cmd string, err error) string {
 	var e *memorykit.Error
 	if !errors.As(err, &e) {
 		return ""
+	}
+	if e.Reason == sqlitestore.ReasonLocked {
+		return "another process has the SQLite file open: stop the Host first (one process holds the file at a time)"
 	}
 	switch e.Kind {
 	case memorykit.ErrInvalidTransition:

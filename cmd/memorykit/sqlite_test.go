@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/internal/testkit"
 	"github.com/goagents/memorykit/sqlitestore"
 	"github.com/goagents/memorykit/storetest"
 )
@@ -29,8 +32,8 @@ func TestCLISQLite(t *testing.T) {
 	}
 
 	r := runCLI(t, bin, scoped("status")...).want(t, 1, "status before migrate")
-	if !strings.Contains(r.stderr, "not migrated") {
-		t.Errorf("status before migrate: %q", r.stderr)
+	if !strings.Contains(r.stderr, "no such file") || strings.Contains(r.stderr, "not migrated") {
+		t.Errorf("status on a missing file: %q", r.stderr)
 	}
 	r = runCLI(t, bin, append([]string{"migrate"}, common...)...).want(t, 0, "migrate")
 	if want := fmt.Sprintf("file %s: migrated, version %d\n", file, sqlitestore.SchemaVersion); r.stdout != want {
@@ -69,9 +72,16 @@ func TestCLISQLite(t *testing.T) {
 	}
 	// While a store holds the file, the CLI is refused.
 	r = runCLI(t, bin, scoped("status")...).want(t, 1, "status on a held file")
-	if !strings.Contains(r.stderr, sqlitestore.ReasonLocked) {
+	if !strings.Contains(r.stderr, sqlitestore.ReasonLocked) || !strings.Contains(r.stderr, "stop the Host first") {
 		t.Errorf("status on a held file: %q", r.stderr)
 	}
+	// The Host embeds with memorykit/hash-v2: the record is embedded for
+	// that profile and pending only for hash-v1.
+	rec, err := store.Get(ctx, acme, active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.EmbedAll(t, store, embedder.NewLocalV2(), rec)
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,13 +89,32 @@ func TestCLISQLite(t *testing.T) {
 	r = runCLI(t, bin, scoped("status")...).want(t, 0, "status")
 	for _, line := range []string{
 		"file " + file, fmt.Sprintf("schema version %d", sqlitestore.SchemaVersion), "records candidate 1", "records active 1",
-		"pending embeddings (memorykit/hash-v1) 1", "jobs queued 1",
+		"pending embeddings (memorykit/hash-v1) 1", "pending embeddings (memorykit/hash-v2) 0", "jobs queued 1",
+		"pending embeddings (memorykit/hash-v2, all projects) 0",
 	} {
 		if !strings.Contains(squeeze(r.stdout), line+"\n") {
 			t.Errorf("status lacks %q:\n%s", line, r.stdout)
 		}
 	}
 	assertNoContent(t, "status", r)
+	// Without the variable the CLI names it, unless the Host's secret file
+	// sits beside the SQLite file.
+	noSecret := []string{"MEMORYKIT_TOMBSTONE_SECRET="}
+	r = runCLIEnv(t, bin, noSecret, scoped("status")...).want(t, 2, "status without a secret")
+	if !strings.Contains(r.stderr, "MEMORYKIT_TOMBSTONE_SECRET") {
+		t.Errorf("status without a secret: %q", r.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(file), "tombstone.secret"), []byte(storetest.TestTombstoneSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCLIEnv(t, bin, noSecret, scoped("status")...).want(t, 0, "status with the Host's secret file")
+	// One profile when --profile names it; a path the Host would clean
+	// ("//tmp/…") names the same file.
+	r = runCLI(t, bin, "status", "--sqlite", "/"+file, "--tenant", "acme", "--project", "apollo", "--operator", "ops-ana",
+		"--profile", "memorykit/hash-v2").want(t, 0, "status --profile on a doubled-slash path")
+	if !strings.Contains(squeeze(r.stdout), "pending embeddings (memorykit/hash-v2) 0\n") || strings.Contains(r.stdout, "hash-v1") {
+		t.Errorf("status --profile memorykit/hash-v2:\n%s", r.stdout)
+	}
 	r = runCLI(t, bin, scoped("candidates", "list")...).want(t, 0, "candidates list")
 	if !strings.Contains(r.stdout, "1 candidates in acme/project/apollo") || !strings.Contains(r.stdout, cand) {
 		t.Errorf("candidates list:\n%s", r.stdout)

@@ -3,9 +3,9 @@
 // bearer token that the Host maps to a tenant; the project comes only from
 // the route; memorykit enforces everything else.
 //
-//	go -C examples/host-api run .                  # SQLite in ./memorykit-data, 127.0.0.1:8080
+//	go -C examples/host-api run .                  # SQLite (and its tombstone.secret) in examples/host-api/memorykit-data, 127.0.0.1:8080
 //	go -C examples/host-api run . -memory          # in process memory, lost on exit
-//	go -C examples/host-api run . -dsn "$DSN"      # PostgreSQL + pgvector
+//	go -C examples/host-api run . -dsn "$DSN"      # PostgreSQL + pgvector; needs $MEMORYKIT_TOMBSTONE_SECRET
 //	go -C examples/host-api run . -demo            # scripted walk-through
 //	go -C examples/host-api run -tags sdk . -model openai -model-url http://127.0.0.1:11434/v1/ -model-name llama3.2
 //
@@ -159,10 +159,14 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 	case dataDir != "":
 		store = "sqlitestore"
 	}
+	secret, err := tombstoneSecret(log, os.Getenv, dsn, dataDir)
+	if err != nil {
+		return err
+	}
 	host, err := NewHost(ctx, Options{
 		Directory: dir, DSN: dsn, Schema: schema, DataDir: dataDir, Clock: clock.New(),
 		Logger: log, Model: ScriptedModel{}, Runner: runner, WorkerID: workerID,
-		TombstoneSecret: []byte(os.Getenv("MEMORYKIT_TOMBSTONE_SECRET")),
+		TombstoneSecret: secret,
 	})
 	if err != nil {
 		return err

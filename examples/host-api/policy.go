@@ -11,8 +11,9 @@ import (
 
 // secretPolicy is the Host's content policy (memorykit.ContentValidator):
 // memory must never hold credentials. It looks for the shapes of common
-// secrets in keys, content, metadata values, source references and the
-// free-text reasons of writes and lifecycle actions. A real Host
+// secrets in every content-bearing field: keys, content, metadata keys and
+// values, source kinds and references, and the free-text reasons of writes
+// and lifecycle actions. A real Host
 // would add its own rules (PII, customer data, allow-lists).
 //
 // Its errors say only which rule matched; memorykit reports every
@@ -32,11 +33,11 @@ var errLooksLikeSecret = errors.New("looks like a credential")
 // ValidateContent implements memorykit.ContentValidator.
 func (secretPolicy) ValidateContent(_ context.Context, c memorykit.ContentCheck) error {
 	texts := []string{c.Key, c.Content, c.Reason}
-	for _, v := range c.Metadata {
-		texts = append(texts, v)
+	for k, v := range c.Metadata {
+		texts = append(texts, k, v)
 	}
 	for _, s := range c.Sources {
-		texts = append(texts, s.Ref)
+		texts = append(texts, s.Kind, s.Ref)
 	}
 	for _, t := range texts {
 		for _, p := range secretPatterns {

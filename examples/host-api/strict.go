@@ -9,8 +9,9 @@ import (
 	"reflect"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/goagents/memorykit"
 )
 
 // rejection is why decodeStrict refused a body: an HTTP status and the
@@ -234,11 +235,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-// blank reports text that is empty once white space and invisible format
-// characters are set aside: content, queries and messages like that carry
+// blank reports text that shows nothing (memorykit.IsBlank, the rule every
+// write path applies): content, queries and messages like that carry
 // nothing and are refused.
-func blank(s string) bool {
-	return strings.TrimFunc(s, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zs, r)
-	}) == ""
-}
+func blank(s string) bool { return memorykit.IsBlank(s) }
