@@ -86,7 +86,8 @@ func readmeTurn(ctx context.Context, rt *mkruntime.Runtime, alice memorykit.Prin
 	// res.IsError == false: stored as a candidate, alice's record stays active
 
 	cands, _ := rt.Reviewer().ListCandidates(ctx, alice, scope, reviewer.Page{Limit: 10})
-	rec, _ := rt.Reviewer().Activate(ctx, alice, scope, reviewer.Decision{ID: cands[0].ID, Reason: "confirmed"})
+	// cands[0].Supersedes: alice's active record, the one activation replaces
+	rec, _ := rt.Reviewer().Activate(ctx, alice, scope, reviewer.Decision{ID: cands[0].Record.ID, Reason: "confirmed"})
 	// rec.Status == active; alice's record is now superseded
 	fmt.Println("messages:", len(p.Messages), "tool error:", res.IsError, "activated:", rec.Status)
 }

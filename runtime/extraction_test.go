@@ -155,7 +155,7 @@ func TestExtractionEndToEnd(t *testing.T) {
 		if err != nil || len(cands) != 1 {
 			t.Fatalf("candidates = %v, %v", cands, err)
 		}
-		c := cands[0]
+		c := cands[0].Record
 		if c.Key != "database engine" || c.Kind != memorykit.KindDecision || len(c.Sources) != 1 || c.Sources[0].Ref != "run-1/turn-1" {
 			t.Errorf("candidate = %+v", c)
 		}

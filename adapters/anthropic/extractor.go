@@ -224,21 +224,24 @@ func inputSchema(op string, raw json.RawMessage) (ant.ToolInputSchemaParam, erro
 	return out, nil
 }
 
-// NewExtractor returns a [memorykit.Extractor] whose model calls go
-// through client: it builds the ExtractionModel and hands it to engine,
-// the extraction engine's constructor with the rest of its configuration
-// (prompt, schema, limits) already bound, such as
+// NewExtractor returns memorykit's extraction engine (extraction.New)
+// with its model calls going through client: engine is the engine's
+// configuration (prompt, limits, guard, events, clock) and its Model field
+// is set to the ExtractionModel built from client, model and opts, so it
+// must be left nil.
 //
-//	func(m extraction.Model) (memorykit.Extractor, error) {
-//		return extraction.New(extraction.Config{Model: m, ...})
-//	}
-func NewExtractor(client *ant.Client, model string, engine func(extraction.Model) (memorykit.Extractor, error), opts ...ExtractionOption) (memorykit.Extractor, error) {
-	if engine == nil {
-		return nil, memorykit.ConfigError("anthropic.new_extractor", "engine", "missing")
+//	x, err := NewExtractor(client, "model-name", extraction.Config{
+//		Prompt: extraction.PromptV1, Limits: extraction.LimitsV1(),
+//		Guard: guard, Events: events, Clock: clk,
+//	})
+func NewExtractor(client *ant.Client, model string, engine extraction.Config, opts ...ExtractionOption) (*extraction.Engine, error) {
+	if engine.Model != nil {
+		return nil, memorykit.ConfigError("anthropic.new_extractor", "engine.model", "set")
 	}
 	m, err := NewExtractionModel(client, model, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return engine(m)
+	engine.Model = m
+	return extraction.New(engine)
 }

@@ -420,37 +420,6 @@ func TestNewExtractionModelConfig(t *testing.T) {
 	}
 }
 
-type recordingEngine struct{ model extraction.Model }
-
-func (e *recordingEngine) build(m extraction.Model) (memorykit.Extractor, error) {
-	e.model = m
-	return noExtractor{}, nil
-}
-
-type noExtractor struct{}
-
-func (noExtractor) Extract(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
-	return nil, nil
-}
-
-func TestNewExtractorHandsTheModelToTheEngine(t *testing.T) {
-	f := newFake(t, proposal(toolName, `{"memories":[]}`, "tool_use"))
-	var e recordingEngine
-	x, err := mkanthropic.NewExtractor(f.client(t), "test-model", e.build)
-	if err != nil || x == nil {
-		t.Fatalf("extractor %v, err %v", x, err)
-	}
-	if _, ok := e.model.(*mkanthropic.ExtractionModel); !ok {
-		t.Fatalf("engine got %T", e.model)
-	}
-	if res, err := e.model.Generate(context.Background(), extractRequest()); err != nil || res.Usage.OutputTokens != 22 {
-		t.Fatalf("the engine's model: %v, %+v", err, res)
-	}
-	if _, err := mkanthropic.NewExtractor(f.client(t), "test-model", nil); !errors.Is(err, memorykit.ErrInvalidConfig) {
-		t.Errorf("nil engine: %v", err)
-	}
-}
-
 // TestExtractionTracesCarryNoContent: with the SDK's environment asking
 // for content in spans, an extraction call still records none.
 func TestExtractionTracesCarryNoContent(t *testing.T) {

@@ -456,42 +456,6 @@ func TestNewExtractionModelConfig(t *testing.T) {
 	}
 }
 
-// recordingEngine stands in for the extraction engine's constructor: it
-// keeps the Model it was given.
-type recordingEngine struct{ model extraction.Model }
-
-func (e *recordingEngine) build(m extraction.Model) (memorykit.Extractor, error) {
-	e.model = m
-	return noExtractor{}, nil
-}
-
-type noExtractor struct{}
-
-func (noExtractor) Extract(context.Context, memorykit.ExtractionInput) ([]memorykit.Proposal, error) {
-	return nil, nil
-}
-
-func TestNewExtractorHandsTheModelToTheEngine(t *testing.T) {
-	f := newFakeChat(t, content(`{"memories":[]}`, "stop", 2, 3))
-	var e recordingEngine
-	x, err := mkopenai.NewExtractor(f.client(t), "test-model", e.build)
-	if err != nil || x == nil {
-		t.Fatalf("extractor %v, err %v", x, err)
-	}
-	if _, ok := e.model.(*mkopenai.ExtractionModel); !ok {
-		t.Fatalf("engine got %T", e.model)
-	}
-	if res, err := e.model.Generate(context.Background(), extractRequest()); err != nil || res.Usage.OutputTokens != 3 {
-		t.Fatalf("the engine's model: %v, %+v", err, res)
-	}
-	if _, err := mkopenai.NewExtractor(f.client(t), "test-model", nil); !errors.Is(err, memorykit.ErrInvalidConfig) {
-		t.Errorf("nil engine: %v", err)
-	}
-	if _, err := mkopenai.NewExtractor(nil, "test-model", e.build); !errors.Is(err, memorykit.ErrInvalidConfig) {
-		t.Errorf("nil client: %v", err)
-	}
-}
-
 // assertContentFree: no rendering of err holds the canary (sent in the
 // request and echoed in provider bodies), the key or the transcript, and
 // the SDK's error (which keeps request and body) is not reachable.

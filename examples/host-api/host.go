@@ -17,6 +17,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
+	"github.com/goagents/memorykit/extraction"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/projector"
@@ -48,8 +49,12 @@ type Options struct {
 	// adapter instead of Model (see model_sdk.go).
 	Runner TurnRunner
 	// Extractor proposes candidate memories from finished turns. Nil
-	// means the offline extraction.Explicit (see policy.go).
+	// means memorykit's extraction engine on ExtractionModel when that is
+	// set, else the offline extraction.Explicit (see policy.go).
 	Extractor memorykit.Extractor
+	// ExtractionModel, when set (-model openai|anthropic), is the model
+	// the extraction engine (extraction.New) proposes memories with.
+	ExtractionModel extraction.Model
 	// WorkerID names this process's workers on every lease; it must be
 	// unique among the Hosts sharing a database.
 	WorkerID string
@@ -171,9 +176,14 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		closeStore()
 		return nil, err
 	}
+	extractor, err := hostExtractor(o, guard, logEvents{log: o.Logger.Named("events")})
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
 	cfg := mkruntime.Preset(mkruntime.Essentials{
 		Guard: guard, Store: store, Authorizer: o.Directory, Embedder: emb,
-		Extractor: hostExtractor(o.Extractor, guard), Clock: o.Clock, WorkerID: o.WorkerID,
+		Extractor: extractor, Clock: o.Clock, WorkerID: o.WorkerID,
 		Logger: o.Logger.Named("memorykit"), Events: logEvents{log: o.Logger.Named("events")},
 	})
 	if o.workerStores != nil {

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/goagents/memorykit/extraction"
 	"io"
 	"net"
 	"net/http"
@@ -88,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	runner, err := newTurnRunner(model, os.Getenv, nil)
+	var extModel extraction.Model
+	if err == nil {
+		extModel, err = newExtractionModel(model, os.Getenv, nil)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "host-api:", err) // content-free: flag names and reason codes only
 		return 2
@@ -111,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = serveMCPStdio(ctx, logger, Options{
 				Directory: dir, DSN: *dsn, Schema: *schema, DataDir: dataDir, Clock: clock.New(),
-				Logger: logger, Model: ScriptedModel{}, Runner: runner, WorkerID: cmp.Or(*workerID, "host-api-"+randomHex(6)),
+				Logger: logger, Model: ScriptedModel{}, Runner: runner, ExtractionModel: extModel, WorkerID: cmp.Or(*workerID, "host-api-"+randomHex(6)),
 				TombstoneSecret: []byte(os.Getenv("MEMORYKIT_TOMBSTONE_SECRET")),
 			}, *mcpStdio)
 		}
@@ -121,7 +126,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := serveModel(ctx, logger, *addr, *tokens, *dsn, *schema, dataDir, *workerID, model.kind, runner); err != nil {
+	if err := serveModel(ctx, logger, *addr, *tokens, *dsn, *schema, dataDir, *workerID, model.kind, runner, extModel); err != nil {
 		logger.Error("host stopped with an error", zap.Error(err)) // memorykit errors are content-free
 		return 1
 	}
@@ -136,12 +141,12 @@ const defaultDataDir = "./memorykit-data"
 // it, and close the store (pool or file). The store is PostgreSQL with a
 // dsn, else SQLite in dataDir, else (both empty) process memory.
 func serve(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, dataDir, workerID string) error {
-	return serveModel(ctx, log, addr, tokens, dsn, schema, dataDir, workerID, modelScripted, nil)
+	return serveModel(ctx, log, addr, tokens, dsn, schema, dataDir, workerID, modelScripted, nil, nil)
 }
 
 // serveModel is serve with the chat model chosen by -model: the scripted
 // model when runner is nil.
-func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, dataDir, workerID, modelKind string, runner TurnRunner) error {
+func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema, dataDir, workerID, modelKind string, runner TurnRunner, extModel extraction.Model) error {
 	dir, err := LoadDirectory(tokens)
 	if err != nil {
 		return err
@@ -165,7 +170,7 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 	}
 	host, err := NewHost(ctx, Options{
 		Directory: dir, DSN: dsn, Schema: schema, DataDir: dataDir, Clock: clock.New(),
-		Logger: log, Model: ScriptedModel{}, Runner: runner, WorkerID: workerID,
+		Logger: log, Model: ScriptedModel{}, Runner: runner, ExtractionModel: extModel, WorkerID: workerID,
 		TombstoneSecret: secret,
 	})
 	if err != nil {

@@ -49,17 +49,26 @@ func (secretPolicy) ValidateContent(_ context.Context, c memorykit.ContentCheck)
 	return nil
 }
 
-// hostExtractor is the Host's memorykit.Extractor: the one given, or,
-// with none (no model configured), extraction.Explicit. Explicit needs no
-// model and no network: it proposes a candidate for each explicit statement
-// in the user's side of a finished turn ("remember that …", "we decided
-// …", "from now on …", 记住…, 我们决定…, 今後は…, …と決めました). Every
-// proposal is only a candidate: it waits for a reviewer. With the Host's
-// guard (Limits and secretPolicy), a statement the policy refuses ("remember
-// that the password is …") is left out and the others are still proposed.
-func hostExtractor(x memorykit.Extractor, guard *memorykit.WriteGuard) memorykit.Extractor {
-	if x != nil {
-		return x
+// hostExtractor is the Host's memorykit.Extractor: the one given; else,
+// with a real model (-model openai|anthropic), memorykit's extraction
+// engine on that model (the versioned prompt and bounds, every proposal
+// checked by the Host's guard, token usage as extraction.usage events);
+// else extraction.Explicit. Explicit needs no model and no network: it
+// proposes a candidate for each explicit statement in the user's side of a
+// finished turn ("remember that …", "we decided …", "from now on …", 记住…,
+// 我们决定…, 今後は…, …と決めました). Every proposal is only a candidate: it
+// waits for a reviewer. With the Host's guard (Limits and secretPolicy), a
+// statement the policy refuses ("remember that the password is …") is left
+// out and the others are still proposed.
+func hostExtractor(o Options, guard *memorykit.WriteGuard, events memorykit.EventSink) (memorykit.Extractor, error) {
+	switch {
+	case o.Extractor != nil:
+		return o.Extractor, nil
+	case o.ExtractionModel != nil:
+		return extraction.New(extraction.Config{
+			Model: o.ExtractionModel, Prompt: extraction.PromptV1, Limits: extraction.LimitsV1(),
+			Guard: guard, Events: events, Clock: o.Clock,
+		})
 	}
-	return extraction.Explicit{Guard: guard}
+	return extraction.Explicit{Guard: guard}, nil
 }
