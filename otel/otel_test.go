@@ -340,6 +340,9 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 		if n, secs := hist(t, recallMetrics, mkotel.MetricRecallStoreDuration, map[string]string{"memorykit.outcome": "ok"}); n != 1 || secs != storeLatency.Seconds() {
 			t.Errorf("recall.store.duration{ok}: count %d sum %v", n, secs)
 		}
+		if n := sum(t, recallMetrics, mkotel.MetricEvents, map[string]string{"memorykit.event.kind": "recall.completed"}); n != 1 {
+			t.Errorf("events{recall.completed} = %d, want 1", n)
+		}
 		if n := sum(t, recallMetrics, mkotel.MetricRecallDegraded, map[string]string{"memorykit.channel": "all", "memorykit.reason": "store_unavailable"}); n != 1 {
 			t.Errorf("recall.degraded{all,store_unavailable} = %d, want 1", n)
 		}
@@ -354,7 +357,6 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 			{mkotel.MetricJobs, map[string]string{"memorykit.outcome": "enqueued"}, 1},
 			{mkotel.MetricJobs, map[string]string{"memorykit.outcome": "completed"}, 1},
 			{mkotel.MetricEmbeddings, map[string]string{"memorykit.outcome": "stored"}, 1},
-			{mkotel.MetricEvents, map[string]string{"memorykit.event.kind": "recall.completed"}, 1},
 			{mkotel.MetricQueueDepth, map[string]string{"memorykit.job.state": "done"}, 1},
 			{mkotel.MetricQueueDepth, map[string]string{"memorykit.job.state": "queued"}, 0},
 			{mkotel.MetricEmbeddingsPending, nil, 0},
