@@ -86,15 +86,17 @@ func TestFairEdgePrunesIdleTenants(t *testing.T) {
 	}
 }
 
-// TestStormConnectionClosedAfterRefusals: a client that keeps sending on
-// one connection after being refused has that connection closed after
-// connRefusalLimit refusals within connRefusalWindow; another tenant's
+// TestStormConnectionClosedAfterRefusals: when the tarpit has no room to
+// hold a refusal, a client that keeps sending on one connection after
+// being refused has that connection closed after connRefusalLimit
+// refusals within connRefusalWindow; another tenant's
 // request is still served. A refusal when every slot is taken happens
 // before authentication.
 func TestStormConnectionClosedAfterRefusals(t *testing.T) {
 	lim := hostLimits(2, true, time.Second)
 	lim.EdgeReads = 1
-	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits = &lim })
+	none := 0
+	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits, o.tarpitSlots = &lim, &none })
 	reads := e.host.edge[classReads]
 	// Hold the only read slot, as a long search of the storm tenant would.
 	if !reads.enter("acme") {
@@ -126,6 +128,10 @@ func TestStormConnectionClosedAfterRefusals(t *testing.T) {
 				t.Fatalf("connection closed after %d refusals, want %d", i+1, connRefusalLimit)
 			}
 		}
+	}
+	// Every refusal after the first came early, and none could be held.
+	if full, held := e.host.tarpit.full.Load(), e.host.tarpit.held.Load(); full != connRefusalLimit-1 || held != 0 {
+		t.Fatalf("tarpit full %d times, held %d, want %d and 0", full, held, connRefusalLimit-1)
 	}
 	if closed != 1 || e.host.closedConns.Load() != 1 {
 		t.Fatalf("closed %d connections (host counted %d), want 1", closed, e.host.closedConns.Load())

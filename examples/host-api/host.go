@@ -75,6 +75,9 @@ type Options struct {
 	// workerNice, if set, replaces hostWorkerNice: a benchmark knob
 	// (0 keeps the work pool at the default priority).
 	workerNice *int
+	// tarpitSlots, if set, replaces maxParkedRefusals: a test seam to
+	// reach the tarpit's bound with a few connections.
+	tarpitSlots *int
 	// noWorkPool runs reads on the HTTP server's goroutines, as before
 	// the work pool: a benchmark knob for A/B runs in one binary.
 	noWorkPool bool
@@ -111,6 +114,9 @@ type Host struct {
 	pool *workPool
 	// closedConns counts the connections closed for refusals (refuse).
 	closedConns atomic.Int64
+	// tarpit holds the refusals of clients that retry before Retry-After
+	// (overload.go).
+	tarpit *tarpit
 	// purges runs and reports the background purges (purge.go).
 	purges *purges
 }
@@ -234,6 +240,10 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		procs:  serverProcs(runtime.GOMAXPROCS(0), limits, o.recallInProcess()),
 		pool:   pool,
 		purges: newPurges(),
+		tarpit: newTarpit(maxParkedRefusals),
+	}
+	if o.tarpitSlots != nil {
+		h.tarpit = newTarpit(*o.tarpitSlots)
 	}
 	h.registerRoutes()
 	if err := h.registerMCP(); err != nil {
@@ -324,6 +334,8 @@ func (p *probeWriter) Write(b []byte) (int, error) {
 // Stop, and finally close the store's pool. It returns the first error.
 func (h *Host) Close(ctx context.Context) error {
 	h.closing.Store(true)
+	// Held refusals are answered now.
+	h.tarpit.release()
 	// A running purge finishes first, while ctx lasts; then it is cut
 	// short, and the next purge of its project resumes it.
 	h.purges.wait(ctx)

@@ -87,17 +87,28 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 }
 
 // refuse answers a request the edge turned away: 503 overloaded with
-// Retry-After. A connection that has been refused connRefusalLimit times
-// within connRefusalWindow (a client retrying at once, ignoring
-// Retry-After) is closed after this answer, so the client pays for a new
-// connection before its next attempt.
+// Retry-After, pre-rendered. A refusal on a connection that comes before
+// the Retry-After of its previous refusal has passed is held until it has
+// (tarpit). Only a refusal answered at once counts toward closing the
+// connection: connRefusalLimit of them within connRefusalWindow (the
+// tarpit was full each time) close it after this answer.
 func (h *Host) refuse(w http.ResponseWriter, r *http.Request, class *edgeClass) {
 	h.obs.refused(r.Context(), class.name)
-	if cs, ok := r.Context().Value(connKey{}).(*connState); ok && cs.refused(h.clock.Now()) {
+	cs, ok := r.Context().Value(connKey{}).(*connState)
+	if !ok {
+		class.writeRefusal(w)
+		return
+	}
+	held := false
+	if wait := cs.early(h.clock.Now()); wait > 0 {
+		held = h.tarpit.hold(r.Context(), h.clock, wait)
+	}
+	if !held && cs.refused(h.clock.Now()) {
 		w.Header().Set("Connection", "close")
 		h.closedConns.Add(1)
 	}
-	writeErr(w, overloadedAt(class.name))
+	class.writeRefusal(w)
+	cs.answered(h.clock.Now())
 }
 
 // writePoolErr answers a read the work pool did not run: the Host is

@@ -188,6 +188,9 @@ func serveModel(ctx context.Context, log *zap.Logger, addr, tokens, dsn, schema,
 	}
 	srv := &http.Server{Handler: host.Handler(), ConnContext: host.ConnContext, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: serverReadTimeout, WriteTimeout: serverWriteTimeout, IdleTimeout: serverIdleTimeout}
+	// Shutdown answers the held refusals at once instead of waiting for
+	// their Retry-After.
+	srv.RegisterOnShutdown(host.ReleaseRefusals)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("store", store), zap.String("worker_id", workerID), zap.String("model", modelKind), zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"runtime"
@@ -200,9 +202,11 @@ func classOf(pattern string) string {
 // checks before this one (authentication, headers, query); nothing is
 // read, embedded or queued.
 type edgeClass struct {
-	name    string
-	limit   int
-	clk     clock.Clock
+	name  string
+	limit int
+	clk   clock.Clock
+	// refusal is the pre-rendered body of this class's refusal.
+	refusal []byte
 	refused atomic.Int64
 	// unfair counts the refusals of a tenant over its fair share (also
 	// counted in refused).
@@ -232,7 +236,7 @@ type edge map[string]*edgeClass
 func newEdge(l overloadLimits, clk clock.Clock) edge {
 	e := edge{}
 	for name, n := range map[string]int{classReads: l.EdgeReads, classWrites: l.EdgeWrites, classChats: l.EdgeChats} {
-		e[name] = &edgeClass{name: name, limit: max(1, n), clk: clk, tenants: map[string]*tenantUse{}}
+		e[name] = &edgeClass{name: name, limit: max(1, n), clk: clk, refusal: refusalBody(name), tenants: map[string]*tenantUse{}}
 	}
 	return e
 }
@@ -312,26 +316,61 @@ func (c *edgeClass) full() bool {
 	return c.running >= c.limit
 }
 
-// A client that keeps sending after refusals, without waiting as
-// Retry-After says, has its connection closed: connRefusalLimit refusals
-// on one connection within connRefusalWindow (on the Host's clock).
+// A connection that is refused again before the Retry-After it was last
+// given has passed (a client that retries at once) has that refusal held
+// until the Retry-After has passed, on the Host's clock (see tarpit). A
+// closed-loop client sends its next request only after it has an answer,
+// so holding the answer slows a retry storm to one request per Retry-After
+// per connection, at the cost of a parked goroutine instead of a core. A
+// client that waits as Retry-After says is answered at once.
+//
+// Only when the tarpit is full is a refusal answered at once, and a
+// connection refused connRefusalLimit times within connRefusalWindow that
+// way has it closed after the answer. Closing is the last resort: a new
+// connection costs the Host more than a held answer, and it loses the
+// connection's history.
 const (
 	connRefusalLimit  = 16
 	connRefusalWindow = time.Second
+	// retryAfter is retryAfterSeconds as a duration.
+	retryAfter = time.Second
+	// maxParkedRefusals bounds the refusals held at once; past it a
+	// refusal is answered at once.
+	maxParkedRefusals = 4096
 )
 
 // connKey keys a connection's connState in its requests' contexts.
 type connKey struct{}
 
-// connState counts the refusals on one connection.
+// connState is one connection's refusal history.
 type connState struct {
 	mu       sync.Mutex
 	since    time.Time // start of the current window
-	refusals int       // refusals since then
+	refusals int       // refusals answered at once since then
+	retryAt  time.Time // when the last refusal's Retry-After passes
 }
 
-// refused counts a refusal at now and reports whether the connection has
-// now been refused connRefusalLimit times within connRefusalWindow.
+// early reports how long before the Retry-After of the connection's last
+// refusal a new refusal at now comes (zero or less: not early).
+func (s *connState) early(now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retryAt.IsZero() {
+		return 0
+	}
+	return s.retryAt.Sub(now)
+}
+
+// answered records that a refusal was answered at now with Retry-After.
+func (s *connState) answered(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retryAt = now.Add(retryAfter)
+}
+
+// refused counts a refusal answered at once at now and reports whether
+// the connection has now been refused so connRefusalLimit times within
+// connRefusalWindow.
 func (s *connState) refused(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -343,12 +382,95 @@ func (s *connState) refused(now time.Time) bool {
 }
 
 // ConnContext is the Host's http.Server.ConnContext: it gives each
-// connection the refusal count behind closing a hammering client's
-// connection (see refuse). Without it the Host still refuses, but never
+// connection the refusal history behind holding an early retry's refusal
+// and closing a hammering client's connection (see refuse). Without it
+// the Host still refuses, but answers every refusal at once and never
 // closes a connection for it.
 func (h *Host) ConnContext(ctx context.Context, _ net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, &connState{})
 }
+
+// tarpit holds refusals: at most cap(slots) at once, each until its timer
+// on the Host's clock fires, its request ends or the tarpit is released
+// (the Host shuts down).
+type tarpit struct {
+	slots chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	// parked is the number of refusals held now; held counts every
+	// refusal ever held; full counts those answered at once because
+	// every slot was taken.
+	parked, held, full atomic.Int64
+}
+
+func newTarpit(n int) *tarpit {
+	return &tarpit{slots: make(chan struct{}, max(0, n)), done: make(chan struct{})}
+}
+
+// hold parks the caller for d on clk, or less if ctx ends or the tarpit is
+// released. It reports false, at once, when every slot is taken or the
+// tarpit is already released.
+func (t *tarpit) hold(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	select {
+	case <-t.done:
+		return false
+	default:
+	}
+	select {
+	case t.slots <- struct{}{}:
+	default:
+		t.full.Add(1)
+		return false
+	}
+	defer func() { <-t.slots }()
+	timer := clk.Timer(d)
+	defer timer.Stop()
+	t.held.Add(1)
+	t.parked.Add(1)
+	defer t.parked.Add(-1)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-t.done:
+	}
+	return true
+}
+
+// release answers every held refusal at once, and every later one too.
+// It is safe to call more than once.
+func (t *tarpit) release() {
+	t.once.Do(func() { close(t.done) })
+}
+
+// refusalBody renders a class's refusal once: the JSON error shape that
+// writeErr would write for overloadedAt(class).
+func refusalBody(class string) []byte {
+	_, body := errorResponse(overloadedAt(class))
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+	return b.Bytes()
+}
+
+// writeRefusal writes a class's pre-rendered refusal: the same status,
+// headers and body as writeErr(w, overloadedAt(class)), without encoding
+// anything per refusal.
+func (c *edgeClass) writeRefusal(w http.ResponseWriter) {
+	hd := w.Header()
+	hd["Retry-After"] = retryAfterValue
+	hd["Content-Type"] = jsonContentType
+	hd["Cache-Control"] = noStoreValue
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(c.refusal)
+}
+
+// Header values of a refusal, shared (never modified).
+var (
+	retryAfterValue = []string{retryAfterSeconds}
+	jsonContentType = []string{"application/json; charset=utf-8"}
+	noStoreValue    = []string{"no-store"}
+)
 
 // overloadedAt is the error of a request the edge turned away.
 func overloadedAt(class string) error {
@@ -402,3 +524,9 @@ func (h *Host) overloaded() bool {
 	}
 	return h.rt.Load().Saturated
 }
+
+// ReleaseRefusals answers every refusal the Host holds (see refuse) at
+// once, and every later one too. Close calls it; main.go also registers it
+// with http.Server.RegisterOnShutdown, so that Shutdown does not wait out
+// the held refusals.
+func (h *Host) ReleaseRefusals() { h.tarpit.release() }
