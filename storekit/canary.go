@@ -35,7 +35,7 @@ func NewCanary(text string) *Canary {
 		forms = append(forms, jsonForms(b)...)
 	}
 	for _, f := range append([]string(nil), forms...) {
-		forms = append(forms, sqlQuote(f), copyEscape(f), arrayEscape(f), copyEscape(arrayEscape(f)))
+		forms = append(forms, sqlQuote(f), copyEscape(f), copyEscapeMinimal(f), arrayEscape(f), copyEscape(arrayEscape(f)))
 	}
 	for _, f := range forms {
 		if f = strings.ToLower(f); f != "" {
@@ -177,6 +177,13 @@ func sqlQuote(s string) string { return strings.ReplaceAll(s, "'", "''") }
 // copyEscape escapes s as COPY's text format does.
 func copyEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`, "\b", `\b`, "\f", `\f`, "\v", `\v`).Replace(s)
+}
+
+// copyEscapeMinimal escapes only what COPY's text format requires
+// (backslash, tab, newline, carriage return): the form COPY FROM accepts
+// from a writer that leaves \b, \f and \v raw.
+func copyEscapeMinimal(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(s)
 }
 
 // arrayEscape escapes s as an element of an array or composite literal.

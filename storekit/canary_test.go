@@ -33,6 +33,7 @@ func canaryEncodings(t testing.TB, s string) map[string]string {
 		"json key":   string(obj),
 		"sql":        "'" + strings.ReplaceAll("pre "+s+" post", "'", "''") + "'",
 		"copy":       strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`).Replace("a\t" + s + "\tb"),
+		"copy out":   strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`, "\b", `\b`, "\f", `\f`, "\v", `\v`).Replace("a\t" + s + "\tb"),
 		"array":      `{"x","` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"}`,
 		"upper":      strings.ToUpper(s),
 		"as is":      "before " + s + " after",
