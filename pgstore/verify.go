@@ -215,16 +215,7 @@ func names(ctx context.Context, db querier, sql string, args ...any) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // VerifyErased looks for canary in the store's schema, in the rows of
