@@ -37,11 +37,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/term"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	// Progress bars are drawn only when the output is a terminal; piped
+	// or redirected output gets plain lines.
+	c := &cli{out: os.Stdout, errOut: os.Stderr, tty: term.IsTerminal(int(os.Stdout.Fd()))}
+	code := runCLIWith(ctx, c, os.Args[1:], os.Getenv)
 	stop()
 	os.Exit(code)
 }
