@@ -300,7 +300,7 @@ func commandName(cmd *cobra.Command) string {
 // parsing, so no help text ever shows a value from the environment.
 func newRoot(c *cli, getenv func(string) string) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "memorykit",
+		Use:   "memorykit <command>",
 		Short: "operate a memorykit database on PostgreSQL or SQLite",
 		Long: "memorykit operates a memorykit database on PostgreSQL (--dsn) or in an embedded Host's\n" +
 			"SQLite file (--sqlite FILE, with the Host stopped): migrate the schema, look at its state,\n" +
@@ -330,9 +330,9 @@ func newRoot(c *cli, getenv func(string) string) *cobra.Command {
 	for _, g := range groups {
 		name := g.name
 		gc := &cobra.Command{
-			Use:   name,
+			Use:   name + " <subcommand>",
 			Short: g.summary,
-			Long:  g.summary + ".",
+			Long:  capitalize(g.summary) + ".",
 			Args:  cobra.ArbitraryArgs,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				fmt.Fprintf(c.errOut, "memorykit %s: missing or unknown subcommand\n", name)
@@ -353,6 +353,14 @@ func newRoot(c *cli, getenv func(string) string) *cobra.Command {
 		parent.AddCommand(leafCommand(c, spec, word, getenv))
 	}
 	root.AddCommand(completionCommand(c), genDocsCommand())
+	var helpFlags func(*cobra.Command)
+	helpFlags = func(cmd *cobra.Command) {
+		cmd.Flags().BoolP("help", "h", false, "show this help")
+		for _, sub := range cmd.Commands() {
+			helpFlags(sub)
+		}
+	}
+	helpFlags(root)
 	return root
 }
 

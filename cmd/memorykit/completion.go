@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -109,6 +111,16 @@ func genDocs(root *cobra.Command, dir string) error {
 		}
 	}
 	mark(root)
+	// Pages of commands that no longer exist go too.
+	old, err := filepath.Glob(filepath.Join(dir, "memorykit*.md"))
+	if err != nil {
+		return fmt.Errorf("gen-docs: %w", err)
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("gen-docs: %w", err)
+		}
+	}
 	if err := doc.GenMarkdownTree(root, dir); err != nil {
 		return fmt.Errorf("gen-docs: %w", err)
 	}

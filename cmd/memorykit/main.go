@@ -32,6 +32,8 @@
 // them by exact keys and full text (memorykit.RecallPolicyLexicalV1).
 package main
 
+//go:generate go run . gen-docs ../../docs/cli
+
 import (
 	"context"
 	"os"
