@@ -263,24 +263,27 @@ func runCLIWith(ctx context.Context, c *cli, args []string, getenv func(string) 
 	if err == nil {
 		return exitOK
 	}
-	name := commandName(cmd)
+	name := "memorykit"
+	if sub := commandName(cmd); sub != "" {
+		name += " " + sub
+	}
 	var fe flagError
 	switch {
 	case errors.As(err, new(reportedError)):
 		return exitUsage
 	case errors.As(err, &fe):
-		fmt.Fprintf(c.errOut, "memorykit %s: %s\n", name, fe.msg)
-		fmt.Fprintf(c.errOut, "run 'memorykit %s --help'\n", name)
+		fmt.Fprintf(c.errOut, "%s: %s\n", name, fe.msg)
+		fmt.Fprintf(c.errOut, "run '%s --help'\n", name)
 		return exitUsage
 	}
 	// Every error here is a content-free *memorykit.Error or one of the
 	// CLI's own fixed texts.
-	fmt.Fprintf(c.errOut, "memorykit %s: %v\n", name, err)
-	if next := nextStep(name, err); next != "" {
+	fmt.Fprintf(c.errOut, "%s: %v\n", name, err)
+	if next := nextStep(commandName(cmd), err); next != "" {
 		fmt.Fprintf(c.errOut, "next: %s\n", next)
 	}
 	if errors.As(err, new(usageError)) {
-		fmt.Fprintf(c.errOut, "run 'memorykit %s --help'\n", name)
+		fmt.Fprintf(c.errOut, "run '%s --help'\n", name)
 		return exitUsage
 	}
 	return exitError
