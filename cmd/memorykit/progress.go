@@ -30,19 +30,23 @@ func (c *cli) newMeter(what string) *meter {
 }
 
 // options are the bar's settings: no colours, no rates or time estimates
-// (they read the wall clock), redrawn in place and erased when done.
-func (m *meter) options() []progressbar.Option {
-	return []progressbar.Option{
+// (they read the wall clock), redrawn in place and erased when done; the
+// count "(done/total)" when the total is known.
+func (m *meter) options(known bool) []progressbar.Option {
+	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(m.c.out),
 		progressbar.OptionSetDescription(m.what),
 		progressbar.OptionSetWidth(30),
-		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(false),
 		progressbar.OptionSetElapsedTime(false),
 		// 0: the spinner turns on each redraw, with no timer of its own.
 		progressbar.OptionSetSpinnerChangeInterval(0),
 		progressbar.OptionClearOnFinish(),
 	}
+	if known {
+		opts = append(opts, progressbar.OptionShowCount())
+	}
+	return opts
 }
 
 // progress shows done of total; a total of 0 or less shows the count
@@ -53,14 +57,14 @@ func (m *meter) progress(done, total int) {
 	}
 	if total <= 0 {
 		if m.bar == nil {
-			m.bar = progressbar.NewOptions(-1, m.options()...)
+			m.bar = progressbar.NewOptions(-1, m.options(false)...)
 		}
 		m.bar.Describe(fmt.Sprintf("%s: %d", m.what, done))
 		return
 	}
 	if m.bar == nil || !m.known {
 		m.clear()
-		m.bar, m.known = progressbar.NewOptions(total, m.options()...), true
+		m.bar, m.known = progressbar.NewOptions(total, m.options(true)...), true
 	}
 	if m.bar.GetMax() != total {
 		m.bar.ChangeMax(total)
