@@ -46,6 +46,8 @@ type options struct {
 type command struct {
 	name    string // "candidates list"
 	summary string
+	// more is said in the command's help after the summary.
+	more string
 	// example is shown under the command's help and in its reference page.
 	example string
 	// scoped commands need --tenant, --project and --operator.
@@ -129,6 +131,7 @@ var commands = []command{
 	{
 		name:    "status",
 		summary: "schema version, record counts by status, pending embeddings and job counts for the project and for all projects (numbers only)",
+		more:    "On a terminal a count of the records read runs while the command pages through the project.",
 		example: "memorykit status " + scopeExample + "\nmemorykit status --sqlite memorykit-data/memorykit.db " + scopeExample,
 		scoped:  true,
 		flags: func(fs *pflag.FlagSet, o *options) {
@@ -148,6 +151,10 @@ var commands = []command{
 		example: "memorykit embeddings rebuild " + scopeExample + "\n" +
 			"memorykit embeddings rebuild --embedder ollama --url http://localhost:11434 --model nomic-embed-text \\\n" +
 			"  --dimension 768 --profile ollama/nomic-embed-text@768 " + scopeExample,
+		more: `On a terminal a bar shows the records embedded out of those to embed.
+Otherwise the command prints one line per round:
+  rebuild: round N, leased N, stored N, pending before the round N
+and ends with "rebuild done: …" (or "rebuild stopped: …" and exit 1).`,
 		scoped: true,
 		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.IntVar(&o.batch, "batch", 64, "records per embedding call")
@@ -209,6 +216,8 @@ var commands = []command{
 	{
 		name:    "purge",
 		summary: "erase the whole project: every memory in every status, every extraction job and embedding; prints the deletion report as JSON",
+		more: `The purge runs in one transaction: on a terminal a spinner runs until it ends,
+then the report is printed. Redirected, the output is the JSON report alone.`,
 		example: "memorykit purge --reason-code project_closed " + scopeExample + " > purge-report.json",
 		scoped:  true,
 		flags: func(fs *pflag.FlagSet, o *options) {
@@ -225,6 +234,8 @@ var commands = []command{
 	{
 		name:    "verify-erased",
 		summary: "look for a text in every column of the project's rows, decoded and in every stored encoding (and, for SQLite, in every byte of the file and its WAL); exit 1 and list where it occurs, 0 when it occurs nowhere",
+		more: `The text is never printed: only where it occurs (table, column and row, or file and
+offset). On a terminal a spinner runs during the search.`,
 		example: "memorykit verify-erased --tenant acme --project apollo --canary \"the erased sentence\"",
 		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.StringVar(&o.tenant, "tenant", "", "tenant ID of the erased project (required)")
@@ -391,6 +402,9 @@ gives direct access to the database.`
 func leafCommand(c *cli, spec *command, word string, getenv func(string) string) *cobra.Command {
 	var o options
 	long := capitalize(spec.summary) + "."
+	if spec.more != "" {
+		long += "\n\n" + spec.more
+	}
 	if spec.scoped {
 		long += "\n\n" + trustHelp
 	}

@@ -406,7 +406,10 @@ func runVerifyErased(ctx context.Context, c *cli, o *options) error {
 		return dbError("cannot connect to the database", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	m := c.newMeter("searching " + scope.String())
+	m.start()
 	hits, err := pgstore.VerifyErased(ctx, conn, o.schema, scope, o.canary)
+	m.clear()
 	if err != nil {
 		return err
 	}
@@ -437,7 +440,10 @@ func reportHits(c *cli, header string, n int, row func(i int) string) error {
 // file (decoded) and in the raw bytes of the file and its WAL: every
 // page, free pages included.
 func verifySQLite(ctx context.Context, c *cli, o *options, scope memorykit.Scope) error {
+	m := c.newMeter("searching " + scope.String() + " and the file's bytes")
+	m.start()
 	hits, err := sqlitestore.VerifyErased(ctx, o.sqlite, scope, o.canary)
+	m.clear()
 	if err != nil {
 		return err
 	}

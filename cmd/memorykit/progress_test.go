@@ -16,11 +16,11 @@ import (
 	"github.com/goagents/memorykit/storetest"
 )
 
-// TestProgressOnATerminal runs embeddings rebuild, status and purge
-// in-process on a SQLite file, with the output taken for a terminal and
-// not: on a terminal a bar (or a count) redrawn in place with counts
-// only, erased before the command's own output; otherwise the plain
-// lines, with no bar.
+// TestProgressOnATerminal runs embeddings rebuild, status, purge and
+// verify-erased in-process on a SQLite file, with the output taken for a
+// terminal and not: on a terminal a bar (or a count) redrawn in place with
+// counts only, erased before the command's own output; otherwise the
+// plain lines, with no bar.
 func TestProgressOnATerminal(t *testing.T) {
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "memorykit.db")
@@ -117,5 +117,11 @@ func TestProgressOnATerminal(t *testing.T) {
 	var rep purgeJSON
 	if err := json.Unmarshal([]byte(out[strings.LastIndex(out, "\r")+1:]), &rep); err != nil || rep.Records != n {
 		t.Errorf("purge report after the spinner: %v %+v\n%q", err, rep, out)
+	}
+
+	// verify-erased: a spinner during the search, then the answer.
+	out = cmd(true, "verify-erased", "--sqlite", file, "--tenant", "acme", "--project", "apollo", "--canary", "CANARY-1")
+	if !strings.Contains(out, "searching acme/project/apollo") || out[strings.LastIndex(out, "\r")+1:] != "not found\n" {
+		t.Errorf("verify-erased on a terminal:\n%q", out)
 	}
 }
