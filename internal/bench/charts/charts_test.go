@@ -9,7 +9,13 @@ import (
 )
 
 // docsCharts is where the committed data files and charts live.
-const docsCharts = "../../../docs/charts"
+var docsCharts = func() string {
+	root, err := repoRoot()
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Join(root, "docs", "charts")
+}()
 
 // TestChartsMatchTheirData redraws every chart from its committed data
 // file and compares the bytes with the committed SVG: a data file changed

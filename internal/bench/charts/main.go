@@ -10,6 +10,8 @@
 //	go test ./internal/bench -run '^$' -bench 'BenchmarkRecallQuality/store=memory' -benchtime 1x |
 //		go run ./internal/bench/charts -import docs/charts/recall-quality.json
 //
+// (-machine "…" records the machine and its load in the data file.)
+//
 // Then, from the repository root, redraw every chart:
 //
 //	go run ./internal/bench/charts
@@ -84,18 +86,47 @@ var charts = []chart{
 }
 
 func main() {
-	dir := flag.String("dir", "docs/charts", "the directory of the data files and charts")
+	dir := flag.String("dir", "", "the directory of the data files and charts (default: docs/charts of the repository this runs in)")
 	imp := flag.String("import", "", "a data file whose results to replace with the go test -bench output read from stdin")
+	machine := flag.String("machine", "", "with -import: the machine and its load during the run, for the data file")
 	flag.Parse()
-	if err := run(*dir, *imp, os.Stdin); err != nil {
+	if *dir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "charts:", err)
+			os.Exit(1)
+		}
+		*dir = filepath.Join(root, "docs", "charts")
+	}
+	if err := run(*dir, *imp, *machine, os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "charts:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, imp string, stdin io.Reader) error {
+// repoRoot is the nearest directory at or above the working directory
+// whose go.mod declares memorykit's module.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/goagents/memorykit\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the memorykit repository: pass -dir")
+		}
+		dir = parent
+	}
+}
+
+func run(dir, imp, machine string, stdin io.Reader) error {
 	if imp != "" {
-		if err := importResults(imp, stdin); err != nil {
+		if err := importResults(imp, machine, stdin); err != nil {
 			return err
 		}
 	}
@@ -147,8 +178,9 @@ func writeData(path string, d *dataFile) error {
 }
 
 // importResults replaces the results of the data file at path with the
-// benchmark results in out.
-func importResults(path string, out io.Reader) error {
+// benchmark results in out, and its machine description with machine
+// when that is not empty.
+func importResults(path, machine string, out io.Reader) error {
 	d, err := readData(path)
 	if err != nil {
 		return err
@@ -161,6 +193,9 @@ func importResults(path string, out io.Reader) error {
 		return errors.New("no benchmark results on stdin")
 	}
 	d.Results = res
+	if machine != "" {
+		d.Machine = machine
+	}
 	return writeData(path, d)
 }
 
