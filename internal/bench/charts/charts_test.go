@@ -117,3 +117,25 @@ func drawSVG(c chart, d *dataFile) ([]byte, error) {
 	}
 	return svgOf(p)
 }
+
+// TestImportReplacesResults: -import keeps the title and command, replaces
+// the results and, when given, the machine; empty input changes nothing.
+func TestImportReplacesResults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.json")
+	if err := writeData(path, &dataFile{Title: "T", Command: "C", Machine: "M", Results: []result{{Name: "BenchmarkOld", Metrics: map[string]float64{"x": 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := importResults(path, "", strings.NewReader("PASS\n")); err == nil {
+		t.Fatal("an import without results succeeded")
+	}
+	if err := importResults(path, "quiet", strings.NewReader("BenchmarkNew-2  1  5 ns/op  7 records/s\n")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := readData(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Title != "T" || d.Command != "C" || d.Machine != "quiet" || len(d.Results) != 1 || d.Results[0].Name != "BenchmarkNew" || d.Results[0].Metrics["records/s"] != 7 {
+		t.Fatalf("after import: %+v", d)
+	}
+}
