@@ -227,7 +227,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	}
 	var pool *workPool
 	if !o.noWorkPool {
-		pool = newWorkPool(limits.EdgeReads, func() error { return lowerThreadPriority(nice) })
+		pool = newWorkPool(edgeCeiling(limits.EdgeReads), func() error { return lowerThreadPriority(nice) })
 		if n := pool.lowerFailed.Load(); n > 0 {
 			// Tolerated: the reads then compete with the front end as equals.
 			o.Logger.Warn("work pool threads keep the default priority", zap.Int64("threads", n))

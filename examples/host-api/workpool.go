@@ -22,8 +22,8 @@ import (
 // authenticate requests and write 503s and /healthz keep the default
 // priority and win a contended core.
 //
-// The pool has exactly as many workers as the edge admits reads, so it
-// adds no queue: an admitted request always finds a worker (at worst one
+// The pool has exactly as many workers as the edge admits reads at once
+// (the class's slots and its reserve; see edgeClass), so it adds no queue: an admitted request always finds a worker (at worst one
 // that is a few instructions from taking its next job). Lowering a
 // thread's priority is one-way for an unprivileged process, so a worker
 // never unlocks its thread: the thread serves the pool until the worker
