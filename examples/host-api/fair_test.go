@@ -12,59 +12,141 @@ import (
 )
 
 // TestFairEdgeShareBetweenTenants: a lone tenant may use every slot of a
-// class; once another tenant is active, a tenant holding its fair share
-// (slots / active tenants) is refused while the other still gets a slot,
-// and a tenant that has been quiet for fairWindow no longer counts.
+// class and no more; once another tenant is active, that tenant's
+// requests up to its own share get in on the reserve although the slots
+// are all taken, the total never passes slots + reserve, and from three
+// active tenants on each holds at most 2·slots/n. A tenant that has been
+// quiet for fairWindow no longer counts.
 func TestFairEdgeShareBetweenTenants(t *testing.T) {
 	clk := clock.NewMock()
 	c := newEdge(overloadLimits{EdgeReads: 4, EdgeWrites: 1, EdgeChats: 1}, clk)[classReads]
-
-	// Alone, the storm tenant takes all four slots; the fifth is refused.
-	for i := range 4 {
-		if !c.enter("storm") {
-			t.Fatalf("lone tenant refused slot %d", i)
+	enterN := func(tenant string, n int) {
+		t.Helper()
+		for i := range n {
+			if !c.enter(tenant) {
+				t.Fatalf("%s refused at request %d of %d", tenant, i+1, n)
+			}
 		}
 	}
-	if c.enter("storm") || !c.full() {
-		t.Fatal("a full class admitted a request")
-	}
-	// A quiet tenant arrives: the class is full, so it is refused too, but
-	// it is now active. As the storm's requests end, the storm may hold
-	// only half the slots, so the freed ones wait for the quiet tenant.
-	if c.enter("quiet") {
-		t.Fatal("a full class admitted the quiet tenant")
-	}
-	c.leave("storm")
-	c.leave("storm")
+	// Alone, the storm tenant takes all four slots; the fifth is refused
+	// (the reserve is not for a tenant at its share).
+	enterN("storm", 4)
 	if c.enter("storm") {
-		t.Fatal("the storm took more than its share while another tenant is active")
+		t.Fatal("a lone tenant got past the slots")
 	}
-	for i := range 2 {
-		if !c.enter("quiet") {
-			t.Fatalf("the quiet tenant did not get slot %d of its share", i)
-		}
-	}
-	if c.enter("quiet") || !c.full() {
-		t.Fatal("a full class admitted a request")
+	if c.full() {
+		t.Fatal("the class reports full with its reserve free")
 	}
 	if got := c.unfair.Load(); got != 1 {
-		t.Fatalf("unfair refusals %d, want 1 (the storm's)", got)
+		t.Fatalf("unfair refusals %d, want 1", got)
 	}
-	// The quiet tenant finishes and stays quiet for fairWindow: the storm
-	// is alone again and may use the whole class.
-	c.leave("quiet")
-	c.leave("quiet")
-	clk.Add(fairWindow)
-	for i := range 2 {
-		if !c.enter("storm") {
-			t.Fatalf("a lone tenant was held to a share after the other went quiet (slot %d)", i)
-		}
+	// A quiet tenant arrives while the storm holds every slot: its
+	// requests, up to its share (the slots, with two tenants active), get
+	// in on the reserve; then the class is full for everyone.
+	enterN("quiet", 4)
+	if !c.full() || c.enter("quiet") || c.enter("storm") {
+		t.Fatal("the class let in more than slots + reserve")
 	}
+	if c.running != 8 {
+		t.Fatalf("running %d, want 8", c.running)
+	}
+	// The storm's requests end; it may take its share again, no more.
 	for range 4 {
 		c.leave("storm")
 	}
-	if c.running != 0 || c.tenants["storm"].held != 0 || c.tenants["quiet"].held != 0 {
+	enterN("storm", 4)
+	if c.enter("storm") {
+		t.Fatal("the storm got past its share")
+	}
+	// A third tenant: every share drops to 2·4/3 = 2. Nobody holding two
+	// or more gets in; the newcomer gets its two.
+	for range 4 {
+		c.leave("quiet")
+	}
+	enterN("third", 2)
+	if c.enter("third") {
+		t.Fatal("the third tenant got past its share of 2")
+	}
+	enterN("quiet", 2)
+	if c.enter("quiet") || c.enter("storm") {
+		t.Fatal("a tenant at or over its share got in with no slot free")
+	}
+	// Everyone but the storm finishes and stays quiet for fairWindow: the
+	// storm is alone again, at its share (the slots), with none free.
+	for range 2 {
+		c.leave("third")
+		c.leave("quiet")
+	}
+	clk.Add(fairWindow)
+	if c.enter("storm") {
+		t.Fatal("a lone tenant holding every slot got another")
+	}
+	c.leave("storm")
+	enterN("storm", 1)
+	for range 4 {
+		c.leave("storm")
+	}
+	for name, u := range c.tenants {
+		if u.held != 0 {
+			t.Fatalf("%s still holds %d", name, u.held)
+		}
+	}
+	if c.running != 0 {
 		t.Fatalf("slots leaked: running %d", c.running)
+	}
+}
+
+// TestFairEdgePressingTenant: a tenant is pressing for fairWindow after
+// the class last turned one of its requests away, and only then.
+func TestFairEdgePressingTenant(t *testing.T) {
+	clk := clock.NewMock()
+	c := newEdge(overloadLimits{EdgeReads: 1, EdgeWrites: 1, EdgeChats: 1}, clk)[classReads]
+	if !c.enter("storm") || c.pressing("storm") || c.pressing("nobody") {
+		t.Fatal("pressing before any refusal")
+	}
+	if c.enter("storm") {
+		t.Fatal("a lone tenant got past the slots")
+	}
+	if !c.pressing("storm") {
+		t.Fatal("a refused tenant is not pressing")
+	}
+	clk.Add(fairWindow - time.Millisecond)
+	if !c.pressing("storm") {
+		t.Fatal("pressing ended before fairWindow")
+	}
+	clk.Add(time.Millisecond)
+	if c.pressing("storm") {
+		t.Fatal("still pressing after fairWindow")
+	}
+	c.leave("storm")
+}
+
+// TestPressingTenantReadsRunOnTheLowerPool: once the edge has turned a
+// tenant's read away, that tenant's admitted reads run on the pressing
+// pool for fairWindow; another tenant's on the usual pool.
+func TestPressingTenantReadsRunOnTheLowerPool(t *testing.T) {
+	lim := hostLimits(2, true, time.Second)
+	lim.EdgeReads = 1
+	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits = &lim })
+	if e.host.pressing == nil {
+		t.Fatal("no pressing pool")
+	}
+	if n := e.host.pressing.lowered.Load() + e.host.pressing.lowerFailed.Load(); n != 2 {
+		t.Fatalf("pressing pool has %d workers, want the read ceiling 2", n)
+	}
+	reads := e.host.edge[classReads]
+	// acme holds its share; its next read is turned away.
+	if !reads.enter("acme") || reads.enter("acme") {
+		t.Fatal("acme's share not enforced")
+	}
+	reads.leave("acme")
+	e.searchIDs(aliceToken, "apollo", "anything")
+	if got, usual := e.host.pressing.ran.Load(), e.host.pool.ran.Load(); got != 1 || usual != 0 {
+		t.Fatalf("acme's read: pressing pool ran %d, usual pool %d; want 1 and 0", got, usual)
+	}
+	e.searchIDs(carolToken, "apollo", "anything")
+	if got, usual := e.host.pressing.ran.Load(), e.host.pool.ran.Load(); got != 1 || usual != 1 {
+		t.Fatalf("globex's read: pressing pool ran %d, usual pool %d; want 1 and 1", got, usual)
 	}
 }
 
@@ -98,9 +180,10 @@ func TestStormConnectionClosedAfterRefusals(t *testing.T) {
 	none := 0
 	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits, o.tarpitSlots = &lim, &none })
 	reads := e.host.edge[classReads]
-	// Hold the only read slot, as a long search of the storm tenant would.
-	if !reads.enter("acme") {
-		t.Fatal("slot not taken")
+	// Hold the only read slot and the reserve, as long searches of two
+	// tenants would.
+	if !reads.enter("acme") || !reads.enter("initech") || !reads.full() {
+		t.Fatal("slots not taken")
 	}
 	tr := &http.Transport{MaxConnsPerHost: 1}
 	defer tr.CloseIdleConnections()
@@ -137,6 +220,7 @@ func TestStormConnectionClosedAfterRefusals(t *testing.T) {
 		t.Fatalf("closed %d connections (host counted %d), want 1", closed, e.host.closedConns.Load())
 	}
 	reads.leave("acme")
+	reads.leave("initech")
 	// A well-behaved tenant is served once the slot is free.
 	if ids := e.searchIDs(carolToken, "apollo", "anything"); len(ids) != 0 {
 		t.Fatalf("globex search: %v", ids)

@@ -98,8 +98,10 @@ func hostLimits(cpus int, inProcess bool, deadline time.Duration) overloadLimits
 	if inProcess {
 		reads = max(2, cpus)
 	}
+	// The runtime has a slot for every request the edge may let in: the
+	// class's slots and its reserve (see edgeClass).
 	return overloadLimits{
-		Admission: mkruntime.Admission{MaxReads: reads, MaxWrites: writes, MaxQueue: reads, MaxWait: deadline / 100},
+		Admission: mkruntime.Admission{MaxReads: edgeCeiling(reads), MaxWrites: edgeCeiling(writes), MaxQueue: reads, MaxWait: deadline / 100},
 		EdgeReads: reads, EdgeWrites: writes, EdgeChats: 2 * reads,
 	}
 }
@@ -143,7 +145,7 @@ func serverProcs(cpus int, l overloadLimits, inProcess bool) int {
 	if !inProcess {
 		return cpus
 	}
-	return max(cpus, l.Admission.MaxReads) + 1
+	return max(cpus, edgeCeiling(l.EdgeReads)) + 1
 }
 
 // hostWorkerNice is how much the work pool lowers its threads' CPU
@@ -151,6 +153,14 @@ func serverProcs(cpus int, l overloadLimits, inProcess bool) int {
 // runs get a small share of a core that the front end also wants, and all
 // of an idle one.
 const hostWorkerNice = 10
+
+// hostPressingNice is how much the second work pool, for the reads of a
+// tenant that sends more than its fair share (edgeClass.pressing), lowers
+// its threads' priority: on a contended core a thread at nice 10 gets
+// about seven times the CPU of one at nice 19, so a retry storm's
+// admitted reads take what the other tenants' leave, and still all of an
+// idle core.
+const hostPressingNice = 19
 
 // hostWorkerConns is how many background workers hold a connection at
 // once: the embedding worker, the extraction worker and the lease reaper.
@@ -194,17 +204,28 @@ func classOf(pattern string) string {
 // that finds no slot it may take is turned away.
 //
 // Fair share: a tenant is active while it has sent a request of the class
-// within fairWindow (on the Host's clock). While one tenant is active it
-// may use every slot; while n are, each may hold at most
-// max(1, slots/n) at once, so a tenant that sends far more than the others
-// (a retry storm that ignores Retry-After) is refused first and cannot
-// take the slots a well-behaved tenant needs. Refusing it costs only the
-// checks before this one (authentication, headers, query); nothing is
-// read, embedded or queued.
+// within fairWindow (on the Host's clock). A tenant's share is what it may
+// hold at once: every slot while one or two tenants are active, and
+// max(1, 2·slots/n) while n > 2 are. Beyond the slots the class has a
+// reserve as large (edgeCeiling), and a tenant under its share is let in
+// as long as the slots and the reserve are not all taken; a tenant at or
+// over its share only while a slot is free. So a lone tenant uses every
+// slot and no more, and when one tenant (a retry storm that ignores
+// Retry-After) holds every slot, another tenant's requests, up to its own
+// share, still get in at once, on the reserve, instead of being refused
+// and told to wait a second. The storm keeps its share too: it has no
+// reason to be refused more than a well-behaved tenant is, it only sends
+// more. While both are busy the class runs up to twice its slots, so each
+// tenant's requests get about half of the cores; the bound on the total
+// stays slots + reserve. Refusing costs only the checks before this one
+// (authentication, headers, query); nothing is read, embedded or queued.
 type edgeClass struct {
 	name  string
 	limit int
-	clk   clock.Clock
+	// ceiling is limit plus the reserve that only tenants under their
+	// share may use (edgeCeiling).
+	ceiling int
+	clk     clock.Clock
 	// refusal is the pre-rendered body of this class's refusal.
 	refusal []byte
 	refused atomic.Int64
@@ -221,6 +242,8 @@ type edgeClass struct {
 type tenantUse struct {
 	held     int
 	lastSeen time.Time
+	// lastRefused is when the class last turned one of its requests away.
+	lastRefused time.Time
 }
 
 // fairWindow is how long a tenant counts as active after its last request.
@@ -236,14 +259,20 @@ type edge map[string]*edgeClass
 func newEdge(l overloadLimits, clk clock.Clock) edge {
 	e := edge{}
 	for name, n := range map[string]int{classReads: l.EdgeReads, classWrites: l.EdgeWrites, classChats: l.EdgeChats} {
-		e[name] = &edgeClass{name: name, limit: max(1, n), clk: clk, refusal: refusalBody(name), tenants: map[string]*tenantUse{}}
+		n = max(1, n)
+		e[name] = &edgeClass{name: name, limit: n, ceiling: edgeCeiling(n), clk: clk, refusal: refusalBody(name), tenants: map[string]*tenantUse{}}
 	}
 	return e
 }
 
+// edgeCeiling is the most requests of a class with the given slots that
+// the edge lets in at once: the slots and a reserve as large, which only
+// tenants under their fair share may use.
+func edgeCeiling(slots int) int { return 2 * max(1, slots) }
+
 // enter takes a slot of the class for tenant, or reports that there is
-// none it may take: the class is full, or the tenant holds its fair share
-// while other tenants are active.
+// none it may take: the tenant holds its fair share and every slot is
+// taken, or it is under its share and the reserve is taken too.
 func (c *edgeClass) enter(tenant string) bool {
 	now := c.clk.Now()
 	c.mu.Lock()
@@ -256,15 +285,16 @@ func (c *edgeClass) enter(tenant string) bool {
 		c.tenants[tenant] = u
 	}
 	u.lastSeen = now
-	ok, unfair := c.running < c.limit, false
-	if ok && u.held > 0 {
-		if share := max(1, c.limit/c.activeLocked(now)); u.held >= share {
-			ok, unfair = false, true
-		}
-	}
+	share := max(1, min(c.limit, c.ceiling/c.activeLocked(now)))
+	under := u.held < share
+	ok := c.running < c.limit || (under && c.running < c.ceiling)
+	// unfair: refused although a tenant under its share would have got in.
+	unfair := !ok && !under && c.running < c.ceiling
 	if ok {
 		c.running++
 		u.held++
+	} else {
+		u.lastRefused = now
 	}
 	c.mu.Unlock()
 	if !ok {
@@ -274,6 +304,18 @@ func (c *edgeClass) enter(tenant string) bool {
 		}
 	}
 	return ok
+}
+
+// pressing reports whether the class turned one of tenant's requests
+// away within fairWindow: the tenant sends more than its share. The Host
+// runs such a tenant's admitted reads at a lower CPU priority than the
+// others' (Host.pools).
+func (c *edgeClass) pressing(tenant string) bool {
+	now := c.clk.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := c.tenants[tenant]
+	return u != nil && !u.lastRefused.IsZero() && now.Sub(u.lastRefused) < fairWindow
 }
 
 // activeLocked counts the tenants active at now (at least one: the
@@ -309,11 +351,11 @@ func (c *edgeClass) leave(tenant string) {
 }
 
 // full reports a class whose next request is turned away whoever sends
-// it: every slot is taken.
+// it: every slot and the reserve are taken.
 func (c *edgeClass) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.running >= c.limit
+	return c.running >= c.ceiling
 }
 
 // A connection that is refused again before the Retry-After it was last

@@ -75,18 +75,17 @@ func TestPostgresRecallsRankInProcess(t *testing.T) {
 	}
 	o := Options{DSN: "postgres://x"}
 	l := hostLimits(2, o.recallInProcess(), 500*time.Millisecond)
-	if l.Admission.MaxReads != 2 || serverProcs(2, l, o.recallInProcess()) != 3 {
-		t.Errorf("pgstore on 2 CPUs: %d reads, %d Ps", l.Admission.MaxReads, serverProcs(2, l, o.recallInProcess()))
+	if l.EdgeReads != 2 || l.Admission.MaxReads != 4 || serverProcs(2, l, o.recallInProcess()) != 5 {
+		t.Errorf("pgstore on 2 CPUs: %d reads (%d with the reserve), %d Ps", l.EdgeReads, l.Admission.MaxReads, serverProcs(2, l, o.recallInProcess()))
 	}
 }
 
-// TestHostLimitsFollowCPUsAndDeadline: the bounds scale with the CPUs
-// (reads one per CPU, at least two, for an in-process store; four per CPU
-// with PostgreSQL), a
-// queued call waits at most a hundredth of the recall deadline and not at
-// all in a standing queue, and the edge lets in as many searches, reads
-// and writes as the runtime has slots, so none of them waits in the
-// runtime's queue.
+// TestHostLimitsFollowCPUsAndDeadline: the edge's slots scale with the
+// CPUs (reads one per CPU, at least two, for an in-process store; four per
+// CPU with PostgreSQL), a queued call waits at most a hundredth of the
+// recall deadline and not at all in a standing queue, and the runtime has
+// a slot for every search, read and write the edge may let in (its slots
+// and reserve), so none of them waits in the runtime's queue.
 func TestHostLimitsFollowCPUsAndDeadline(t *testing.T) {
 	for _, c := range []struct {
 		cpus      int
@@ -100,29 +99,33 @@ func TestHostLimitsFollowCPUsAndDeadline(t *testing.T) {
 	} {
 		l := hostLimits(c.cpus, c.inProcess, c.deadline)
 		a := l.Admission
-		if a.MaxReads != c.reads || a.MaxWrites != 4*max(1, c.cpus) {
-			t.Errorf("%+v: slots %+v", c, a)
+		if l.EdgeReads != c.reads || l.EdgeWrites != 4*max(1, c.cpus) {
+			t.Errorf("%+v: edge slots %+v", c, l)
+		}
+		if a.MaxReads != edgeCeiling(l.EdgeReads) || a.MaxWrites != edgeCeiling(l.EdgeWrites) {
+			t.Errorf("%+v: runtime slots %+v", c, a)
 		}
 		if a.MaxWait != c.deadline/100 || a.CongestedWait != 0 {
 			t.Errorf("%+v: waits %v / %v", c, a.MaxWait, a.CongestedWait)
 		}
-		if l.EdgeReads != a.MaxReads || l.EdgeWrites != a.MaxWrites || l.EdgeChats != 2*a.MaxReads || a.MaxQueue != a.MaxReads {
+		if l.EdgeChats != 2*l.EdgeReads || a.MaxQueue != l.EdgeReads {
 			t.Errorf("%+v: edge %+v", c, l)
 		}
 	}
 }
 
 // TestServerProcsKeepAPForHTTP: with an in-process store the Host serves
-// with one P more than it admits recalls at once, so a busy recall on
-// every core does not keep the HTTP server from reading (and refusing)
-// new requests; with PostgreSQL one P per CPU.
+// with one P more than it admits recalls at once (the edge's read slots
+// and reserve), so a busy recall on every core does not keep the HTTP
+// server from reading (and refusing) new requests; with PostgreSQL one P
+// per CPU.
 func TestServerProcsKeepAPForHTTP(t *testing.T) {
 	for _, c := range []struct {
 		cpus      int
 		inProcess bool
 		procs     int
 	}{
-		{1, true, 3}, {2, true, 3}, {8, true, 9}, {0, true, 3},
+		{1, true, 5}, {2, true, 5}, {8, true, 17}, {0, true, 5},
 		{1, false, 1}, {2, false, 2}, {8, false, 8}, {0, false, 1},
 	} {
 		l := hostLimits(c.cpus, c.inProcess, 500*time.Millisecond)
@@ -307,6 +310,15 @@ func TestEdgeTurnsAwayBeforeTheBody(t *testing.T) {
 	}
 	// The bound is per class: a write is not a read.
 	e.write(aliceToken, "apollo", "fact", "deploy region", "The API runs in eu-west-1")
+	// An unauthenticated search while alice holds the slot but the
+	// reserve is free learns that it must authenticate.
+	e.must(http.StatusUnauthorized, "", "POST", apollo+"/search", `{"query":"x"}`)
+	// Another tenant's search, under its share, takes the reserve; the
+	// class is then full for everyone.
+	reads := e.host.edge[classReads]
+	if !reads.enter("initech") || !reads.full() {
+		t.Fatal("the reserve did not take a tenant under its share")
+	}
 	// A full class refuses before any authentication work: an
 	// unauthenticated search gets the same 503 (it learns nothing), while
 	// a class with a free slot still tells an unauthenticated caller so.
@@ -322,6 +334,8 @@ func TestEdgeTurnsAwayBeforeTheBody(t *testing.T) {
 		t.Fatalf("refusal not counted:\n%s", m.raw)
 	}
 
+	reads.leave("initech")
+	reads.leave("initech")
 	release()
 	if r := <-first; r.status != http.StatusOK {
 		t.Fatalf("admitted search: %d %s", r.status, r.raw)

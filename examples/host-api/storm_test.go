@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 		o.workerNice = &v
 	}
 	o.noWorkPool = os.Getenv(loadWorkPoolEnv) == "off"
+	o.onePool = os.Getenv(loadWorkPoolEnv) == "one"
 	ctx := context.Background()
 	host, err := NewHost(ctx, o)
 	if err != nil {
@@ -68,27 +70,44 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 	defer srv.Close()
 
 	quiet := envInt("MEMORYKIT_LOAD_QUIET_CLIENTS", 2)
+	rate := envInt("MEMORYKIT_LOAD_QUIET_RATE", 100)
 	storm := envInt("MEMORYKIT_LOAD_STORM_CLIENTS", 256)
+	paced := tenantLoad{token: carolToken, clients: quiet, backoff: true}
+	if rate > 0 {
+		paced.interval = time.Second / time.Duration(rate)
+	}
+	closedLoop := tenantLoad{token: carolToken, clients: quiet, backoff: true}
 	best := drivePhase(srv.URL, []tenantLoad{{token: aliceToken, clients: 4, backoff: true}}, dur)[0]
-	var alone, during, stormed []*phaseTally
-	for range 2 {
-		alone = append(alone, drivePhase(srv.URL, []tenantLoad{{token: carolToken, clients: quiet, backoff: true}}, dur)[0])
+	// stormPhase runs the storm's clients beside the well-behaved tenant's
+	// for dur. The storm's clients run in a child process (stormChild), so
+	// that only the Host's goroutines and the well-behaved tenant's share
+	// this process's scheduler.
+	stormPhase := func(q tenantLoad) (*phaseTally, *phaseTally) {
 		closedBefore := host.closedConns.Load()
-		// The storm's clients run in a child process (stormChild), so that
-		// only the Host's goroutines and the well-behaved tenant's two share
-		// this process's scheduler.
 		child, err := startStormChild(srv.URL, storm, dur)
 		if err != nil {
 			b.Fatal(err)
 		}
-		q := drivePhase(srv.URL, []tenantLoad{{token: carolToken, clients: quiet, backoff: true}}, dur)[0]
+		qt := drivePhase(srv.URL, []tenantLoad{q}, dur)[0]
 		st, err := child.wait()
 		if err != nil {
 			b.Fatal(err)
 		}
 		st.closed = host.closedConns.Load() - closedBefore
+		return qt, st
+	}
+	var alone, during, stormed []*phaseTally
+	for range 2 {
+		alone = append(alone, drivePhase(srv.URL, []tenantLoad{paced}, dur)[0])
+		q, st := stormPhase(paced)
 		during, stormed = append(during, q), append(stormed, st)
 	}
+	// The same with a well-behaved tenant that alone keeps the Host busy
+	// (closed loop, no pacing): fair share then splits the Host between
+	// the two tenants, and no admission rule can give it 0.8 of its level
+	// alone while the storm keeps 0.5 of the best level.
+	closedAlone := drivePhase(srv.URL, []tenantLoad{closedLoop}, dur)[0]
+	closedDuring, closedStorm := stormPhase(closedLoop)
 	mean := func(ts []*phaseTally) (g float64) {
 		for _, t := range ts {
 			g += t.goodput()
@@ -97,22 +116,34 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 	}
 	qa, qd, sg := mean(alone), mean(during), mean(stormed)
 	quietRatio, stormRatio := qd/max(qa, 1e-9), sg/max(best.goodput(), 1e-9)
-	fmt.Fprintf(os.Stdout, "\nstorm: memorystore, %d memories per tenant, %v per phase, GOMAXPROCS %d\n\n", records, dur, host.procs)
-	fmt.Fprintln(os.Stdout, "| phase | tenant | clients | goodput/s | refused/s | other | conns closed |")
-	fmt.Fprintln(os.Stdout, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintf(os.Stdout, "\nstorm: memorystore, %d memories per tenant, %v per phase, GOMAXPROCS %d, well-behaved clients paced at %d requests/s each\n\n", records, dur, host.procs, rate)
+	fmt.Fprintln(os.Stdout, "| phase | tenant | clients | goodput/s | p99 of a success | refused/s | other | conns closed |")
+	fmt.Fprintln(os.Stdout, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 	row := func(phase, tenant string, clients int, t *phaseTally) {
-		fmt.Fprintf(os.Stdout, "| %s | %s | %d | %.0f | %.0f | %d | %d |\n", phase, tenant, clients, t.goodput(), t.refusedRate(), t.other.Load(), t.closed)
+		p99 := "-"
+		if d := t.p99(); d > 0 {
+			p99 = d.Round(100 * time.Microsecond).String()
+		}
+		fmt.Fprintf(os.Stdout, "| %s | %s | %d | %.0f | %s | %.0f | %d | %d |\n", phase, tenant, clients, t.goodput(), p99, t.refusedRate(), t.other.Load(), t.closed)
 	}
 	row("best level", "acme (backoff)", 4, best)
 	for i := range alone {
-		row(fmt.Sprintf("alone %d", i+1), "globex (backoff)", quiet, alone[i])
-		row(fmt.Sprintf("storm %d", i+1), "globex (backoff)", quiet, during[i])
+		row(fmt.Sprintf("alone %d", i+1), "globex (paced, backoff)", quiet, alone[i])
+		row(fmt.Sprintf("storm %d", i+1), "globex (paced, backoff)", quiet, during[i])
 		row(fmt.Sprintf("storm %d", i+1), "acme (no backoff)", storm, stormed[i])
 	}
+	row("alone, closed loop", "globex (backoff)", quiet, closedAlone)
+	row("storm, closed loop", "globex (backoff)", quiet, closedDuring)
+	row("storm, closed loop", "acme (no backoff)", storm, closedStorm)
+	closedQuiet := closedDuring.goodput() / max(closedAlone.goodput(), 1e-9)
+	closedShare := closedStorm.goodput() / max(best.goodput(), 1e-9)
 	fmt.Fprintf(os.Stdout, "\nwell-behaved tenant during the storm / alone: %.2f (want >= 0.80)\n", quietRatio)
 	fmt.Fprintf(os.Stdout, "storm's goodput / best level: %.2f (want >= 0.50)\n", stormRatio)
+	fmt.Fprintf(os.Stdout, "closed loop: well-behaved tenant %.2f of alone, storm %.2f of the best level\n", closedQuiet, closedShare)
 	b.ReportMetric(quietRatio, "quiet-ratio")
 	b.ReportMetric(stormRatio, "storm-ratio")
+	b.ReportMetric(closedQuiet, "closed-quiet-ratio")
+	b.ReportMetric(closedShare, "closed-storm-ratio")
 }
 
 // tenantLoad is one tenant's clients in a phase.
@@ -120,6 +151,10 @@ type tenantLoad struct {
 	token   string
 	clients int
 	backoff bool
+	// interval, when set, paces each client: its n-th request is sent no
+	// earlier than n intervals after the phase began (at once when it is
+	// behind). Zero: the next request as soon as the last is answered.
+	interval time.Duration
 }
 
 // phaseTally is one tenant's outcome in a phase.
@@ -127,6 +162,21 @@ type phaseTally struct {
 	good, refused, other atomic.Int64
 	elapsed              time.Duration
 	closed               int64
+	// mu guards lat, the latency of each successful answer.
+	mu  sync.Mutex
+	lat []time.Duration
+}
+
+// p99 is the 99th percentile latency of the successful answers.
+func (t *phaseTally) p99() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lat) == 0 {
+		return 0
+	}
+	l := slices.Clone(t.lat)
+	slices.Sort(l)
+	return l[len(l)*99/100]
 }
 
 func (t *phaseTally) goodput() float64 { return float64(t.good.Load()) / t.elapsed.Seconds() }
@@ -151,7 +201,15 @@ func drivePhase(url string, loads []tenantLoad, dur time.Duration) []*phaseTally
 		defer client.CloseIdleConnections()
 		for c := range l.clients {
 			wg.Go(func() {
-				for i := c; time.Now().Before(stop); i++ {
+				for i, n := c, 0; time.Now().Before(stop); i, n = i+1, n+1 {
+					if l.interval > 0 {
+						if wait := time.Until(begin.Add(time.Duration(n) * l.interval)); wait > 0 {
+							time.Sleep(min(wait, time.Until(stop)))
+							if !time.Now().Before(stop) {
+								break
+							}
+						}
+					}
 					path, body, want := "/search", bodies[i%len(bodies)], http.StatusOK
 					if i%5 == 4 {
 						path, want = "/memories", http.StatusCreated
@@ -160,6 +218,7 @@ func drivePhase(url string, loads []tenantLoad, dur time.Duration) []*phaseTally
 					req, _ := http.NewRequest("POST", url+"/v1/projects/apollo"+path, bytes.NewReader(body))
 					req.Header.Set("Authorization", "Bearer "+l.token)
 					req.Header.Set("Content-Type", "application/json")
+					sent := time.Now()
 					resp, err := client.Do(req)
 					if err != nil {
 						t.other.Add(1)
@@ -170,6 +229,9 @@ func drivePhase(url string, loads []tenantLoad, dur time.Duration) []*phaseTally
 					switch {
 					case resp.StatusCode == want && resp.Header.Get(degradedHeader) == "":
 						t.good.Add(1)
+						t.mu.Lock()
+						t.lat = append(t.lat, time.Since(sent))
+						t.mu.Unlock()
 					case resp.StatusCode == http.StatusServiceUnavailable:
 						t.refused.Add(1)
 						if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); l.backoff && err == nil && secs > 0 {

@@ -22,8 +22,8 @@ import (
 // authenticate requests and write 503s and /healthz keep the default
 // priority and win a contended core.
 //
-// The pool has exactly as many workers as the edge admits reads, so it
-// adds no queue: an admitted request always finds a worker (at worst one
+// The pool has exactly as many workers as the edge admits reads at once
+// (the class's slots and its reserve; see edgeClass), so it adds no queue: an admitted request always finds a worker (at worst one
 // that is a few instructions from taking its next job). Lowering a
 // thread's priority is one-way for an unprivileged process, so a worker
 // never unlocks its thread: the thread serves the pool until the worker
@@ -57,6 +57,8 @@ type workPool struct {
 	// priority and those where that failed (the worker then runs at the
 	// default priority: only the separation is lost).
 	lowered, lowerFailed atomic.Int64
+	// ran counts the jobs the workers have taken.
+	ran atomic.Int64
 }
 
 // poolJob is one call of run.
@@ -114,6 +116,7 @@ func (p *workPool) worker(ready func()) {
 // runtime.Goexit, this goroutine ends after exec's deferred call, which
 // starts a replacement worker so that the pool keeps its size.
 func (p *workPool) exec(j *poolJob) {
+	p.ran.Add(1)
 	returned := false
 	defer func() {
 		if !returned {
@@ -158,6 +161,15 @@ func (p *workPool) run(ctx context.Context, fn func()) error {
 		panic(errWorkExited)
 	}
 	return nil
+}
+
+// failed is the number of workers whose thread kept the default priority
+// (zero for a nil pool).
+func (p *workPool) failed() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.lowerFailed.Load()
 }
 
 // stop ends the workers once their current work has returned and waits

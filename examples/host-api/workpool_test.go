@@ -158,15 +158,17 @@ func TestWorkPoolToleratesLowerFailure(t *testing.T) {
 }
 
 // TestHostPoolHasAWorkerPerReadSlot: the Host's work pool has exactly as
-// many workers as the edge lets reads in, so an admitted read never
-// queues for a worker and the pool adds no queue of its own.
+// many workers as the edge lets reads in at once (its slots and reserve),
+// so an admitted read never queues for a worker and the pool adds no
+// queue of its own.
 func TestHostPoolHasAWorkerPerReadSlot(t *testing.T) {
 	lim := hostLimits(2, true, 500*time.Millisecond)
 	lim.EdgeReads = 3
 	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits = &lim })
 	p := e.host.pool
-	if n := p.lowered.Load() + p.lowerFailed.Load(); n != 3 || e.host.edge[classReads].limit != 3 {
-		t.Fatalf("%d workers for %d read slots", n, e.host.edge[classReads].limit)
+	c := e.host.edge[classReads]
+	if n := p.lowered.Load() + p.lowerFailed.Load(); n != 6 || c.limit != 3 || c.ceiling != 6 {
+		t.Fatalf("%d workers for %d read slots and a ceiling of %d", n, c.limit, c.ceiling)
 	}
 }
 
