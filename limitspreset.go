@@ -1,5 +1,7 @@
 package memorykit
 
+import "github.com/goagents/memorykit/internal/plumbing/textrule"
+
 // LimitsV1 returns memorykit's write bounds, version 1. Every field is set
 // here explicitly and the result passes Validate; a Host may copy it and
 // change any bound (the copy must still pass Validate). Changing a number
@@ -23,6 +25,6 @@ func LimitsV1() Limits {
 		MaxSourceBytes:     512,
 		MaxListSize:        100,
 		MaxJobPayloadBytes: 64 << 10,
-		MaxReasonBytes:     MaxReasonBytes,
+		MaxReasonBytes:     textrule.MaxReasonBytes,
 	}
 }

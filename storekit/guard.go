@@ -157,7 +157,7 @@ func CheckAction(ctx context.Context, g *memorykit.WriteGuard, op string, action
 	if err := CheckTransition(op, t); err != nil {
 		return err
 	}
-	return g.CheckActionReason(ctx, op, action, t)
+	return g.CheckActionReason(ctx, op, action, t.Scope, t.Actor, t.Reason)
 }
 
 // CheckEmbeddingLease validates a LeaseEmbeddings call: profile, optional

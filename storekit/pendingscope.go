@@ -1,6 +1,10 @@
-package memorykit
+package storekit
 
-import "context"
+import (
+	"context"
+
+	"github.com/goagents/memorykit"
+)
 
 // ScopedPendingCounter is implemented by stores that count pending
 // embeddings of one Scope; memorystore and pgstore implement it, and
@@ -11,5 +15,5 @@ import "context"
 // PendingEmbeddings counts, restricted to the Scope. An invalid Scope is
 // ErrInvalidScope and an invalid profile ErrInvalidInput.
 type ScopedPendingCounter interface {
-	PendingEmbeddingsIn(ctx context.Context, scope Scope, profile string) (int, error)
+	PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error)
 }

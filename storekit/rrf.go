@@ -1,25 +1,15 @@
-package memorykit
+package storekit
 
 import (
 	"sort"
 	"time"
-)
 
-// Channel names a recall channel.
-type Channel string
-
-const (
-	// ChannelExact matches record keys.
-	ChannelExact Channel = "exact"
-	// ChannelFullText matches search terms.
-	ChannelFullText Channel = "full_text"
-	// ChannelVector ranks by cosine similarity of embeddings.
-	ChannelVector Channel = "vector"
+	"github.com/goagents/memorykit"
 )
 
 // Ranking is one channel's result, best first.
 type Ranking struct {
-	Channel Channel
+	Channel memorykit.Channel
 	Weight  float64
 	IDs     []string
 }
@@ -29,7 +19,7 @@ type Fused struct {
 	ID    string
 	Score float64
 	// Ranks holds the 1-based rank in each channel that returned the record.
-	Ranks map[Channel]int
+	Ranks map[memorykit.Channel]int
 }
 
 // FuseRRF combines rankings with weighted Reciprocal Rank Fusion: a record's
@@ -75,7 +65,7 @@ func FuseRRFAt(k int, effectiveFrom func(id string) time.Time, rankings ...Ranki
 			last[p] = ri + 1
 			f := &out[p]
 			if f.Ranks == nil {
-				f.ID, f.Ranks = id, make(map[Channel]int)
+				f.ID, f.Ranks = id, make(map[memorykit.Channel]int)
 			}
 			rank := i + 1
 			f.Ranks[r.Channel] = rank

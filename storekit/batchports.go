@@ -1,13 +1,15 @@
-package memorykit
+package storekit
 
 import (
 	"context"
+
+	"github.com/goagents/memorykit"
 )
 
 // BatchItem is one record of a batch write, with an optional embedding of
 // its content.
 type BatchItem struct {
-	Record NewRecord
+	Record memorykit.NewRecord
 	// Embedding, when set, is stored with the record as PutEmbedding would
 	// store it for the record's content hash. Only an active record may
 	// carry one.
@@ -44,7 +46,7 @@ type BatchEmbedding struct {
 // once the whole batch is applied (an item superseded by a later one is
 // returned superseded).
 type BatchCreator interface {
-	CreateBatch(ctx context.Context, items []BatchItem) ([]Record, error)
+	CreateBatch(ctx context.Context, items []BatchItem) ([]memorykit.Record, error)
 }
 
 // EmbeddingBatchPutter is implemented by stores that can store many

@@ -1,15 +1,17 @@
-package memorykit
+package storekit
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+
+	"github.com/goagents/memorykit"
 )
 
 // ExtractionJobID is the deterministic identity of the extraction job for one
 // unit of Host work (for example a run and turn): enqueuing it twice is a
 // no-op.
-func ExtractionJobID(scope Scope, workRef string) string {
+func ExtractionJobID(scope memorykit.Scope, workRef string) string {
 	return "job_" + digest("job", scope.TenantID, string(scope.SubjectType), scope.SubjectID, workRef)
 }
 
@@ -18,10 +20,10 @@ func ExtractionJobID(scope Scope, workRef string) string {
 // ". _ - : @ /".
 func CheckRunRef(op, ref string) error {
 	if ref == "" {
-		return FieldError(op, "run_ref", "empty")
+		return memorykit.FieldError(op, "run_ref", "empty")
 	}
 	if len(ref) > MaxIDBytes {
-		return FieldError(op, "run_ref", "too_long")
+		return memorykit.FieldError(op, "run_ref", "too_long")
 	}
 	for i := 0; i < len(ref); i++ {
 		c := ref[i]
@@ -29,7 +31,7 @@ func CheckRunRef(op, ref string) error {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		case c == '.', c == '_', c == '-', c == ':', c == '@', c == '/':
 		default:
-			return FieldError(op, "run_ref", "bad_character")
+			return memorykit.FieldError(op, "run_ref", "bad_character")
 		}
 	}
 	return nil
@@ -37,7 +39,7 @@ func CheckRunRef(op, ref string) error {
 
 // CandidateID is the deterministic identity of the candidate a job proposes
 // for a kind and key, so a retried job never duplicates a candidate.
-func CandidateID(scope Scope, jobID string, kind Kind, canonicalKey string) string {
+func CandidateID(scope memorykit.Scope, jobID string, kind memorykit.Kind, canonicalKey string) string {
 	return "cand_" + digest("candidate", scope.TenantID, string(scope.SubjectType), scope.SubjectID, jobID, string(kind), canonicalKey)
 }
 

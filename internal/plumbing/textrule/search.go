@@ -1,4 +1,4 @@
-package memorykit
+package textrule
 
 import (
 	"sort"
@@ -12,58 +12,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// NormalizeKey returns the canonical form of a record key, so that keys
-// that look alike are one key:
-//
-//   - invalid UTF-8 becomes U+FFFD;
-//   - characters that render as a blank cell count as white space: the
-//     braille blank (U+2800) and the Hangul fillers (U+115F, U+1160,
-//     U+3164, U+FFA0);
-//   - characters that render as nothing are removed: format characters
-//     (Unicode Cf: zero-width space and joiners, word joiner, soft hyphen,
-//     byte order mark, bidirectional controls, tag characters), the other
-//     default-ignorable code points (such as the combining grapheme
-//     joiner), variation selectors, and control characters that are not
-//     white space;
-//   - NFKC, then full case folding (so "Straße" and "STRASSE" are one key),
-//     then NFKC again;
-//   - a character outside ASCII that imitates ASCII is replaced by what
-//     it imitates: on the NFD form, a letter or symbol of the Latin,
-//     Greek, Cyrillic, Armenian, Cherokee or Coptic script or of the
-//     common symbols whose prototype in the Unicode confusables table of
-//     UTS #39 (the skeleton mapping; confusables.txt of Unicode 13.0.0,
-//     from github.com/mtibben/confusables) is ASCII text; so a Cyrillic "е", a
-//     Greek "ο" or a dotless "ı" becomes the Latin letter, and accents
-//     stay where they were; a combining dot above that follows "i" or
-//     "j", which already carry a dot, is removed;
-//   - white space (every Unicode space, tabs, line breaks and the blank
-//     characters above) is trimmed and inner runs become one ASCII space;
-//   - all of this is repeated until nothing changes.
-//
-// So "deploy region", "dеploy region" (Cyrillic е), "deplοy region"
-// (Greek ο), "deploy regıon" (dotless ı), "deploy regi\u0307on" and
-// "deploy\u2800region" are one key: "deploy region".
-//
-// The mapped form renders as the key did, so it is also the form stored
-// and shown. ASCII characters are kept as written (after case folding):
-// the confusables table's own ASCII pairs, "l" and "1", "o" and "0", "m"
-// and "rn", stay different keys, so a Latin key reads back as it was
-// typed; characters that imitate "m" map to "m" rather than the table's
-// "rn". Characters whose prototype is not ASCII (Cyrillic "и", Greek "φ")
-// and the other scripts (Han, Kana, Hangul, Arabic, Hebrew, Indic and the
-// rest) are kept as written, so look-alikes inside those scripts (Han "口"
-// and Katakana "ロ") stay different keys. Words of Greek, Cyrillic or
-// Armenian letters that look Latin become the Latin key (the Cyrillic
-// "рор" is the key "pop"), and such a word is stored with the Latin
-// letters. That merge is deliberate: a later write to a key that merely
-// looks like an existing one follows the rules for that existing key
-// (candidate or supersede), it never becomes a second active record.
-//
-// A visible space still separates: "deploy region" and "deployregion" are
-// different keys. Record identity (Scope, kind, key), the model write rule,
-// the key owner, the checks of forgotten, rejected and erased keys and the
-// exact recall channel all use this form, so every store compares keys
-// byte for byte. NormalizeKey(NormalizeKey(k)) == NormalizeKey(k).
+// NormalizeKey implements storekit.NormalizeKey, whose documentation states the rule.
 func NormalizeKey(key string) string {
 	s := strings.ToValidUTF8(key, "\uFFFD")
 	// Folding can undo NFKC, NFKC can produce what folding changes, and a
@@ -215,10 +164,7 @@ func dropIgnorable(r rune) rune {
 	return r
 }
 
-// SanitizeQuery makes arbitrary query text safe to process: invalid UTF-8
-// becomes U+FFFD, NUL and other C0 controls become spaces, and only the last
-// maxRunes runes are kept. It never fails, so an oversized or odd query
-// degrades instead of failing a turn.
+// SanitizeQuery implements storekit.SanitizeQuery, whose documentation states the rule.
 func SanitizeQuery(q string, maxRunes int) string {
 	q = strings.ToValidUTF8(q, "\uFFFD")
 	q = strings.Map(func(r rune) rune {
@@ -246,10 +192,7 @@ func lastRunes(s string, n int) string {
 	return s[i:]
 }
 
-// IsCJK reports whether r is a Chinese or Japanese character: Han, Hiragana,
-// Katakana, the prolonged sound mark and the ideographic iteration marks.
-// PostgreSQL's default parser does not segment these scripts, so memorykit
-// splits their runs into character grams itself.
+// IsCJK implements storekit.IsCJK, whose documentation states the rule.
 func IsCJK(r rune) bool {
 	if r < 0x2E80 {
 		// Below the first Han, Hiragana or Katakana code point (CJK
@@ -304,18 +247,7 @@ func segment(text string, word func(string), cjk func([]rune)) {
 	flushRun()
 }
 
-// SearchTerms splits query text into full-text terms: lower-cased words (as
-// PostgreSQL's simple configuration would produce them) and, for each run of
-// Chinese or Japanese characters, its overlapping two-character grams (a run
-// of one character yields that character). Only content-bearing terms are
-// returned (TermsVersion 2): English function words are left out, and a CJK
-// run is first cut at its function words and characters (stopwords.go),
-// grams being taken inside each remaining piece. A query with no content
-// term at all falls back to every term. Terms are de-duplicated in order of
-// first appearance and at most maxTerms are returned.
-//
-// A record matches a term when the term is one of its IndexTerms, which for
-// CJK grams means the gram is a substring of the record's key or content.
+// SearchTerms implements storekit.SearchTerms, whose documentation states the rule.
 func SearchTerms(query string, maxTerms int) []string {
 	if maxTerms <= 0 {
 		return nil
@@ -369,10 +301,7 @@ func (l *termList) add(t string) {
 	l.out = append(l.out, t)
 }
 
-// IndexTerms returns the sorted, de-duplicated terms a record is matched on:
-// the words of its key and content, and for CJK runs every single character
-// and every two-character gram, so that any query gram contained in the text
-// is found. Both stores index exactly these terms.
+// IndexTerms implements storekit.IndexTerms, whose documentation states the rule.
 func IndexTerms(key, content string) []string {
 	// Sized for a term every 8 bytes or so, so indexing a record rarely
 	// grows the set.
@@ -396,9 +325,7 @@ func IndexTerms(key, content string) []string {
 	return out
 }
 
-// ExactKeys returns the canonical keys the exact channel looks up for a
-// query: the whole query, and each white-space separated token with
-// surrounding punctuation trimmed. At most max keys are returned.
+// ExactKeys implements storekit.ExactKeys, whose documentation states the rule.
 func ExactKeys(query string, max int) []string {
 	if max <= 0 {
 		return nil

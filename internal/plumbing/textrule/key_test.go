@@ -1,4 +1,4 @@
-package memorykit
+package textrule
 
 import (
 	"strings"
@@ -236,45 +236,6 @@ func BenchmarkNormalizeKey(b *testing.B) {
 				NormalizeKey(c.key)
 			}
 		})
-	}
-}
-
-// TestGovernsKeyAgainst covers the rule record by record: only the
-// actor's own untouched version 1, or its own version 2 that its own later
-// write superseded, leaves a key ungoverned; a superseded version 3 or
-// later (a correction came between), another actor's touch, or any
-// forget, reject or erase governs; a candidate never does.
-func TestGovernsKeyAgainst(t *testing.T) {
-	model := Actor{Kind: ActorModel, ID: "model-1"}
-	other := Actor{Kind: ActorReviewer, ID: "rita"}
-	rec := func(st Status, v int64, created, touched Actor) Record {
-		return Record{Status: st, Version: v, CreatedBy: created, TouchedBy: touched}
-	}
-	cases := []struct {
-		name string
-		rec  Record
-		want bool
-	}{
-		{"own active v1", rec(StatusActive, 1, model, model), false},
-		{"own superseded v2", rec(StatusSuperseded, 2, model, model), false},
-		{"own superseded v3", rec(StatusSuperseded, 3, model, model), true},
-		{"own superseded v4", rec(StatusSuperseded, 4, model, model), true},
-		{"own active v2 (corrected by itself)", rec(StatusActive, 2, model, model), true},
-		{"own active v3", rec(StatusActive, 3, model, model), true},
-		{"own inactive v2", rec(StatusInactive, 2, model, model), true},
-		{"own rejected v2", rec(StatusRejected, 2, model, model), true},
-		{"own erased v3", rec(StatusErased, 3, model, model), true},
-		{"own active touched by another", rec(StatusActive, 2, model, other), true},
-		{"another's active v1", rec(StatusActive, 1, other, other), true},
-		{"another's superseded v2", rec(StatusSuperseded, 2, other, other), true},
-		{"own candidate", rec(StatusCandidate, 1, model, model), false},
-		{"another's candidate", rec(StatusCandidate, 1, other, other), false},
-		{"another's candidate v3", rec(StatusCandidate, 3, other, model), false},
-	}
-	for _, c := range cases {
-		if got := GovernsKeyAgainst(c.rec, model); got != c.want {
-			t.Errorf("%s: GovernsKeyAgainst = %v, want %v", c.name, got, c.want)
-		}
 	}
 }
 

@@ -1,8 +1,10 @@
-package memorykit
+package storekit
 
 import (
 	"context"
 	"time"
+
+	"github.com/goagents/memorykit"
 )
 
 // Store is every store memorykit needs. memorystore and pgstore implement it
@@ -35,35 +37,35 @@ type LifecycleStore interface {
 	// in the same atomic step, after checking in.Expect. With in.ID set and
 	// taken, it returns ErrAlreadyExists (and the existing record when it is
 	// in in.Scope) and changes nothing.
-	Create(ctx context.Context, in NewRecord) (Record, error)
+	Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error)
 
 	// Get returns a record of any status in scope.
-	Get(ctx context.Context, scope Scope, id string) (Record, error)
+	Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error)
 
 	// FindActive returns the active record for a Scope, kind and canonical
 	// key (regardless of its effective window), or ErrNotFound.
-	FindActive(ctx context.Context, scope Scope, kind Kind, key string) (Record, error)
+	FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error)
 
 	// List returns records matching f, ordered by ID, at most f.Limit
 	// (which must not exceed Limits.MaxListSize).
-	List(ctx context.Context, f ListFilter) ([]Record, error)
+	List(ctx context.Context, f ListFilter) ([]memorykit.Record, error)
 
 	// Activate turns a candidate active, superseding the active record with
 	// the same Scope, kind and key atomically: concurrent activations leave
 	// exactly one active record.
-	Activate(ctx context.Context, t Transition) (Record, error)
+	Activate(ctx context.Context, t Transition) (memorykit.Record, error)
 
 	// Reject turns a candidate rejected.
-	Reject(ctx context.Context, t Transition) (Record, error)
+	Reject(ctx context.Context, t Transition) (memorykit.Record, error)
 
 	// Correct replaces the content, sources (and metadata when non-nil) of
 	// an active or candidate record, with a new version, revision and
 	// content hash. Embeddings of the old content hash are no longer used.
-	Correct(ctx context.Context, c Correction) (Record, error)
+	Correct(ctx context.Context, c Correction) (memorykit.Record, error)
 
 	// Forget turns an active record inactive: it leaves every recall path
 	// at once; content, sources and audit are kept.
-	Forget(ctx context.Context, t Transition) (Record, error)
+	Forget(ctx context.Context, t Transition) (memorykit.Record, error)
 
 	// Erase turns an inactive, rejected or superseded record into an erased
 	// tombstone: content, content hash, metadata, sources, search terms,
@@ -85,16 +87,16 @@ type LifecycleStore interface {
 	// a worker holding it loses its lease and stores nothing. A store that rewrites rows in place may keep
 	// old row versions on disk until its storage reclaims them (see
 	// pgstore).
-	Erase(ctx context.Context, t Transition) (Record, error)
+	Erase(ctx context.Context, t Transition) (memorykit.Record, error)
 
 	// Revisions returns a record's audit trail, oldest first.
-	Revisions(ctx context.Context, scope Scope, id string) ([]Revision, error)
+	Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error)
 }
 
 // RecallQuery asks every recall channel at once. Only records that are
 // Recallable(q.Scope, now) are ever returned.
 type RecallQuery struct {
-	Scope Scope
+	Scope memorykit.Scope
 	// ExactKeys are canonical keys for the exact channel (see ExactKeys).
 	ExactKeys []string
 	// Terms are full-text terms (see SearchTerms).
@@ -134,7 +136,7 @@ type RecallResult struct {
 	// Vector hits are ordered by cosine similarity, then ID.
 	Vector []Hit
 	// Records holds every record any hit list names (not FullTextBelow).
-	Records map[string]Record
+	Records map[string]memorykit.Record
 	// VectorErr is set when only the vector channel failed; it is
 	// recoverable when the failure was.
 	VectorErr error
@@ -150,7 +152,7 @@ type RecallStore interface {
 // stale, leased to a worker.
 type EmbeddingTask struct {
 	RecordID    string
-	Scope       Scope
+	Scope       memorykit.Scope
 	Profile     string
 	ContentHash string
 	// Text is Record.EmbeddingText() at ContentHash.
@@ -174,12 +176,12 @@ type EmbeddingLease struct {
 	Max      int
 	// Scope, when set, restricts the lease to that Scope's records (an
 	// operator's rebuild of one project); nil leases from every Scope.
-	Scope *Scope
+	Scope *memorykit.Scope
 }
 
 // EmbeddingPut stores one vector.
 type EmbeddingPut struct {
-	Scope       Scope
+	Scope       memorykit.Scope
 	RecordID    string
 	Profile     string
 	ContentHash string
@@ -195,7 +197,7 @@ type EmbeddingPut struct {
 
 // EmbeddingRelease hands a lease back after a failure.
 type EmbeddingRelease struct {
-	Scope       Scope
+	Scope       memorykit.Scope
 	RecordID    string
 	Profile     string
 	ContentHash string
@@ -240,7 +242,7 @@ type EmbeddingStore interface {
 	// DeleteEmbeddings deletes the profile's embeddings and lease/park
 	// state in one Scope, for a rebuild of that Scope. It returns the
 	// number of embeddings deleted.
-	DeleteEmbeddings(ctx context.Context, profile string, scope Scope) (int, error)
+	DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error)
 
 	// DeleteAllEmbeddings deletes the profile's embeddings and lease/park
 	// state in every Scope, for a rebuild of the whole store. It returns
@@ -269,7 +271,7 @@ const (
 // Job is a durable extraction job.
 type Job struct {
 	ID    string
-	Scope Scope
+	Scope memorykit.Scope
 	// RunRef is the Host's reference of the turn the job was enqueued for
 	// (see NewJob.RunRef). It holds no memory content and stays on a
 	// finished job's tombstone, except that erase drops it from every job
@@ -313,7 +315,7 @@ type Job struct {
 type NewJob struct {
 	// ID is required; use ExtractionJobID for a deterministic identity.
 	ID    string
-	Scope Scope
+	Scope memorykit.Scope
 	// RunRef, optional, is the Host's reference of the finished turn, such
 	// as "run-42/turn-3" (see CheckRunRef); the Extractor sees it in
 	// ExtractionInput.
@@ -340,7 +342,7 @@ type JobCompletion struct {
 	LeaseToken int64
 	// Candidates must be candidate records in the job's Scope; IDs should be
 	// CandidateID values. A candidate whose ID exists is skipped.
-	Candidates []NewRecord
+	Candidates []memorykit.NewRecord
 }
 
 // JobFailure records a failed attempt.
@@ -418,7 +420,7 @@ type JobStore interface {
 	ReapJobLeases(ctx context.Context) (int, error)
 
 	// GetJob returns a job in scope.
-	GetJob(ctx context.Context, scope Scope, id string) (Job, error)
+	GetJob(ctx context.Context, scope memorykit.Scope, id string) (Job, error)
 
 	// CountJobs counts jobs by state across every Scope.
 	CountJobs(ctx context.Context) (JobCounts, error)

@@ -1,12 +1,10 @@
-package memorykit_test
+package textrule
 
 import (
 	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/goagents/memorykit"
 )
 
 // FuzzSearchTermsInvariants checks SearchTerms' invariants on any input
@@ -31,8 +29,8 @@ func FuzzSearchTermsInvariants(f *testing.F) {
 		if maxTerms > 1000 || maxTerms < -1000 {
 			maxTerms %= 1000
 		}
-		terms := memorykit.SearchTerms(query, maxTerms)
-		if again := memorykit.SearchTerms(query, maxTerms); !reflect.DeepEqual(terms, again) {
+		terms := SearchTerms(query, maxTerms)
+		if again := SearchTerms(query, maxTerms); !reflect.DeepEqual(terms, again) {
 			t.Fatalf("SearchTerms(%q, %d) is not deterministic: %q then %q", query, maxTerms, terms, again)
 		}
 		if maxTerms <= 0 && len(terms) != 0 {

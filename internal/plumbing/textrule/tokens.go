@@ -1,11 +1,8 @@
-package memorykit
+package textrule
 
 import "unicode/utf8"
 
-// EstimateTokens is a conservative, tokenizer-free estimate of how many model
-// tokens s costs: one per CJK character, and for everything else one per
-// started group of three bytes. Real tokenizers usually need fewer, so a
-// budget enforced with this estimate holds.
+// EstimateTokens implements storekit.EstimateTokens, whose documentation states the rule.
 func EstimateTokens(s string) int {
 	cjk, other := 0, 0
 	for _, r := range s {
@@ -18,7 +15,7 @@ func EstimateTokens(s string) int {
 	return cjk + (other+2)/3
 }
 
-// TruncateRunes cuts s to at most n runes and reports whether it cut.
+// TruncateRunes implements storekit.TruncateRunes, whose documentation states the rule.
 func TruncateRunes(s string, n int) (string, bool) {
 	if n <= 0 {
 		return "", s != ""

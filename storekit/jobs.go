@@ -1,22 +1,14 @@
-package memorykit
+package storekit
 
-import "time"
+import (
+	"time"
+
+	"github.com/goagents/memorykit"
+)
 
 // The record lifecycle (which action may move a record from which status
 // to which) is data in package storekit (storekit.LifecycleRule), which
 // every store applies.
-
-// Check tests the expectation against the active record holding the
-// Scope, kind and key now, given by its ID and version (holderID empty
-// when no record holds it). A failed expectation is ErrVersionConflict
-// with reason "active_record_changed".
-func (x ActiveExpectation) Check(op, holderID string, holderVersion int64) error {
-	held := holderID != ""
-	if x.None && !held || !x.None && held && holderID == x.ID && holderVersion == x.Version {
-		return nil
-	}
-	return NewError(op, ErrVersionConflict, "active_record_changed")
-}
 
 // ReasonLeaseExpired is the LastError of a job whose lease expired and was
 // reaped (JobStore.ReapJobLeases).
@@ -55,10 +47,10 @@ const (
 // ReleaseJob act only when it passes.
 func (j Job) CheckLease(op, workerID string, token int64, now time.Time) error {
 	if token != j.LeaseToken {
-		return NewError(op, ErrLeaseLost, ReasonStaleLeaseToken)
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, ReasonStaleLeaseToken)
 	}
 	if !j.HeldBy(workerID, now) {
-		return NewError(op, ErrLeaseLost, ReasonNotLeaseHolder)
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, ReasonNotLeaseHolder)
 	}
 	return nil
 }

@@ -1,16 +1,8 @@
-package memorykit
+package textrule
 
 import "strings"
 
-// TermsVersion versions the rule that turns query text into full-text terms
-// (SearchTerms). It is part of the recall contract: the same query and
-// records give the same full-text ranking under the same TermsVersion, and
-// any change to the word lists below bumps it. recall.Trace records it.
-//
-//   - 1: every word and every CJK two-character gram was a term.
-//   - 2: only content-bearing terms count (function words of English,
-//     Chinese and Japanese are left out, lists below); a query with no
-//     content term falls back to every term, as in version 1.
+// TermsVersion implements storekit.TermsVersion, whose documentation states the rule.
 const TermsVersion = 2
 
 // Why function words are left out: the full-text rule ranks by how many
