@@ -60,7 +60,7 @@ func ContainAs(op string, kind error, reason string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if e, ok := err.(*memorykit.Error); ok && e.codeShaped() {
+	if e, ok := err.(*memorykit.Error); ok && codeShaped(e) {
 		return e
 	}
 	for _, k := range sentinels {
@@ -75,7 +75,9 @@ func ContainAs(op string, kind error, reason string, err error) error {
 	return &memorykit.Error{Op: op, Kind: kind, Reason: reason, Err: err, Retry: memorykit.IsRecoverable(err)}
 }
 
-// sentinels lists every kind an *Error may carry.
+// sentinels lists every kind an *Error may carry: the root package's
+// sentinel errors but ErrPurging (TestSentinelsMatchTheRootPackage keeps
+// the two lists in step).
 var sentinels = []error{
 	memorykit.ErrForbidden, memorykit.ErrInvalidScope, memorykit.ErrInvalidInput, memorykit.ErrInvalidPolicy, memorykit.ErrInvalidConfig,
 	memorykit.ErrNotFound, memorykit.ErrAlreadyExists, memorykit.ErrVersionConflict, memorykit.ErrInvalidTransition, memorykit.ErrLeaseLost,
@@ -83,9 +85,9 @@ var sentinels = []error{
 	memorykit.ErrOverloaded,
 }
 
-// codeShaped reports whether everything Error prints is a memorykit code:
+// codeShaped reports whether everything e prints is a memorykit code:
 // a sentinel kind and code-shaped op, field and reason.
-func (e *memorykit.Error) codeShaped() bool {
+func codeShaped(e *memorykit.Error) bool {
 	if e.Kind != nil {
 		known := false
 		for _, k := range sentinels {

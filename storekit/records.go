@@ -1,6 +1,10 @@
 package storekit
 
-import "github.com/goagents/memorykit"
+import (
+	"time"
+
+	"github.com/goagents/memorykit"
+)
 
 // ReasonKeyGoverned is the reason code of the ErrVersionConflict a Create
 // returns when its ActiveExpectation.KeyOwner condition fails.
