@@ -3,7 +3,7 @@ package memorykit_test
 import (
 	"testing"
 
-	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestIsBlank pins the one blank-content rule every write path applies:
@@ -17,13 +17,13 @@ func TestIsBlank(t *testing.T) {
 		"\ufe0f\u034f", "\u202e\u2066",
 	}
 	for _, s := range blank {
-		if !memorykit.IsBlank(s) {
+		if !storekit.IsBlank(s) {
 			t.Errorf("IsBlank(%+q) = false, want true", s)
 		}
 	}
 	shown := []string{"a", "\u200ba", "中", "0", ".", "\u2800x", " \u3164 - ", "🙂", "\u0301"}
 	for _, s := range shown {
-		if memorykit.IsBlank(s) {
+		if storekit.IsBlank(s) {
 			t.Errorf("IsBlank(%+q) = true, want false", s)
 		}
 	}

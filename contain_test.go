@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestContain: a foreign error leaving an entry point becomes a
@@ -16,11 +17,11 @@ import (
 func TestContain(t *testing.T) {
 	t.Parallel()
 	const secret = "SECRET-query-text"
-	if memorykit.Contain("op", nil) != nil {
+	if storekit.Contain("op", nil) != nil {
 		t.Fatal("Contain(nil) is not nil")
 	}
 	own := memorykit.FieldError("memorystore.create", "sources[0].ref", "too_long")
-	if got := memorykit.Contain("writer.explicit", own); got != error(own) {
+	if got := storekit.Contain("writer.explicit", own); got != error(own) {
 		t.Fatalf("a code-shaped *Error was rewritten: %v", got)
 	}
 	hostSentinel := errors.New("host sentinel " + secret)
@@ -40,7 +41,7 @@ func TestContain(t *testing.T) {
 		{"context", fmt.Errorf("%s: %w", secret, context.Canceled), memorykit.ErrUnavailable, "canceled", false, context.Canceled},
 	}
 	for _, c := range cases {
-		got := memorykit.Contain("recall.embed", c.in)
+		got := storekit.Contain("recall.embed", c.in)
 		me, ok := got.(*memorykit.Error)
 		if !ok {
 			t.Fatalf("%s: %T is not a *memorykit.Error", c.name, got)
@@ -58,7 +59,7 @@ func TestContain(t *testing.T) {
 			t.Errorf("%s: %v is not reachable", c.name, c.reachable)
 		}
 	}
-	got := memorykit.ContainAs("recall", memorykit.ErrIntegrity, "vector_failed", errors.New(secret))
+	got := storekit.ContainAs("recall", memorykit.ErrIntegrity, "vector_failed", errors.New(secret))
 	if me := got.(*memorykit.Error); !errors.Is(got, memorykit.ErrIntegrity) || me.Reason != "vector_failed" {
 		t.Errorf("ContainAs defaults: %v", got)
 	}

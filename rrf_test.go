@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestFuseRRFAtPinned pins FuseRRFAt's whole output on an input with every
@@ -21,18 +22,18 @@ func TestFuseRRFAtPinned(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	from := map[string]time.Time{"x": base, "y": base.Add(time.Microsecond), "z": base}
 	exact, full, vec := memorykit.ChannelExact, memorykit.ChannelFullText, memorykit.ChannelVector
-	fused := memorykit.FuseRRFAt(60, func(id string) time.Time { return from[id] },
-		memorykit.Ranking{Channel: exact, Weight: 1, IDs: []string{"k", "a"}},
-		memorykit.Ranking{Channel: full, Weight: 1, IDs: []string{"a", "b", "a", "c", "k"}},
-		memorykit.Ranking{Channel: vec, Weight: 5, IDs: nil},
-		memorykit.Ranking{Channel: vec, Weight: 0.5, IDs: []string{"c", "b", "d"}},
-		memorykit.Ranking{Channel: exact, Weight: 1, IDs: []string{"y"}},
-		memorykit.Ranking{Channel: full, Weight: 1, IDs: []string{"w"}},
-		memorykit.Ranking{Channel: vec, Weight: 1, IDs: []string{"z", "z"}},
-		memorykit.Ranking{Channel: full, Weight: 1, IDs: []string{"x"}},
+	fused := storekit.FuseRRFAt(60, func(id string) time.Time { return from[id] },
+		storekit.Ranking{Channel: exact, Weight: 1, IDs: []string{"k", "a"}},
+		storekit.Ranking{Channel: full, Weight: 1, IDs: []string{"a", "b", "a", "c", "k"}},
+		storekit.Ranking{Channel: vec, Weight: 5, IDs: nil},
+		storekit.Ranking{Channel: vec, Weight: 0.5, IDs: []string{"c", "b", "d"}},
+		storekit.Ranking{Channel: exact, Weight: 1, IDs: []string{"y"}},
+		storekit.Ranking{Channel: full, Weight: 1, IDs: []string{"w"}},
+		storekit.Ranking{Channel: vec, Weight: 1, IDs: []string{"z", "z"}},
+		storekit.Ranking{Channel: full, Weight: 1, IDs: []string{"x"}},
 	)
 	type ranks = map[memorykit.Channel]int
-	want := []memorykit.Fused{
+	want := []storekit.Fused{
 		{ID: "a", Score: 1.0/62 + 1.0/61, Ranks: ranks{exact: 2, full: 1}},
 		{ID: "k", Score: 1.0/61 + 1.0/65, Ranks: ranks{exact: 1, full: 5}},
 		{ID: "b", Score: 1.0/62 + 0.5/62, Ranks: ranks{full: 2, vec: 2}},
@@ -56,14 +57,14 @@ func TestFuseRRFAtPinned(t *testing.T) {
 	}
 	// A later ranking of the same channel overwrites the rank and adds to
 	// the score; nothing ranked gives an empty, non-nil result.
-	fused = memorykit.FuseRRF(10,
-		memorykit.Ranking{Channel: vec, Weight: 1, IDs: []string{"p", "q"}},
-		memorykit.Ranking{Channel: vec, Weight: 1, IDs: []string{"q"}},
+	fused = storekit.FuseRRF(10,
+		storekit.Ranking{Channel: vec, Weight: 1, IDs: []string{"p", "q"}},
+		storekit.Ranking{Channel: vec, Weight: 1, IDs: []string{"q"}},
 	)
 	if len(fused) != 2 || fused[0].ID != "q" || fused[0].Ranks[vec] != 1 || fused[0].Score != 1.0/12+1.0/11 {
 		t.Fatalf("same-channel rankings: %+v", fused)
 	}
-	if got := memorykit.FuseRRF(60, memorykit.Ranking{Channel: exact, Weight: 1}); got == nil || len(got) != 0 {
+	if got := storekit.FuseRRF(60, storekit.Ranking{Channel: exact, Weight: 1}); got == nil || len(got) != 0 {
 		t.Fatalf("empty fusion = %#v, want an empty slice", got)
 	}
 }
@@ -88,16 +89,16 @@ func TestFuseRRFAtMatchesReference(t *testing.T) {
 		if rng.IntN(5) == 0 {
 			effective = nil
 		}
-		rankings := make([]memorykit.Ranking, rng.IntN(5))
+		rankings := make([]storekit.Ranking, rng.IntN(5))
 		for i := range rankings {
-			r := memorykit.Ranking{Channel: channels[rng.IntN(len(channels))], Weight: float64(1 + rng.IntN(2))}
+			r := storekit.Ranking{Channel: channels[rng.IntN(len(channels))], Weight: float64(1 + rng.IntN(2))}
 			for j := rng.IntN(7); j > 0; j-- {
 				r.IDs = append(r.IDs, ids[rng.IntN(len(ids))])
 			}
 			rankings[i] = r
 		}
 		k := 1 + rng.IntN(3)
-		got := memorykit.FuseRRFAt(k, effective, rankings...)
+		got := storekit.FuseRRFAt(k, effective, rankings...)
 		if want := referenceFuse(k, effective, rankings...); !reflect.DeepEqual(got, want) {
 			t.Fatalf("case %d: rankings %+v\ngot  %+v\nwant %+v", n, rankings, got, want)
 		}
@@ -105,8 +106,8 @@ func TestFuseRRFAtMatchesReference(t *testing.T) {
 }
 
 // referenceFuse is FuseRRFAt's definition written the simplest way.
-func referenceFuse(k int, effectiveFrom func(id string) time.Time, rankings ...memorykit.Ranking) []memorykit.Fused {
-	byID := make(map[string]*memorykit.Fused)
+func referenceFuse(k int, effectiveFrom func(id string) time.Time, rankings ...storekit.Ranking) []storekit.Fused {
+	byID := make(map[string]*storekit.Fused)
 	var order []string
 	for _, r := range rankings {
 		seen := make(map[string]bool)
@@ -117,7 +118,7 @@ func referenceFuse(k int, effectiveFrom func(id string) time.Time, rankings ...m
 			seen[id] = true
 			f := byID[id]
 			if f == nil {
-				f = &memorykit.Fused{ID: id, Ranks: make(map[memorykit.Channel]int)}
+				f = &storekit.Fused{ID: id, Ranks: make(map[memorykit.Channel]int)}
 				byID[id] = f
 				order = append(order, id)
 			}
@@ -125,7 +126,7 @@ func referenceFuse(k int, effectiveFrom func(id string) time.Time, rankings ...m
 			f.Score += r.Weight / float64(k+i+1)
 		}
 	}
-	out := make([]memorykit.Fused, 0, len(order))
+	out := make([]storekit.Fused, 0, len(order))
 	for _, id := range order {
 		out = append(out, *byID[id])
 	}

@@ -90,7 +90,7 @@ type LifecycleStore interface {
 	Erase(ctx context.Context, t Transition) (memorykit.Record, error)
 
 	// Revisions returns a record's audit trail, oldest first.
-	Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error)
+	Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]Revision, error)
 }
 
 // RecallQuery asks every recall channel at once. Only records that are
