@@ -35,7 +35,7 @@ func NewTombstoneKeyer(secret []byte) (*TombstoneKeyer, error) {
 }
 
 // Digest returns the keyed digest of a canonical key in scope:
-// TombstoneKeyPrefix followed by 64 hex digits.
+// storekit.TombstoneKeyPrefix followed by 64 hex digits.
 func (k *TombstoneKeyer) Digest(scope Scope, canonicalKey string) string {
 	m := hmac.New(sha256.New, k.secret)
 	var n [8]byte
@@ -76,6 +76,6 @@ type PurgeReport struct {
 	// the store's clock.
 	StartedAt  time.Time
 	FinishedAt time.Time
-	// Digest is PurgeReportDigest of the fields above.
+	// Digest is storekit.PurgeReportDigest of the fields above.
 	Digest string
 }

@@ -35,7 +35,7 @@ type Limits struct {
 }
 
 // Validate reports ErrInvalidPolicy unless every bound is positive and
-// MaxReasonBytes is at most the package constant MaxReasonBytes.
+// MaxReasonBytes is at most the package constant storekit.MaxReasonBytes.
 func (l Limits) Validate() error {
 	checks := []struct {
 		name string
@@ -185,7 +185,7 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 
 // CheckActionReason validates the reason of a lifecycle action that
 // stores no content (activate, reject, forget, erase): the reason against
-// Limits.MaxReasonBytes (CheckReason) and, when a reason is given, the
+// Limits.MaxReasonBytes (storekit.CheckReason) and, when a reason is given, the
 // Host's ContentValidator on it (a ContentCheck with only Scope, Origin,
 // Action and Reason set). A refused reason is ErrInvalidInput, field
 // "reason", reason "content_rejected". scope and actor are the action's;
@@ -201,7 +201,7 @@ func (g *WriteGuard) CheckActionReason(ctx context.Context, op string, action Ac
 	return g.validate(ctx, op, "reason", ContentCheck{Scope: scope, Origin: actor, Action: action, Reason: reason})
 }
 
-// CheckReason validates an audit reason as CheckReason does and bounds it
+// CheckReason validates an audit reason as storekit.CheckReason does and bounds it
 // by Limits.MaxReasonBytes. It does not call the ContentValidator.
 func (g *WriteGuard) CheckReason(op, reason string) error {
 	if len(reason) > g.limits.MaxReasonBytes {
@@ -215,7 +215,7 @@ func (g *WriteGuard) CheckKey(op, key string) (string, error) {
 	if !utf8.ValidString(key) {
 		return "", FieldError(op, "key", "invalid_utf8")
 	}
-	// NormalizeKey drops control characters; a NUL or another C0 control
+	// storekit.NormalizeKey drops control characters; a NUL or another C0 control
 	// in a key is refused, as before, rather than silently removed.
 	if r := textrule.TextProblem(key, true); r != "" {
 		return "", FieldError(op, "key", r)
@@ -248,7 +248,7 @@ func (g *WriteGuard) CheckPayload(op, payload string) error {
 }
 
 // CheckContent validates the body of a write (content, metadata and
-// sources) against the limits and the text rules (content that IsBlank is
+// sources) against the limits and the text rules (content that storekit.IsBlank is
 // refused with reason "blank"), then asks the Host's
 // ContentValidator; a refusal is ErrInvalidInput, field "content", reason
 // "content_rejected". CheckNew calls it for a new record, and stores call

@@ -13,7 +13,7 @@ import "github.com/goagents/memorykit/internal/plumbing/textrule"
 //     bytes each;
 //   - up to 100 records per List page or store batch;
 //   - extraction payloads (one finished turn) up to 64 KiB;
-//   - audit reasons up to the package ceiling MaxReasonBytes.
+//   - audit reasons up to the package ceiling storekit.MaxReasonBytes.
 func LimitsV1() Limits {
 	return Limits{
 		Version:            1,

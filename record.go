@@ -187,7 +187,7 @@ func (r Record) Clone() Record {
 	return r
 }
 
-// Action is a lifecycle action recorded in a Revision.
+// Action is a lifecycle action recorded in a storekit.Revision.
 type Action string
 
 const (
@@ -250,7 +250,7 @@ type ActiveExpectation struct {
 	// KeyOwner, when non-nil, also requires that the canonical key is not
 	// governed against this actor anywhere in the Scope: no record with the
 	// key, under any kind, carries another actor's decision (see
-	// GovernsKeyAgainst). The store checks it in the same atomic step as
+	// storekit.GovernsKeyAgainst). The store checks it in the same atomic step as
 	// the create; a governed key is ErrVersionConflict with reason
 	// ReasonKeyGoverned. The model write path sets it. CreateBatch does not
 	// take it (ErrInvalidInput).

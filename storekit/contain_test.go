@@ -1,4 +1,4 @@
-package memorykit_test
+package storekit_test
 
 import (
 	"context"
