@@ -30,7 +30,7 @@ type Limits struct {
 	MaxJobPayloadBytes int
 	// MaxReasonBytes bounds the free-text audit reason of a write, a
 	// correction or a lifecycle action. It must be at most the package
-	// constant MaxReasonBytes.
+	// constant storekit.MaxReasonBytes.
 	MaxReasonBytes int
 }
 
