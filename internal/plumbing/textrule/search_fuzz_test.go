@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzSearchTermsInvariants checks SearchTerms' invariants on any input
-// and any maxTerms (FuzzSearchTerms in domain_test.go checks its terms
+// and any maxTerms (FuzzSearchTerms in the root package's domain_test.go checks its terms
 // against IndexTerms): it never panics, gives the same terms for the same input, returns at most
 // maxTerms terms (none for maxTerms <= 0), and every term is non-empty,
 // valid UTF-8, free of NUL bytes (PostgreSQL text cannot hold one) and
