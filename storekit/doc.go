@@ -16,12 +16,14 @@
 //   - [Contain] and [PrefixField], which turn an error from a part the
 //     caller does not own into a content-free *memorykit.Error.
 //
-// A Host wires a store and never calls these functions: it builds a
+// A Host wiring a store needs little here: it builds a
 // [memorykit.WriteGuard] with [memorykit.NewWriteGuard], hands it to a
-// store's Config, and passes the store to the runtime. Store
-// implementations (memorystore, sqlitestore, pgstore, a third-party store),
-// their conformance suite (storetest), adapters and memorykit's own
-// packages import storekit.
+// store's Config, and passes the store (a [Store]) to the runtime. At its
+// own API boundary a Host may reuse the checks ([ValidateID], [IsBlank],
+// [CheckReasonCode]) to refuse early what the stores would refuse, as
+// examples/host-api does. Store implementations (memorystore, sqlitestore,
+// pgstore, a third-party store), their conformance suite (storetest),
+// adapters and memorykit's own packages are the main users.
 //
 // # Where the WriteGuard lives
 //
