@@ -154,8 +154,9 @@ func IsCJK(r rune) bool {
 // Chinese or Japanese characters, its overlapping two-character grams (a run
 // of one character yields that character). Only content-bearing terms are
 // returned (TermsVersion 2): English function words are left out, and a CJK
-// run is first cut at its function words and characters (internal/plumbing/textrule/stopwords.go),
-// grams being taken inside each remaining piece. A query with no content
+// run is first cut at its function words and characters (the lists are in
+// internal/plumbing/textrule/stopwords.go), grams being taken inside each
+// remaining piece. A query with no content
 // term at all falls back to every term. Terms are de-duplicated in order of
 // first appearance and at most maxTerms are returned.
 //
