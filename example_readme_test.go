@@ -12,8 +12,8 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// rememberAndRecall is the README's first program: the smallest Host
-// that writes one memory and recalls it. The README shows its body
+// rememberAndRecall is the host guide's first program: the smallest Host
+// that writes one memory and recalls it. docs/host-guide.md shows its body
 // verbatim (TestDocCodeBlocksAreRunExamples checks that).
 func rememberAndRecall(ctx context.Context, hostContentPolicy memorykit.ContentValidator, hostTombstoneSecret []byte) error {
 	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), hostContentPolicy) // no defaults: both required
@@ -52,7 +52,7 @@ func rememberAndRecall(ctx context.Context, hostContentPolicy memorykit.ContentV
 	return nil
 }
 
-// Example_readme runs the README's first program, and shows that a store
+// Example_readme runs the host guide's first program, and shows that a store
 // built without a part (here the tombstone keyer) is refused at once.
 func Example_readme() {
 	ctx := context.Background()

@@ -19,8 +19,8 @@ import (
 	"github.com/goagents/memorykit/writer"
 )
 
-// newHostRuntime is the README's composition: the Host's own parts, the
-// rest from the presets. The README shows its body verbatim.
+// newHostRuntime is the host guide's composition: the Host's own parts, the
+// rest from the presets. docs/host-guide.md shows its body verbatim.
 func newHostRuntime(clk clock.Clock, hostContentPolicy memorykit.ContentValidator, hostTombstoneSecret []byte,
 	hostAuthorizer memorykit.Authorizer, hostExtractor memorykit.Extractor, log *zap.Logger, sink memorykit.EventSink) (*mkruntime.Runtime, error) {
 	guard, err := memorykit.NewWriteGuard(memorykit.LimitsV1(), hostContentPolicy)
@@ -43,8 +43,8 @@ func newHostRuntime(clk clock.Clock, hostContentPolicy memorykit.ContentValidato
 	return mkruntime.New(cfg)
 }
 
-// handleTurn is the README's request: one turn's Session and the calls a
-// Host makes around its model. The README shows its body verbatim.
+// handleTurn is the host guide's request: one turn's Session and the calls a
+// Host makes around its model. docs/host-guide.md shows its body verbatim.
 func handleTurn(ctx context.Context, rt *mkruntime.Runtime, caller memorykit.Principal, scope memorykit.Scope, trusted bool,
 	messages []projector.Message, name string, argsJSON json.RawMessage, finalText, transcript string) error {
 	s, err := rt.Session(ctx, mkruntime.Request{Caller: caller, Scope: scope, ModelID: "agent-1", WriteIntent: trusted})
@@ -68,7 +68,7 @@ func handleTurn(ctx context.Context, rt *mkruntime.Runtime, caller memorykit.Pri
 	return nil
 }
 
-// readmeTurn is the README's whole turn, shown verbatim: the projector
+// readmeTurn is the host guide's whole turn, shown verbatim: the projector
 // inserts memory, the model writes a key alice wrote, and a reviewer
 // activates the resulting candidate.
 func readmeTurn(ctx context.Context, rt *mkruntime.Runtime, alice memorykit.Principal, scope memorykit.Scope) {
@@ -92,7 +92,7 @@ func readmeTurn(ctx context.Context, rt *mkruntime.Runtime, alice memorykit.Prin
 	fmt.Println("messages:", len(p.Messages), "tool error:", res.IsError, "activated:", rec.Status)
 }
 
-// Example_readme runs the README's composition, request and turn.
+// Example_readme runs the host guide's composition, request and turn.
 func Example_readme() {
 	ctx, clk := context.Background(), clock.New()
 	rt, err := newHostRuntime(clk, noSecrets{}, []byte("the Host's tombstone secret, from its secret store"),

@@ -85,6 +85,7 @@ func newRuntime(clk clock.Clock, extractor memorykit.Extractor) (*mkruntime.Runt
 // request's Session (projection, a tool call, output validation, the
 // extraction hand-off), then Drain and Stop. Only the authorizer, the
 // content policy, the extractor and the embedder are the Host's own.
+// README.md shows its body verbatim (TestDocCodeBlocksAreRunExamples).
 func Example() {
 	ctx, clk := context.Background(), clock.New()
 	guard, _ := memorykit.NewWriteGuard(memorykit.LimitsV1(), noSecrets{})

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
@@ -39,23 +41,38 @@ type options struct {
 	getenv                          func(string) string
 }
 
-// command is one CLI command.
+// command is one CLI command. The cobra tree is built from this table:
+// a command's name is its words ("candidates list"), a two-word name puts
+// it under a group command named by the first word.
 type command struct {
 	name    string // "candidates list"
 	summary string
+	// more is said in the command's help after the summary.
+	more string
+	// example is shown under the command's help and in its reference page.
+	example string
 	// scoped commands need --tenant, --project and --operator.
 	scoped bool
 	// flags registers the command's own flags (the common ones are added
 	// for every command).
-	flags func(fs *flag.FlagSet, o *options)
+	flags func(fs *pflag.FlagSet, o *options)
 	// check validates the command's own flags; nil means none to check.
 	check func(o *options) error
 	run   func(ctx context.Context, c *cli, o *options) error
 }
 
+// groups are the first words of two-word commands, with their summaries.
+var groups = []struct{ name, summary string }{
+	{"candidates", "review the candidates waiting for an operator: list, activate or reject them"},
+	{"embeddings", "rebuild a project's embeddings"},
+}
+
 // cli is one invocation's output streams.
 type cli struct {
 	out, errOut io.Writer
+	// tty is whether out is a terminal: long commands then draw a
+	// progress bar on it instead of printing progress lines.
+	tty bool
 }
 
 // usageError is bad input on the command line: exit 2, nothing done.
@@ -65,11 +82,22 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-func idFlag(fs *flag.FlagSet, o *options) {
+// flagError is a flag that did not parse; its text names at most a flag
+// the command defines.
+type flagError struct{ msg string }
+
+func (e flagError) Error() string { return e.msg }
+
+// reportedError is a usage failure whose message was printed already.
+type reportedError struct{}
+
+func (reportedError) Error() string { return "bad command line" }
+
+func idFlag(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.id, "id", "", "record ID (required)")
 }
 
-func decisionFlags(fs *flag.FlagSet, o *options) {
+func decisionFlags(fs *pflag.FlagSet, o *options) {
 	idFlag(fs, o)
 	fs.StringVar(&o.reason, "reason", "", "audit note stored with the action")
 	fs.Int64Var(&o.expectVersion, "expect-version", 0, "act only if the record is at this version (0: any)")
@@ -91,17 +119,23 @@ func checkID(o *options) error {
 	return nil
 }
 
+// scopeExample is the Scope and operator flags of the examples.
+const scopeExample = "--tenant acme --project apollo --operator ops-ana"
+
 var commands = []command{
 	{
 		name:    "migrate",
 		summary: "create or upgrade the schema (and the vector extension) to the version this binary supports",
+		example: "memorykit migrate --dsn \"$MEMORYKIT_DSN\"\nmemorykit migrate --sqlite memorykit-data/memorykit.db",
 		run:     runMigrate,
 	},
 	{
 		name:    "status",
 		summary: "schema version, record counts by status, pending embeddings and job counts for the project and for all projects (numbers only)",
+		more:    "On a terminal a count of the records read runs while the command pages through the project.",
+		example: "memorykit status " + scopeExample + "\nmemorykit status --sqlite memorykit-data/memorykit.db " + scopeExample,
 		scoped:  true,
-		flags: func(fs *flag.FlagSet, o *options) {
+		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.StringVar(&o.profile, "profile", "", "embedding profile whose pending records are counted (default: each local profile, memorykit/hash-v1 and memorykit/hash-v2)")
 		},
 		check: func(o *options) error {
@@ -115,8 +149,15 @@ var commands = []command{
 	{
 		name:    "embeddings rebuild",
 		summary: "delete the project's embeddings and embed the project's records until none is pending (local, OpenAI-compatible or Ollama embedder)",
-		scoped:  true,
-		flags: func(fs *flag.FlagSet, o *options) {
+		example: "memorykit embeddings rebuild " + scopeExample + "\n" +
+			"memorykit embeddings rebuild --embedder ollama --url http://localhost:11434 --model nomic-embed-text \\\n" +
+			"  --dimension 768 --profile ollama/nomic-embed-text@768 " + scopeExample,
+		more: `On a terminal a bar shows the records embedded out of those to embed.
+Otherwise the command prints one line per round:
+  rebuild: round N, leased N, stored N, pending before the round N
+and ends with "rebuild done: …" (or "rebuild stopped: …" and exit 1).`,
+		scoped: true,
+		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.IntVar(&o.batch, "batch", 64, "records per embedding call")
 			fs.StringVar(&o.embedder, "embedder", "local", "embedder: local, openai (any OpenAI-compatible server) or ollama")
 			fs.StringVar(&o.profile, "profile", defaultProfile, "embedding profile to rebuild: memorykit/hash-v1 or memorykit/hash-v2 for local; the Host's RecallPolicy profile (e.g. openai/text-embedding-3-small@1536) otherwise")
@@ -131,8 +172,9 @@ var commands = []command{
 	{
 		name:    "candidates list",
 		summary: "list candidates waiting for review, by ID, each with the active record it would supersede and similar active records",
+		example: "memorykit candidates list " + scopeExample + "\nmemorykit candidates list --limit 20 --after mem_0123 " + scopeExample,
 		scoped:  true,
-		flags: func(fs *flag.FlagSet, o *options) {
+		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.IntVar(&o.limit, "limit", 50, "page size")
 			fs.StringVar(&o.after, "after", "", "continue after this record ID")
 		},
@@ -149,29 +191,37 @@ var commands = []command{
 	},
 	{
 		name: "candidates activate", summary: "activate a candidate; it supersedes the active record with its kind and key",
-		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Activate),
+		example: "memorykit candidates activate --id mem_0123 --reason \"checked with the team\" " + scopeExample,
+		scoped:  true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Activate),
 	},
 	{
 		name: "candidates reject", summary: "reject a candidate",
-		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Reject),
+		example: "memorykit candidates reject --id mem_0123 " + scopeExample,
+		scoped:  true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Reject),
 	},
 	{
 		name: "forget", summary: "forget an active memory: out of every recall path, audit kept",
-		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Forget),
+		example: "memorykit forget --id mem_0123 --expect-version 2 " + scopeExample,
+		scoped:  true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Forget),
 	},
 	{
 		name: "erase", summary: "erase a forgotten, rejected or superseded memory to a content-free tombstone",
-		scoped: true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Erase),
+		example: "memorykit erase --id mem_0123 " + scopeExample,
+		scoped:  true, flags: decisionFlags, check: checkID, run: runDecision((*reviewer.Reviewer).Erase),
 	},
 	{
 		name: "audit", summary: "print a memory's audit trail, oldest first",
-		scoped: true, flags: idFlag, check: checkID, run: runAudit,
+		example: "memorykit audit --id mem_0123 " + scopeExample,
+		scoped:  true, flags: idFlag, check: checkID, run: runAudit,
 	},
 	{
 		name:    "purge",
 		summary: "erase the whole project: every memory in every status, every extraction job and embedding; prints the deletion report as JSON",
+		more: `The purge runs in one transaction: on a terminal a spinner runs until it ends,
+then the report is printed. Redirected, the output is the JSON report alone.`,
+		example: "memorykit purge --reason-code project_closed " + scopeExample + " > purge-report.json",
 		scoped:  true,
-		flags: func(fs *flag.FlagSet, o *options) {
+		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.StringVar(&o.reasonCode, "reason-code", "", "reason code recorded on every purge revision, such as project_closed (required)")
 		},
 		check: func(o *options) error {
@@ -185,7 +235,10 @@ var commands = []command{
 	{
 		name:    "verify-erased",
 		summary: "look for a text in every column of the project's rows, decoded and in every stored encoding (and, for SQLite, in every byte of the file and its WAL); exit 1 and list where it occurs, 0 when it occurs nowhere",
-		flags: func(fs *flag.FlagSet, o *options) {
+		more: `The text is never printed: only where it occurs (table, column and row, or file and
+offset). On a terminal a spinner runs during the search.`,
+		example: "memorykit verify-erased --tenant acme --project apollo --canary \"the erased sentence\"",
+		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.StringVar(&o.tenant, "tenant", "", "tenant ID of the erased project (required)")
 			fs.StringVar(&o.project, "project", "", "project ID of the erased project (required)")
 			fs.StringVar(&o.canary, "canary", "", "the erased text to look for, matched ignoring case and also in NFKC form (required)")
@@ -203,66 +256,196 @@ var commands = []command{
 	},
 }
 
-// run executes one command line and returns the exit code.
+// run executes one command line and returns the exit code; out is not
+// a terminal.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	c := &cli{out: stdout, errOut: stderr}
+	return runCLIWith(ctx, &cli{out: stdout, errOut: stderr}, args, getenv)
+}
+
+// runCLIWith executes one command line on c's streams and returns the
+// exit code.
+func runCLIWith(ctx context.Context, c *cli, args []string, getenv func(string) string) int {
 	if len(args) == 0 {
-		c.usage(stderr)
+		c.usage(c.errOut)
 		return exitUsage
 	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			return run(ctx, append(args[1:], "--help"), stdout, stderr, getenv)
-		}
-		c.usage(stdout)
+	root := newRoot(c, getenv)
+	root.SetArgs(singleDashFlags(root, args))
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return exitOK
 	}
-	cmd, rest := lookup(args)
-	if cmd == nil {
-		if group := groupOf(args[0]); group != "" {
-			if len(args) > 1 && isHelp(args[1]) {
-				c.groupUsage(stdout, group)
-				return exitOK
-			}
-			fmt.Fprintf(stderr, "memorykit %s: missing or unknown subcommand\n", group)
-			c.groupUsage(stderr, group)
-			return exitUsage
-		}
-		// The unknown word is not echoed: it may be a value typed in the
-		// wrong place (a reason, a DSN).
-		fmt.Fprintf(stderr, "memorykit: unknown command; run 'memorykit --help'\n")
+	name := "memorykit"
+	if sub := commandName(cmd); sub != "" {
+		name += " " + sub
+	}
+	var fe flagError
+	switch {
+	case errors.As(err, new(reportedError)):
+		return exitUsage
+	case errors.As(err, &fe):
+		fmt.Fprintf(c.errOut, "%s: %s\n", name, fe.msg)
+		fmt.Fprintf(c.errOut, "run '%s --help'\n", name)
 		return exitUsage
 	}
+	// Every error here is a content-free *memorykit.Error or one of the
+	// CLI's own fixed texts.
+	fmt.Fprintf(c.errOut, "%s: %v\n", name, err)
+	if next := nextStep(commandName(cmd), err); next != "" {
+		fmt.Fprintf(c.errOut, "next: %s\n", next)
+	}
+	if errors.As(err, new(usageError)) {
+		fmt.Fprintf(c.errOut, "run '%s --help'\n", name)
+		return exitUsage
+	}
+	return exitError
+}
 
+// commandName is a command's words after "memorykit": "candidates list".
+func commandName(cmd *cobra.Command) string {
+	if cmd == nil {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(cmd.CommandPath(), "memorykit"), " ")
+}
+
+// newRoot builds the command tree of one invocation: the commands of the
+// table, the groups they sit in, help, completion and the hidden
+// reference generator. Output goes to c's streams; getenv is read after
+// parsing, so no help text ever shows a value from the environment.
+func newRoot(c *cli, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "memorykit <command>",
+		Short: "operate a memorykit database on PostgreSQL or SQLite",
+		Long: "memorykit operates a memorykit database on PostgreSQL (--dsn) or in an embedded Host's\n" +
+			"SQLite file (--sqlite FILE, with the Host stopped): migrate the schema, look at its state,\n" +
+			"rebuild embeddings, review candidates, forget, erase, and read the audit trail.\n\n" + commonHelp,
+		Args:               cobra.ArbitraryArgs,
+		SilenceErrors:      true,
+		SilenceUsage:       true,
+		DisableSuggestions: true, // a suggestion would echo what was typed next to it
+		DisableAutoGenTag:  true, // the reference under docs/cli has no date in it
+		CompletionOptions:  cobra.CompletionOptions{DisableDefaultCmd: true},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The unknown word is not echoed: it may be a value typed in
+			// the wrong place (a reason, a DSN).
+			fmt.Fprintf(c.errOut, "memorykit: unknown command; run 'memorykit --help'\n")
+			return reportedError{}
+		},
+	}
+	root.SetOut(c.out)
+	root.SetErr(c.errOut)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return flagError{flagProblem(err)}
+	})
+	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { c.help(cmd) })
+	root.SetHelpCommand(helpCommand(c))
+
+	groupCmds := map[string]*cobra.Command{}
+	for _, g := range groups {
+		name := g.name
+		gc := &cobra.Command{
+			Use:   name + " <subcommand>",
+			Short: g.summary,
+			Long:  capitalize(g.summary) + ".",
+			Args:  cobra.ArbitraryArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				fmt.Fprintf(c.errOut, "memorykit %s: missing or unknown subcommand\n", name)
+				c.groupUsage(c.errOut, name)
+				return reportedError{}
+			},
+		}
+		groupCmds[name] = gc
+		root.AddCommand(gc)
+	}
+	for i := range commands {
+		spec := &commands[i]
+		parent := root
+		word := spec.name
+		if first, second, two := strings.Cut(spec.name, " "); two {
+			parent, word = groupCmds[first], second
+		}
+		parent.AddCommand(leafCommand(c, spec, word, getenv))
+	}
+	root.AddCommand(completionCommand(c), genDocsCommand())
+	var helpFlags func(*cobra.Command)
+	helpFlags = func(cmd *cobra.Command) {
+		cmd.Flags().BoolP("help", "h", false, "show this help")
+		for _, sub := range cmd.Commands() {
+			helpFlags(sub)
+		}
+	}
+	helpFlags(root)
+	return root
+}
+
+// commonHelp is what every command shares, for the root's help.
+const commonHelp = `Every command takes --dsn (or $MEMORYKIT_DSN) and --schema for PostgreSQL,
+or --sqlite FILE for an embedded Host's SQLite file (which one process
+opens at a time: stop the Host first). Every command
+but migrate and verify-erased also takes --tenant, --project and --operator:
+it works on that one project Scope only, and records the operator in the
+audit trail. Commands that open the store need $MEMORYKIT_TOMBSTONE_SECRET,
+the secret (32 bytes or more) that keys the digest erased memories keep of
+their keys; use the same secret as the Host.
+Whoever holds the DSN is trusted (see 'memorykit <command> --help').
+
+Exit status: 0 done, 1 the command failed, 2 bad command line.`
+
+// trustHelp explains a scoped command's authorization.
+const trustHelp = `The command works on the one project Scope named by --tenant and --project,
+as --operator. A CLI-local authorizer grants that operator read, review and
+erase on exactly that Scope; the DSN holder is trusted, since the DSN alone
+gives direct access to the database.`
+
+// leafCommand builds the cobra command of one table entry, word being its
+// last word.
+func leafCommand(c *cli, spec *command, word string, getenv func(string) string) *cobra.Command {
 	var o options
-	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	long := capitalize(spec.summary) + "."
+	if spec.more != "" {
+		long += "\n\n" + spec.more
+	}
+	if spec.scoped {
+		long += "\n\n" + trustHelp
+	}
+	cmd := &cobra.Command{
+		Use:     word,
+		Short:   spec.summary,
+		Long:    long,
+		Example: indent(spec.example),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument (every value needs its --flag)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLeaf(cmd.Context(), c, spec, &o, getenv)
+		},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
 	// The environment is read after parsing, so --help never prints a DSN
 	// (and its password) as a default.
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL DSN (default $MEMORYKIT_DSN)")
 	fs.StringVar(&o.schema, "schema", "", "PostgreSQL schema holding memorykit's tables (default memorykit)")
 	fs.StringVar(&o.sqlite, "sqlite", "", "SQLite file of an embedded Host (e.g. memorykit-data/memorykit.db), instead of --dsn; stop the Host first")
-	if cmd.scoped {
+	if spec.scoped {
 		fs.StringVar(&o.tenant, "tenant", "", "tenant ID (required)")
 		fs.StringVar(&o.project, "project", "", "project ID (required)")
 		fs.StringVar(&o.operator, "operator", "", "operator identity recorded in the audit (required)")
 	}
-	if cmd.flags != nil {
-		cmd.flags(fs, &o)
+	if spec.flags != nil {
+		spec.flags(fs, &o)
 	}
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			c.commandUsage(stdout, cmd, fs)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "memorykit %s: %s\nrun 'memorykit %s --help'\n", cmd.name, flagProblem(fs, err), cmd.name)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "memorykit %s: unexpected argument (every value needs its --flag)\nrun 'memorykit %s --help'\n", cmd.name, cmd.name)
-		return exitUsage
-	}
+	completeFlags(cmd)
+	return cmd
+}
+
+// runLeaf finishes the options from the environment, checks them and
+// runs the command.
+func runLeaf(ctx context.Context, c *cli, spec *command, o *options, getenv func(string) string) error {
 	if o.dsn == "" && o.sqlite == "" {
 		o.dsn = getenv("MEMORYKIT_DSN")
 	}
@@ -274,64 +457,97 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	o.tombstoneSecret = getenv("MEMORYKIT_TOMBSTONE_SECRET")
 	o.getenv = getenv
-	err := checkCommon(cmd, &o)
-	if err == nil && cmd.check != nil {
-		err = cmd.check(&o)
+	if err := checkCommon(spec, o); err != nil {
+		return err
 	}
-	if err == nil {
-		err = cmd.run(ctx, c, &o)
+	if spec.check != nil {
+		if err := spec.check(o); err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		return exitOK
+	return spec.run(ctx, c, o)
+}
+
+// helpCommand is 'memorykit help [command]'. Unlike cobra's own it does
+// not repeat an unknown topic, and an unknown topic is bad input.
+func helpCommand(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "show the help of memorykit or of one command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				fmt.Fprintf(c.errOut, "memorykit help: unknown command; run 'memorykit --help'\n")
+				return reportedError{}
+			}
+			target.InitDefaultHelpFlag()
+			c.help(target)
+			return nil
+		},
 	}
-	// Every error here is a content-free *memorykit.Error or one of the
-	// CLI's own fixed texts.
-	fmt.Fprintf(stderr, "memorykit %s: %v\n", cmd.name, err)
-	if next := nextStep(cmd.name, err); next != "" {
-		fmt.Fprintf(stderr, "next: %s\n", next)
+}
+
+// help prints a command's help on out.
+func (c *cli) help(cmd *cobra.Command) {
+	switch {
+	case !cmd.HasParent():
+		c.usage(c.out)
+	case cmd.HasSubCommands():
+		c.groupUsage(c.out, cmd.Name())
+	default:
+		c.commandUsage(c.out, cmd)
 	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "run 'memorykit %s --help'\n", cmd.name)
-		return exitUsage
+}
+
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprint(w, `memorykit: operate a memorykit database on PostgreSQL or SQLite.
+
+usage: memorykit <command> [flags]
+
+commands:
+`)
+	for _, cmd := range commands {
+		fmt.Fprintf(w, "  %-21s %s\n", cmd.name, cmd.summary)
 	}
-	return exitError
+	fmt.Fprintf(w, "  %-21s %s\n", "completion", completionSummary)
+	fmt.Fprint(w, "\n"+commonHelp+"\n"+`Run 'memorykit <command> --help' for a command's flags.
+`)
+}
+
+func (c *cli) groupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage: memorykit %s <subcommand> [flags]\n\nsubcommands:\n", group)
+	for _, cmd := range commands {
+		if strings.HasPrefix(cmd.name, group+" ") {
+			fmt.Fprintf(w, "  %-21s %s\n", cmd.name, cmd.summary)
+		}
+	}
+}
+
+func (c *cli) commandUsage(w io.Writer, cmd *cobra.Command) {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", cmd.UseLine(), cmd.Long)
+	if cmd.Example != "" {
+		fmt.Fprintf(w, "\nexamples:\n%s\n", cmd.Example)
+	}
+	if cmd.HasAvailableFlags() {
+		fmt.Fprintf(w, "\nflags:\n%s", cmd.Flags().FlagUsages())
+	}
 }
 
 // flagProblem describes a flag parsing error without quoting what was
-// typed: the flag package's messages repeat unknown flag names and invalid
-// values, either of which may be a secret typed in the wrong place. Only a
-// flag that fs defines is named.
-func flagProblem(fs *flag.FlagSet, err error) string {
-	msg := err.Error()
-	defined := func(marker string) string {
-		i := strings.Index(msg, marker)
-		if i < 0 {
-			return ""
-		}
-		name := msg[i+len(marker):]
-		if j := strings.IndexAny(name, ": "); j >= 0 {
-			name = name[:j]
-		}
-		if fs.Lookup(name) == nil {
-			return ""
-		}
-		return name
-	}
+// typed: unknown flag names and invalid values may be a secret typed in
+// the wrong place. Only a flag that the command defines is named.
+func flagProblem(err error) string {
+	var required *pflag.ValueRequiredError
+	var invalid *pflag.InvalidValueError
 	switch {
-	case strings.HasPrefix(msg, "flag needs an argument"):
-		if name := defined("-"); name != "" {
-			return "--" + name + " needs a value"
-		}
+	case errors.As(err, &required) && required.GetFlag() != nil:
+		return "--" + required.GetFlag().Name + " needs a value"
+	case errors.As(err, &required):
 		return "a flag needs a value"
-	case strings.HasPrefix(msg, "invalid value"), strings.HasPrefix(msg, "invalid boolean value"):
-		name := defined(" for flag -")
-		if name == "" {
-			name = defined(" for -")
-		}
-		if name != "" {
-			return "--" + name + " has an invalid value"
-		}
+	case errors.As(err, &invalid) && invalid.GetFlag() != nil:
+		return "--" + invalid.GetFlag().Name + " has an invalid value"
+	case errors.As(err, &invalid):
 		return "a flag has an invalid value"
 	default:
 		return "unknown flag or bad flag syntax"
@@ -363,84 +579,67 @@ func checkCommon(cmd *command, o *options) error {
 	return nil
 }
 
-// lookup finds the command named by the first one or two arguments.
-func lookup(args []string) (*command, []string) {
-	for i := range commands {
-		words := strings.Fields(commands[i].name)
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == commands[i].name {
-			return &commands[i], args[len(words):]
+// singleDashFlags rewrites "-name" and "-name=value" to "--name…" when
+// name is a long flag of the command the leading words name (or help),
+// so command lines written for the standard flag package's single dash
+// keep working. Values are never rewritten: the word after a flag that
+// takes a value is skipped, and so is everything after "--".
+func singleDashFlags(root *cobra.Command, args []string) []string {
+	cmd, i := root, 0
+	for ; i < len(args) && !strings.HasPrefix(args[i], "-"); i++ {
+		next := findChild(cmd, args[i])
+		if next == nil {
+			break
+		}
+		cmd = next
+	}
+	out := append([]string(nil), args...)
+	for ; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "--") {
+			if len(name) < 2 || (name != "help" && cmd.Flags().Lookup(name) == nil) {
+				continue
+			}
+			out[i] = "-" + a
+		}
+		if f := cmd.Flags().Lookup(name); f != nil && !hasValue && f.NoOptDefVal == "" {
+			i++ // the flag's value
 		}
 	}
-	return nil, nil
+	return out
 }
 
-// groupOf returns name when it is the first word of a two-word command.
-func groupOf(name string) string {
-	for _, c := range commands {
-		if first, _, two := strings.Cut(c.name, " "); two && first == name {
-			return name
+// findChild is cmd's subcommand named name, or nil.
+func findChild(cmd *cobra.Command, name string) *cobra.Command {
+	for _, sub := range cmd.Commands() {
+		if sub.Name() == name {
+			return sub
 		}
 	}
-	return ""
+	return nil
 }
 
-func isHelp(s string) bool {
-	switch s {
-	case "-h", "-help", "--help", "help":
-		return true
+// capitalize upper-cases the first letter of an ASCII sentence.
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
 	}
-	return false
+	return string(s[0]-'a'+'A') + s[1:]
 }
 
-func (c *cli) usage(w io.Writer) {
-	fmt.Fprint(w, `memorykit: operate a memorykit database on PostgreSQL or SQLite.
-
-usage: memorykit <command> [flags]
-
-commands:
-`)
-	for _, cmd := range commands {
-		fmt.Fprintf(w, "  %-21s %s\n", cmd.name, cmd.summary)
+// indent indents every line of s by two spaces.
+func indent(s string) string {
+	if s == "" {
+		return ""
 	}
-	fmt.Fprint(w, `
-Every command takes --dsn (or $MEMORYKIT_DSN) and --schema for PostgreSQL,
-or --sqlite FILE for an embedded Host's SQLite file (which one process
-opens at a time: stop the Host first). Every command
-but migrate and verify-erased also takes --tenant, --project and --operator:
-it works on that one project Scope only, and records the operator in the
-audit trail. Commands that open the store need $MEMORYKIT_TOMBSTONE_SECRET,
-the secret (32 bytes or more) that keys the digest erased memories keep of
-their keys; use the same secret as the Host.
-Whoever holds the DSN is trusted (see 'memorykit <command> --help').
-
-Exit status: 0 done, 1 the command failed, 2 bad command line.
-Run 'memorykit <command> --help' for a command's flags.
-`)
-}
-
-func (c *cli) groupUsage(w io.Writer, group string) {
-	fmt.Fprintf(w, "usage: memorykit %s <subcommand> [flags]\n\nsubcommands:\n", group)
-	for _, cmd := range commands {
-		if strings.HasPrefix(cmd.name, group+" ") {
-			fmt.Fprintf(w, "  %-21s %s\n", cmd.name, cmd.summary)
-		}
-	}
-}
-
-func (c *cli) commandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: memorykit %s [flags]\n\n%s.\n", cmd.name, cmd.summary)
-	if cmd.scoped {
-		fmt.Fprint(w, `
-The command works on the one project Scope named by --tenant and --project,
-as --operator. A CLI-local authorizer grants that operator read, review and
-erase on exactly that Scope; the DSN holder is trusted, since the DSN alone
-gives direct access to the database.
-`)
-	}
-	fmt.Fprint(w, "\nflags:\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 }
 
 // checkRebuild validates the embeddings rebuild flags.

@@ -79,11 +79,18 @@ var statusProfiles = []string{embedder.LocalProfile, embedder.LocalV2Profile}
 // makes that cheap), embeddings of each profile and jobs through their
 // counters. At least one profile is required.
 func CollectStats(ctx context.Context, s *session, profiles ...string) (Stats, error) {
+	return collectStats(ctx, s, nil, profiles...)
+}
+
+// collectStats is CollectStats calling onRecords, when not nil, with the
+// number of records read so far after every page.
+func collectStats(ctx context.Context, s *session, onRecords func(n int), profiles ...string) (Stats, error) {
 	if len(profiles) == 0 {
 		return Stats{}, errors.New("status: no embedding profile")
 	}
 	st := Stats{SchemaVersion: s.version, ByStatus: make(map[memorykit.Status]int)}
 	page := reviewer.Page{Limit: cliLimits().MaxListSize}
+	read := 0
 	for {
 		recs, err := s.review.List(ctx, s.operator, s.scope, nil, page)
 		if err != nil {
@@ -91,6 +98,10 @@ func CollectStats(ctx context.Context, s *session, profiles ...string) (Stats, e
 		}
 		for _, r := range recs {
 			st.ByStatus[r.Status]++
+		}
+		read += len(recs)
+		if onRecords != nil {
+			onRecords(read)
 		}
 		if len(recs) < page.Limit {
 			break
@@ -128,7 +139,12 @@ func runStatus(ctx context.Context, c *cli, o *options) error {
 	if o.profile != "" {
 		profiles = []string{o.profile}
 	}
-	st, err := CollectStats(ctx, s, profiles...)
+	// A large project takes many pages: on a terminal, a count of the
+	// records read so far.
+	m := c.newMeter("reading the records of " + s.scope.String())
+	m.start()
+	st, err := collectStats(ctx, s, func(n int) { m.progress(n, 0) }, profiles...)
+	m.clear()
 	if err != nil {
 		return err
 	}
@@ -195,13 +211,25 @@ func runRebuild(ctx context.Context, c *cli, o *options) error {
 	if err != nil {
 		return err
 	}
+	// On a terminal a bar of the records stored out of those to embed;
+	// otherwise one line per round.
+	m := c.newMeter("embedding " + s.scope.String())
+	m.start()
+	storedBefore := 0 // stored before the round just reported
 	p, err := w.RunUntilEmpty(ctx, embedworker.RebuildOptions{
 		MaxIdleRounds: rebuildIdleRounds,
 		OnProgress: func(p embedworker.Progress) {
+			if m != nil {
+				// p.Pending was counted before the round.
+				m.progress(p.Stored, storedBefore+p.Pending)
+				storedBefore = p.Stored
+				return
+			}
 			fmt.Fprintf(c.out, "rebuild: round %d, leased %d, stored %d, pending before the round %d\n",
 				p.Rounds, p.Leased, p.Stored, p.Pending)
 		},
 	})
+	m.clear()
 	if err != nil {
 		fmt.Fprintf(c.out, "rebuild stopped: %d rounds, %d stored, %d parked, %d pending\n", p.Rounds, p.Stored, p.Parked, p.Pending)
 		return err
@@ -341,7 +369,12 @@ func runPurge(ctx context.Context, c *cli, o *options) error {
 		return err
 	}
 	defer s.store.Close()
+	// The purge is one transaction with no counts until it ends: on a
+	// terminal, a spinner says it is under way.
+	m := c.newMeter("purging " + s.scope.String())
+	m.start()
 	rep, err := s.review.Purge(ctx, s.operator, s.scope, o.reasonCode)
+	m.clear()
 	if err != nil {
 		return err
 	}
@@ -374,7 +407,10 @@ func runVerifyErased(ctx context.Context, c *cli, o *options) error {
 		return dbError("cannot connect to the database", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	m := c.newMeter("searching " + scope.String())
+	m.start()
 	hits, err := pgstore.VerifyErased(ctx, conn, o.schema, scope, o.canary)
+	m.clear()
 	if err != nil {
 		return err
 	}
@@ -405,7 +441,10 @@ func reportHits(c *cli, header string, n int, row func(i int) string) error {
 // file (decoded) and in the raw bytes of the file and its WAL: every
 // page, free pages included.
 func verifySQLite(ctx context.Context, c *cli, o *options, scope memorykit.Scope) error {
+	m := c.newMeter("searching " + scope.String() + " and the file's bytes")
+	m.start()
 	hits, err := sqlitestore.VerifyErased(ctx, o.sqlite, scope, o.canary)
+	m.clear()
 	if err != nil {
 		return err
 	}

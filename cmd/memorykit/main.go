@@ -13,6 +13,17 @@
 // --tenant and --project, and acts as the operator named with --operator,
 // whose identity goes into the audit trail of every change.
 //
+// 'memorykit --help' lists the commands, 'memorykit <command> --help'
+// shows one with its flags, and docs/cli in the repository holds the same
+// reference as Markdown pages (go generate ./cmd/memorykit writes them).
+// 'memorykit completion bash|zsh|fish' prints a shell completion script.
+// Exit status: 0 done, 1 the command failed, 2 bad command line (nothing
+// was done).
+//
+// On a terminal, embeddings rebuild draws a progress bar, and status,
+// purge and verify-erased a spinner while they work through the project;
+// piped or redirected, the output is plain lines only.
+//
 // # Trust
 //
 // Whoever holds the DSN (or can write the SQLite file) can read and
@@ -32,16 +43,23 @@
 // them by exact keys and full text (memorykit.RecallPolicyLexicalV1).
 package main
 
+//go:generate go run . gen-docs ../../docs/cli
+
 import (
 	"context"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/term"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	// Progress bars are drawn only when the output is a terminal; piped
+	// or redirected output gets plain lines.
+	c := &cli{out: os.Stdout, errOut: os.Stderr, tty: term.IsTerminal(int(os.Stdout.Fd()))}
+	code := runCLIWith(ctx, c, os.Args[1:], os.Getenv)
 	stop()
 	os.Exit(code)
 }

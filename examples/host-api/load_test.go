@@ -744,6 +744,13 @@ func measureLevels(b *testing.B, handler http.Handler, newConns func() int64, du
 			clients, float64(all.N)/elapsed, float64(all.Good)/elapsed, all.Degraded, pct(all.OK, 50), pct(all.OK, 99),
 			all.Refused, pct(all.Rejects, 50), pct(all.Rejects, 99), pctLater(all.Rejects, all.FirstRejects), pct(all.RejectsFromConn, 99),
 			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), opened))
+		// The same figures as metrics, one unit per level, so the
+		// standard benchmark output (and the charts made from it,
+		// go run ./internal/testsupport/bench/charts) carries them.
+		b.ReportMetric(float64(all.Good)/elapsed, fmt.Sprintf("c%d-goodput/s", clients))
+		if len(all.Rejects) > 0 {
+			b.ReportMetric(msAt(all.Rejects, 99), fmt.Sprintf("c%d-503-p99-ms", clients))
+		}
 		if all.Refused > 0 || all.Other > 0 {
 			b.Logf("clients=%d 503 reasons %v, other answers %d, TCP connections accepted %d, server p99 of 200s: in handler %s, before %s; "+
 				"client p99 of the 503s to first requests %s (%d), to later ones %s (%d); "+
@@ -841,6 +848,12 @@ func pctLater(all, first []time.Duration) string {
 		later = append(later, d)
 	}
 	return pct(later, 99)
+}
+
+// msAt is the p-th percentile of d in milliseconds; d is not empty.
+func msAt(d []time.Duration, p int) float64 {
+	slices.Sort(d)
+	return float64(d[(len(d)-1)*p/100]) / float64(time.Millisecond)
 }
 
 func pct(d []time.Duration, p int) string {
