@@ -21,7 +21,7 @@ type Backoff struct {
 // Validate reports an ErrInvalidConfig *Error (op "backoff", field
 // "initial", "max" or "multiplier") when the policy is zero, partial or
 // out of range. A configuration holding a Backoff names it with
-// PrefixField.
+// storekit.PrefixField.
 func (b Backoff) Validate() error {
 	bad := func(field, reason string) error {
 		return ConfigError("backoff", field, reason)

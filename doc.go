@@ -11,11 +11,13 @@
 //   - how recall stays inside one deadline and a token budget
 //     (see [RecallPolicy]);
 //   - how background workers embed and extract without losing or duplicating
-//     work (see [EmbeddingStore] and [JobStore]).
+//     work (see storekit.EmbeddingStore and storekit.JobStore).
 //
-// This package holds the value types, the validation rules, the interfaces
-// that the stores and the Host's ports implement, the typed errors and the
-// content-free [Event]. Nothing in it has a permissive default: a zero or
+// This package holds what a Host author touches: the value types, the
+// validation rules, the Host's ports ([Authorizer], [ContentValidator],
+// [Embedder], [Extractor], [EventSink]), the typed errors and the
+// content-free [Event]. The interfaces a store implements and the helpers
+// store authors share live in package storekit. Nothing in it has a permissive default: a zero or
 // partially filled [Limits] or [RecallPolicy] is an error, never a fallback.
 //
 // Every configuration and value type checks itself with one shape,
@@ -23,7 +25,7 @@
 // ErrInvalidConfig, ErrInvalidPolicy, ErrInvalidScope or ErrInvalidInput)
 // whose Field names the offending field. A type nested in a larger
 // configuration reports the field under the container's name through
-// [PrefixField]. The checks a store runs on the arguments of each Store
+// storekit.PrefixField. The checks a store runs on the arguments of each Store
 // call name the calling operation instead, and live with the other store
 // helpers in package storekit.
 //

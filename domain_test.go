@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestScopeValidate(t *testing.T) {
@@ -27,7 +28,7 @@ func TestScopeValidate(t *testing.T) {
 		{"empty subject", memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectProject}, "empty"},
 		{"bad char", memorykit.Scope{TenantID: "t 1", SubjectType: memorykit.SubjectProject, SubjectID: "p1"}, "bad_character"},
 		{"nul", memorykit.Scope{TenantID: "t1", SubjectType: memorykit.SubjectProject, SubjectID: "p\x001"}, "bad_character"},
-		{"too long", memorykit.Scope{TenantID: strings.Repeat("a", memorykit.MaxIDBytes+1), SubjectType: memorykit.SubjectProject, SubjectID: "p1"}, "too_long"},
+		{"too long", memorykit.Scope{TenantID: strings.Repeat("a", storekit.MaxIDBytes+1), SubjectType: memorykit.SubjectProject, SubjectID: "p1"}, "too_long"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +73,7 @@ func TestLimitsValidateRejectsEveryZeroField(t *testing.T) {
 		t.Fatalf("zero limits = %v, want ErrInvalidPolicy", err)
 	}
 	above := validLimits()
-	above.MaxReasonBytes = memorykit.MaxReasonBytes + 1
+	above.MaxReasonBytes = storekit.MaxReasonBytes + 1
 	if err := above.Validate(); !errors.Is(err, memorykit.ErrInvalidPolicy) {
 		t.Fatalf("MaxReasonBytes above the package ceiling = %v, want ErrInvalidPolicy", err)
 	}
@@ -210,7 +211,7 @@ func TestWriteGuardCheckNew(t *testing.T) {
 		{"source ref utf8", func(r *memorykit.NewRecord) { r.Sources = []memorykit.Source{{"a", "\xff"}} }, memorykit.ErrInvalidInput, "invalid_utf8"},
 		{"bad actor", func(r *memorykit.NewRecord) { r.Actor = memorykit.Actor{Kind: "robot", ID: "r"} }, memorykit.ErrInvalidInput, "unknown"},
 		{"bad id", func(r *memorykit.NewRecord) { r.ID = "has space" }, memorykit.ErrInvalidInput, "bad_character"},
-		{"long reason", func(r *memorykit.NewRecord) { r.Reason = strings.Repeat("r", memorykit.MaxReasonBytes+1) }, memorykit.ErrInvalidInput, "too_long"},
+		{"long reason", func(r *memorykit.NewRecord) { r.Reason = strings.Repeat("r", storekit.MaxReasonBytes+1) }, memorykit.ErrInvalidInput, "too_long"},
 		{"bad window", func(r *memorykit.NewRecord) {
 			r.EffectiveFrom = time.Unix(100, 0)
 			r.EffectiveUntil = time.Unix(50, 0)
@@ -244,12 +245,12 @@ func TestWriteGuardCheckNew(t *testing.T) {
 func TestCheckReasonCode(t *testing.T) {
 	t.Parallel()
 	for _, ok := range []string{"timeout", "lease_expired", "sqlstate_40001"} {
-		if err := memorykit.CheckReasonCode("t", ok); err != nil {
+		if err := storekit.CheckReasonCode("t", ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "Has Caps", "with space", strings.Repeat("a", 65), "drop;table"} {
-		if err := memorykit.CheckReasonCode("t", bad); !errors.Is(err, memorykit.ErrInvalidInput) {
+		if err := storekit.CheckReasonCode("t", bad); !errors.Is(err, memorykit.ErrInvalidInput) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
@@ -287,7 +288,7 @@ func TestSearchTerms(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := memorykit.SearchTerms(tc.query, tc.max)
+			got := storekit.SearchTerms(tc.query, tc.max)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("SearchTerms(%q) = %q, want %q", tc.query, got, tc.want)
 			}
@@ -297,7 +298,7 @@ func TestSearchTerms(t *testing.T) {
 
 func TestIndexTermsMakeCJKGramsSubstrings(t *testing.T) {
 	t.Parallel()
-	got := memorykit.IndexTerms("db", "使用数据库 Postgres")
+	got := storekit.IndexTerms("db", "使用数据库 Postgres")
 	want := []string{"db", "postgres", "使", "使用", "库", "据", "据库", "数", "数据", "用", "用数"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("IndexTerms = %q, want %q", got, want)
@@ -308,7 +309,7 @@ func TestIndexTermsMakeCJKGramsSubstrings(t *testing.T) {
 	}
 	// Every query gram that is a substring of the content is an index term.
 	for _, q := range []string{"数据库", "用数", "库", "使用数据"} {
-		for _, term := range memorykit.SearchTerms(q, 10) {
+		for _, term := range storekit.SearchTerms(q, 10) {
 			if !index[term] {
 				t.Errorf("query %q term %q is a substring but not indexed", q, term)
 			}
@@ -318,25 +319,25 @@ func TestIndexTermsMakeCJKGramsSubstrings(t *testing.T) {
 
 func TestExactKeys(t *testing.T) {
 	t.Parallel()
-	got := memorykit.ExactKeys("What is deploy.region?", 5)
+	got := storekit.ExactKeys("What is deploy.region?", 5)
 	want := []string{"what is deploy.region", "what", "is", "deploy.region"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ExactKeys = %q, want %q", got, want)
 	}
-	if got := memorykit.ExactKeys("a b c d e f", 3); len(got) != 3 {
+	if got := storekit.ExactKeys("a b c d e f", 3); len(got) != 3 {
 		t.Fatalf("ExactKeys max: %q", got)
 	}
-	if got := memorykit.NormalizeKey("  Ｄｅｐｌｏｙ\tREGION  "); got != "deploy region" {
+	if got := storekit.NormalizeKey("  Ｄｅｐｌｏｙ\tREGION  "); got != "deploy region" {
 		t.Fatalf("NormalizeKey = %q", got)
 	}
 }
 
 func TestFuseRRF(t *testing.T) {
 	t.Parallel()
-	fused := memorykit.FuseRRF(60,
-		memorykit.Ranking{Channel: memorykit.ChannelExact, Weight: 1, IDs: []string{"k"}},
-		memorykit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"a", "b", "k"}},
-		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"b", "a", "a"}},
+	fused := storekit.FuseRRF(60,
+		storekit.Ranking{Channel: memorykit.ChannelExact, Weight: 1, IDs: []string{"k"}},
+		storekit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"a", "b", "k"}},
+		storekit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"b", "a", "a"}},
 	)
 	var got []string
 	for _, f := range fused {
@@ -359,9 +360,9 @@ func TestFuseRRF(t *testing.T) {
 		t.Fatalf("score = %v, want %v", fused[0].Score, want)
 	}
 	// Weights shift the order.
-	fused = memorykit.FuseRRF(60,
-		memorykit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"x", "y"}},
-		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 3, IDs: []string{"y", "x"}},
+	fused = storekit.FuseRRF(60,
+		storekit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"x", "y"}},
+		storekit.Ranking{Channel: memorykit.ChannelVector, Weight: 3, IDs: []string{"y", "x"}},
 	)
 	if fused[0].ID != "y" {
 		t.Fatalf("weighted fusion should prefer the vector channel's top: %v", fused)
@@ -373,11 +374,11 @@ func TestFuseRRFAtBreaksTiesByRecencyThenID(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	from := map[string]time.Time{"a": base, "b": base.Add(time.Microsecond), "c": base.Add(time.Microsecond), "d": base}
 	// All four tie on score: rank 1 in one channel each, equal weights.
-	fused := memorykit.FuseRRFAt(60, func(id string) time.Time { return from[id] },
-		memorykit.Ranking{Channel: memorykit.ChannelExact, Weight: 1, IDs: []string{"a"}},
-		memorykit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"d", "x"}},
-		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"c"}},
-		memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"b"}},
+	fused := storekit.FuseRRFAt(60, func(id string) time.Time { return from[id] },
+		storekit.Ranking{Channel: memorykit.ChannelExact, Weight: 1, IDs: []string{"a"}},
+		storekit.Ranking{Channel: memorykit.ChannelFullText, Weight: 1, IDs: []string{"d", "x"}},
+		storekit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"c"}},
+		storekit.Ranking{Channel: memorykit.ChannelVector, Weight: 1, IDs: []string{"b"}},
 	)
 	var got []string
 	for _, f := range fused {
@@ -392,28 +393,28 @@ func TestFuseRRFAtBreaksTiesByRecencyThenID(t *testing.T) {
 
 func TestTokensAndTruncation(t *testing.T) {
 	t.Parallel()
-	if got := memorykit.EstimateTokens(""); got != 0 {
+	if got := storekit.EstimateTokens(""); got != 0 {
 		t.Fatalf("empty = %d", got)
 	}
-	if got := memorykit.EstimateTokens("abcdef"); got != 2 {
+	if got := storekit.EstimateTokens("abcdef"); got != 2 {
 		t.Fatalf("ascii = %d", got)
 	}
-	if got := memorykit.EstimateTokens("数据库"); got != 3 {
+	if got := storekit.EstimateTokens("数据库"); got != 3 {
 		t.Fatalf("cjk = %d", got)
 	}
-	if s, cut := memorykit.TruncateRunes("数据库abc", 4); s != "数据库a" || !cut {
+	if s, cut := storekit.TruncateRunes("数据库abc", 4); s != "数据库a" || !cut {
 		t.Fatalf("TruncateRunes = %q %v", s, cut)
 	}
-	if s, cut := memorykit.TruncateRunes("abc", 4); s != "abc" || cut {
+	if s, cut := storekit.TruncateRunes("abc", 4); s != "abc" || cut {
 		t.Fatalf("TruncateRunes short = %q %v", s, cut)
 	}
-	if got := memorykit.SanitizeQuery("数据库abc", 4); got != "库abc" {
+	if got := storekit.SanitizeQuery("数据库abc", 4); got != "库abc" {
 		t.Fatalf("SanitizeQuery keeps the last runes = %q", got)
 	}
-	if q := memorykit.SanitizeQuery("bad\xff\x00tail数据", 6); q != "tail数据" {
+	if q := storekit.SanitizeQuery("bad\xff\x00tail数据", 6); q != "tail数据" {
 		t.Fatalf("SanitizeQuery = %q", q)
 	}
-	if q := memorykit.SanitizeQuery("a\xff\x00b", 10); q != "a\uFFFD b" {
+	if q := storekit.SanitizeQuery("a\xff\x00b", 10); q != "a\uFFFD b" {
 		t.Fatalf("SanitizeQuery = %q", q)
 	}
 }
@@ -481,18 +482,18 @@ func TestDeterministicIDs(t *testing.T) {
 	t.Parallel()
 	s1, _ := memorykit.ProjectScope("t1", "p1")
 	s2, _ := memorykit.ProjectScope("t1", "p2")
-	if first, again := memorykit.ExtractionJobID(s1, "run-1"), memorykit.ExtractionJobID(s1, "run-1"); first != again {
+	if first, again := storekit.ExtractionJobID(s1, "run-1"), storekit.ExtractionJobID(s1, "run-1"); first != again {
 		t.Fatal("job id not deterministic")
 	}
-	if memorykit.ExtractionJobID(s1, "run-1") == memorykit.ExtractionJobID(s2, "run-1") {
+	if storekit.ExtractionJobID(s1, "run-1") == storekit.ExtractionJobID(s2, "run-1") {
 		t.Fatal("job id must depend on scope")
 	}
-	a, again := memorykit.CandidateID(s1, "job", memorykit.KindFact, "k"), memorykit.CandidateID(s1, "job", memorykit.KindFact, "k")
-	if a != again || a == memorykit.CandidateID(s1, "job", memorykit.KindNote, "k") {
+	a, again := storekit.CandidateID(s1, "job", memorykit.KindFact, "k"), storekit.CandidateID(s1, "job", memorykit.KindFact, "k")
+	if a != again || a == storekit.CandidateID(s1, "job", memorykit.KindNote, "k") {
 		t.Fatal("candidate id must be deterministic and depend on kind")
 	}
-	for _, id := range []string{a, memorykit.ExtractionJobID(s1, "x")} {
-		if err := memorykit.ValidateID("t", "id", id); err != nil {
+	for _, id := range []string{a, storekit.ExtractionJobID(s1, "x")} {
+		if err := storekit.ValidateID("t", "id", id); err != nil {
 			t.Errorf("generated id %q invalid: %v", id, err)
 		}
 	}
@@ -531,7 +532,7 @@ func FuzzSearchTerms(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		terms := memorykit.SearchTerms(s, 16)
+		terms := storekit.SearchTerms(s, 16)
 		if len(terms) > 16 {
 			t.Fatalf("%d terms", len(terms))
 		}
@@ -543,10 +544,10 @@ func FuzzSearchTerms(f *testing.F) {
 			seen[term] = true
 		}
 		idx := map[string]bool{}
-		for _, term := range memorykit.IndexTerms("", s) {
+		for _, term := range storekit.IndexTerms("", s) {
 			idx[term] = true
 		}
-		for _, term := range memorykit.SearchTerms(s, 1<<20) {
+		for _, term := range storekit.SearchTerms(s, 1<<20) {
 			if !idx[term] {
 				t.Fatalf("query term %q of a text is not in that text's index terms", term)
 			}
@@ -577,7 +578,7 @@ func TestReasonCode(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	b := memorykit.Backoff{Initial: time.Second, Max: 10 * time.Second, Multiplier: 2}
-	if err := memorykit.PrefixField("t", "retry", b.Validate()); err != nil {
+	if err := storekit.PrefixField("t", "retry", b.Validate()); err != nil {
 		t.Fatal(err)
 	}
 	want := []time.Duration{time.Second, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
@@ -596,7 +597,7 @@ func TestBackoff(t *testing.T) {
 		{Initial: time.Second, Max: time.Second, Multiplier: math.Inf(1)},
 		{Initial: -time.Second, Max: time.Second, Multiplier: 1},
 	} {
-		if err := memorykit.PrefixField("t", "retry", bad.Validate()); !errors.Is(err, memorykit.ErrInvalidConfig) {
+		if err := storekit.PrefixField("t", "retry", bad.Validate()); !errors.Is(err, memorykit.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v", bad, err)
 		}
 	}
@@ -611,20 +612,20 @@ func TestConfigError(t *testing.T) {
 
 func TestPrefixField(t *testing.T) {
 	t.Parallel()
-	if memorykit.PrefixField("op", "p", nil) != nil {
+	if storekit.PrefixField("op", "p", nil) != nil {
 		t.Fatal("nil must stay nil")
 	}
 	plain := errors.New("plain")
-	if memorykit.PrefixField("op", "p", plain) != plain {
+	if storekit.PrefixField("op", "p", plain) != plain {
 		t.Fatal("an error that is not an *Error must be returned unchanged")
 	}
 	bad := memorykit.Backoff{Initial: time.Second, Max: time.Millisecond, Multiplier: 2}.Validate()
 	var e *memorykit.Error
-	if !errors.As(memorykit.PrefixField("runtime.new", "outbox.retry", bad), &e) ||
+	if !errors.As(storekit.PrefixField("runtime.new", "outbox.retry", bad), &e) ||
 		e.Op != "runtime.new" || e.Field != "outbox.retry.max" || e.Reason != "below_initial" || !errors.Is(e, memorykit.ErrInvalidConfig) {
 		t.Fatalf("PrefixField = %#v", e)
 	}
-	if !errors.As(memorykit.PrefixField("", "items[2]", memorykit.NewError("s.create", memorykit.ErrAlreadyExists, "x")), &e) ||
+	if !errors.As(storekit.PrefixField("", "items[2]", memorykit.NewError("s.create", memorykit.ErrAlreadyExists, "x")), &e) ||
 		e.Op != "s.create" || e.Field != "items[2]" {
 		t.Fatalf("PrefixField without op or field = %#v", e)
 	}

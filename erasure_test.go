@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestTombstoneKeyerNeedsASecret(t *testing.T) {
@@ -23,7 +24,7 @@ func TestTombstoneKeyerNeedsASecret(t *testing.T) {
 	b, _ := memorykit.ProjectScope("acme", "hermes")
 	d := k.Digest(a, "jane doe")
 	secret[0] = 'X' // the keyer keeps its own copy
-	if !memorykit.IsKeyDigest(d) || d != k.Digest(a, "jane doe") {
+	if !storekit.IsKeyDigest(d) || d != k.Digest(a, "jane doe") {
 		t.Fatalf("digest %q is not stable", d)
 	}
 	if d == k.Digest(b, "jane doe") || d == k.Digest(a, "john roe") {
@@ -41,7 +42,7 @@ func TestPurgeReportDigestCoversEveryField(t *testing.T) {
 	base := memorykit.PurgeReport{Scope: scope, Actor: memorykit.Actor{Kind: memorykit.ActorOperator, ID: "ops"},
 		Reason: "project_closed", Records: 2, RecordIDs: []string{"a", "b"}, Revisions: 5, Embeddings: 1,
 		Jobs: 1, QueueEntries: 1, StartedAt: at, FinishedAt: at}
-	d := memorykit.PurgeReportDigest(base)
+	d := storekit.PurgeReportDigest(base)
 	for name, mutate := range map[string]func(*memorykit.PurgeReport){
 		"records":  func(r *memorykit.PurgeReport) { r.Records++ },
 		"ids":      func(r *memorykit.PurgeReport) { r.RecordIDs = []string{"a", "c"} },
@@ -51,7 +52,7 @@ func TestPurgeReportDigestCoversEveryField(t *testing.T) {
 	} {
 		r := base
 		mutate(&r)
-		if memorykit.PurgeReportDigest(r) == d {
+		if storekit.PurgeReportDigest(r) == d {
 			t.Errorf("changing %s leaves the digest", name)
 		}
 	}

@@ -38,6 +38,21 @@ const (
 	// EventExtractionRelatedFailed: the related-memory lookup for a job
 	// failed (Reason); the job went on with no related memories.
 	EventExtractionRelatedFailed EventKind = "extraction.related_failed"
+
+	// Actor health events, emitted by the supervisor when an actor enters or
+	// leaves its backing_off state (see supervisor.ActorHealth).
+
+	// EventActorDegraded: an actor failed and now keeps retrying on its
+	// backoff; Reason is the failure's code, Attempt the failure count.
+	EventActorDegraded EventKind = "actor.degraded"
+	// EventActorRecovered: an actor left backing_off and runs again;
+	// Count is how many consecutive failures it went through.
+	EventActorRecovered EventKind = "actor.recovered"
+
+	// EventReviewHintsDegraded: the review hints of one candidate could not
+	// be computed in full (reviewer.ListCandidates); RecordIDs holds the
+	// candidate's ID and Reason the failure's code. The listing itself went on.
+	EventReviewHintsDegraded EventKind = "review.hints_degraded"
 )
 
 // Event is a content-free operational record. It has no field that can hold
@@ -81,19 +96,3 @@ type DiscardEvents struct{}
 
 // Emit drops e.
 func (DiscardEvents) Emit(Event) {}
-
-// Actor health events, emitted by the supervisor when an actor enters or
-// leaves its backing_off state (see supervisor.ActorHealth).
-const (
-	// EventActorDegraded: an actor failed and now keeps retrying on its
-	// backoff; Reason is the failure's code, Attempt the failure count.
-	EventActorDegraded EventKind = "actor.degraded"
-	// EventActorRecovered: an actor left backing_off and runs again;
-	// Count is how many consecutive failures it went through.
-	EventActorRecovered EventKind = "actor.recovered"
-)
-
-// EventReviewHintsDegraded: the review hints of one candidate could not
-// be computed in full (reviewer.ListCandidates); RecordIDs holds the
-// candidate's ID and Reason the failure's code. The listing itself went on.
-const EventReviewHintsDegraded EventKind = "review.hints_degraded"

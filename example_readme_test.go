@@ -9,6 +9,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // rememberAndRecall is the host guide's first program: the smallest Host
@@ -40,8 +41,8 @@ func rememberAndRecall(ctx context.Context, hostContentPolicy memorykit.ContentV
 		return err
 	}
 	q := "which region does the API run in?"
-	res, err := store.Recall(ctx, memorykit.RecallQuery{
-		Scope: scope, ExactKeys: memorykit.ExactKeys(q, 16), Terms: memorykit.SearchTerms(q, 16),
+	res, err := store.Recall(ctx, storekit.RecallQuery{
+		Scope: scope, ExactKeys: storekit.ExactKeys(q, 16), Terms: storekit.SearchTerms(q, 16),
 		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // rejectEmpty is a Host content policy: here it only refuses whitespace.
@@ -49,10 +50,10 @@ func Example() {
 	fmt.Println(rec.Key, rec.Status, rec.Version)
 
 	query := "which region does the API run in?"
-	res, err := store.Recall(ctx, memorykit.RecallQuery{
+	res, err := store.Recall(ctx, storekit.RecallQuery{
 		Scope:      scope,
-		ExactKeys:  memorykit.ExactKeys(query, 16),
-		Terms:      memorykit.SearchTerms(query, 16),
+		ExactKeys:  storekit.ExactKeys(query, 16),
+		Terms:      storekit.SearchTerms(query, 16),
 		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
 	})
 	if err != nil {

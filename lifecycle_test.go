@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // wantError fails unless err is an *Error of kind with the given field and
@@ -57,7 +58,7 @@ func TestActiveExpectationCheck(t *testing.T) {
 func TestJobHeldBy(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
-	leased := memorykit.Job{State: memorykit.JobLeased, LeasedBy: "w1", LeaseExpiresAt: now.Add(time.Second)}
+	leased := storekit.Job{State: storekit.JobLeased, LeasedBy: "w1", LeaseExpiresAt: now.Add(time.Second)}
 	if !leased.HeldBy("w1", now) {
 		t.Fatal("the holder of an unexpired lease does not hold it")
 	}
@@ -68,7 +69,7 @@ func TestJobHeldBy(t *testing.T) {
 		t.Fatal("a lease is held at its expiry")
 	}
 	queued := leased
-	queued.State = memorykit.JobQueued
+	queued.State = storekit.JobQueued
 	if queued.HeldBy("w1", now) {
 		t.Fatal("a queued job is held")
 	}

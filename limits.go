@@ -3,13 +3,10 @@ package memorykit
 import (
 	"context"
 	"strconv"
-	"unicode"
 	"unicode/utf8"
-)
 
-// MaxReasonBytes is the ceiling on Limits.MaxReasonBytes: no Limits may
-// allow a free-text audit reason longer than this, whatever the Host sets.
-const MaxReasonBytes = 1024
+	"github.com/goagents/memorykit/internal/plumbing/textrule"
+)
 
 // Limits bounds every write. It is versioned so a Host can tell which bounds
 // were in force. Every field must be positive; there are no defaults.
@@ -33,12 +30,12 @@ type Limits struct {
 	MaxJobPayloadBytes int
 	// MaxReasonBytes bounds the free-text audit reason of a write, a
 	// correction or a lifecycle action. It must be at most the package
-	// constant MaxReasonBytes.
+	// constant storekit.MaxReasonBytes.
 	MaxReasonBytes int
 }
 
 // Validate reports ErrInvalidPolicy unless every bound is positive and
-// MaxReasonBytes is at most the package constant MaxReasonBytes.
+// MaxReasonBytes is at most the package constant storekit.MaxReasonBytes.
 func (l Limits) Validate() error {
 	checks := []struct {
 		name string
@@ -60,7 +57,7 @@ func (l Limits) Validate() error {
 			return &Error{Op: "limits.validate", Kind: ErrInvalidPolicy, Field: c.name, Reason: "must_be_positive"}
 		}
 	}
-	if l.MaxReasonBytes > MaxReasonBytes {
+	if l.MaxReasonBytes > textrule.MaxReasonBytes {
 		return &Error{Op: "limits.validate", Kind: ErrInvalidPolicy, Field: "max_reason_bytes", Reason: "too_large"}
 	}
 	return nil
@@ -131,7 +128,7 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 		return NewRecord{}, err
 	}
 	if in.ID != "" {
-		if err := ValidateID(op, "id", in.ID); err != nil {
+		if err := validateID(op, "id", in.ID); err != nil {
 			return NewRecord{}, err
 		}
 	}
@@ -163,7 +160,7 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 			return NewRecord{}, FieldError(op, "expect", "need_none_or_id")
 		}
 		if in.Expect.ID != "" {
-			if err := ValidateID(op, "expect.id", in.Expect.ID); err != nil {
+			if err := validateID(op, "expect.id", in.Expect.ID); err != nil {
 				return NewRecord{}, err
 			}
 			if in.Expect.Version <= 0 {
@@ -188,28 +185,29 @@ func (g *WriteGuard) CheckNew(ctx context.Context, op string, in NewRecord) (New
 
 // CheckActionReason validates the reason of a lifecycle action that
 // stores no content (activate, reject, forget, erase): the reason against
-// Limits.MaxReasonBytes (CheckReason) and, when a reason is given, the
+// Limits.MaxReasonBytes (storekit.CheckReason) and, when a reason is given, the
 // Host's ContentValidator on it (a ContentCheck with only Scope, Origin,
 // Action and Reason set). A refused reason is ErrInvalidInput, field
-// "reason", reason "content_rejected". It does not validate the rest of
-// t; storekit.CheckAction does both.
-func (g *WriteGuard) CheckActionReason(ctx context.Context, op string, action Action, t Transition) error {
-	if err := g.CheckReason(op, t.Reason); err != nil {
+// "reason", reason "content_rejected". scope and actor are the action's;
+// it does not validate them: storekit.CheckAction validates the whole
+// storekit.Transition and then calls this.
+func (g *WriteGuard) CheckActionReason(ctx context.Context, op string, action Action, scope Scope, actor Actor, reason string) error {
+	if err := g.CheckReason(op, reason); err != nil {
 		return err
 	}
-	if t.Reason == "" {
+	if reason == "" {
 		return nil
 	}
-	return g.validate(ctx, op, "reason", ContentCheck{Scope: t.Scope, Origin: t.Actor, Action: action, Reason: t.Reason})
+	return g.validate(ctx, op, "reason", ContentCheck{Scope: scope, Origin: actor, Action: action, Reason: reason})
 }
 
-// CheckReason validates an audit reason as CheckReason does and bounds it
+// CheckReason validates an audit reason as storekit.CheckReason does and bounds it
 // by Limits.MaxReasonBytes. It does not call the ContentValidator.
 func (g *WriteGuard) CheckReason(op, reason string) error {
 	if len(reason) > g.limits.MaxReasonBytes {
 		return FieldError(op, "reason", "too_long")
 	}
-	return CheckReason(op, reason)
+	return checkReason(op, reason)
 }
 
 // CheckKey validates and canonicalises a key.
@@ -217,19 +215,19 @@ func (g *WriteGuard) CheckKey(op, key string) (string, error) {
 	if !utf8.ValidString(key) {
 		return "", FieldError(op, "key", "invalid_utf8")
 	}
-	// NormalizeKey drops control characters; a NUL or another C0 control
+	// storekit.NormalizeKey drops control characters; a NUL or another C0 control
 	// in a key is refused, as before, rather than silently removed.
-	if r := textProblem(key, true); r != "" {
+	if r := textrule.TextProblem(key, true); r != "" {
 		return "", FieldError(op, "key", r)
 	}
-	k := NormalizeKey(key)
+	k := textrule.NormalizeKey(key)
 	switch {
 	case k == "":
 		return "", FieldError(op, "key", "empty")
 	case len(key) > g.limits.MaxKeyBytes || len(k) > g.limits.MaxKeyBytes:
 		return "", FieldError(op, "key", "too_long")
 	}
-	if r := textProblem(k, false); r != "" {
+	if r := textrule.TextProblem(k, false); r != "" {
 		return "", FieldError(op, "key", r)
 	}
 	return k, nil
@@ -243,14 +241,14 @@ func (g *WriteGuard) CheckPayload(op, payload string) error {
 	if len(payload) > g.limits.MaxJobPayloadBytes {
 		return FieldError(op, "payload", "too_long")
 	}
-	if r := textProblem(payload, true); r != "" {
+	if r := textrule.TextProblem(payload, true); r != "" {
 		return FieldError(op, "payload", r)
 	}
 	return nil
 }
 
 // CheckContent validates the body of a write (content, metadata and
-// sources) against the limits and the text rules (content that IsBlank is
+// sources) against the limits and the text rules (content that storekit.IsBlank is
 // refused with reason "blank"), then asks the Host's
 // ContentValidator; a refusal is ErrInvalidInput, field "content", reason
 // "content_rejected". CheckNew calls it for a new record, and stores call
@@ -263,10 +261,10 @@ func (g *WriteGuard) CheckContent(ctx context.Context, op string, c ContentCheck
 	case len(c.Content) > l.MaxContentBytes:
 		return FieldError(op, "content", "too_long")
 	}
-	if r := textProblem(c.Content, true); r != "" {
+	if r := textrule.TextProblem(c.Content, true); r != "" {
 		return FieldError(op, "content", r)
 	}
-	if IsBlank(c.Content) {
+	if textrule.IsBlank(c.Content) {
 		return FieldError(op, "content", "blank")
 	}
 	if len(c.Metadata) > l.MaxMetadataEntries {
@@ -278,7 +276,7 @@ func (g *WriteGuard) CheckContent(ctx context.Context, op string, c ContentCheck
 		if r := metaKeyProblem(k); r != "" {
 			return FieldError(op, "metadata.key", r)
 		}
-		if r := textProblem(v, false); r != "" {
+		if r := textrule.TextProblem(v, false); r != "" {
 			return FieldError(op, "metadata.value", r)
 		}
 	}
@@ -299,7 +297,7 @@ func (g *WriteGuard) CheckContent(ctx context.Context, op string, c ContentCheck
 		if s.Ref == "" {
 			return FieldError(op, field+".ref", "empty")
 		}
-		if r := textProblem(s.Ref, false); r != "" {
+		if r := textrule.TextProblem(s.Ref, false); r != "" {
 			return FieldError(op, field+".ref", r)
 		}
 	}
@@ -318,56 +316,6 @@ func (g *WriteGuard) validate(ctx context.Context, op, field string, c ContentCh
 	return nil
 }
 
-// CheckReason validates an audit reason: optional, clean text of at most
-// the package constant MaxReasonBytes. WriteGuard.CheckReason also applies
-// Limits.MaxReasonBytes; stores call that one.
-func CheckReason(op, reason string) error {
-	if len(reason) > MaxReasonBytes {
-		return FieldError(op, "reason", "too_long")
-	}
-	if r := textProblem(reason, true); r != "" {
-		return FieldError(op, "reason", r)
-	}
-	return nil
-}
-
-// CheckReasonCode validates a machine reason code: 1..64 bytes of [a-z0-9_].
-// Codes are the only free-form strings allowed in events and tombstones.
-func CheckReasonCode(op, code string) error {
-	if code == "" || len(code) > 64 {
-		return FieldError(op, "reason_code", "bad_length")
-	}
-	for i := 0; i < len(code); i++ {
-		c := code[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return FieldError(op, "reason_code", "bad_character")
-		}
-	}
-	return nil
-}
-
-// textProblem returns a reason code when s is not storable text: invalid
-// UTF-8, a NUL byte (PostgreSQL text cannot hold it) or another C0 control
-// character. multiline allows tab, newline and carriage return.
-func textProblem(s string, multiline bool) string {
-	if !utf8.ValidString(s) {
-		return "invalid_utf8"
-	}
-	for _, r := range s {
-		switch {
-		case r == 0:
-			return "nul_byte"
-		case r == '\t' || r == '\n' || r == '\r':
-			if !multiline && r != '\t' {
-				return "control_character"
-			}
-		case r < 0x20 || r == 0x7f:
-			return "control_character"
-		}
-	}
-	return ""
-}
-
 // metaKeyProblem validates metadata keys and source kinds: 1..64 bytes of
 // [a-z0-9_.-].
 func metaKeyProblem(k string) string {
@@ -384,30 +332,4 @@ func metaKeyProblem(k string) string {
 		}
 	}
 	return ""
-}
-
-// IsBlank reports whether text shows nothing: it is empty once white
-// space, the characters that render as nothing (format characters such as
-// the zero-width space and joiners, the other default-ignorable code points
-// such as the Hangul fillers, variation selectors and control characters)
-// and the blank-looking symbols U+2800 (braille pattern blank) and U+3164
-// (Hangul filler) are set aside. Every write path refuses such content with
-// reason "blank", through WriteGuard.CheckContent.
-func IsBlank(s string) bool {
-	for _, r := range s {
-		if !blankRune(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// blankRune reports a rune IsBlank sets aside.
-func blankRune(r rune) bool {
-	switch r {
-	case 0x2800, 0x3164, 0x115F, 0x1160, 0xFFA0:
-		return true
-	}
-	return unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Cf, unicode.Cc,
-		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }

@@ -1,5 +1,7 @@
 package memorykit
 
+import "github.com/goagents/memorykit/internal/plumbing/textrule"
+
 // LimitsV1 returns memorykit's write bounds, version 1. Every field is set
 // here explicitly and the result passes Validate; a Host may copy it and
 // change any bound (the copy must still pass Validate). Changing a number
@@ -11,7 +13,7 @@ package memorykit
 //     bytes each;
 //   - up to 100 records per List page or store batch;
 //   - extraction payloads (one finished turn) up to 64 KiB;
-//   - audit reasons up to the package ceiling MaxReasonBytes.
+//   - audit reasons up to the package ceiling storekit.MaxReasonBytes.
 func LimitsV1() Limits {
 	return Limits{
 		Version:            1,
@@ -23,6 +25,6 @@ func LimitsV1() Limits {
 		MaxSourceBytes:     512,
 		MaxListSize:        100,
 		MaxJobPayloadBytes: 64 << 10,
-		MaxReasonBytes:     MaxReasonBytes,
+		MaxReasonBytes:     textrule.MaxReasonBytes,
 	}
 }

@@ -1,6 +1,10 @@
 package memorykit
 
-import "time"
+import (
+	"time"
+
+	"github.com/goagents/memorykit/internal/plumbing/textrule"
+)
 
 // RecallPolicy configures recall. It is versioned, and every field must be
 // set: a zero or partial policy is ErrInvalidPolicy, never a default.
@@ -53,8 +57,14 @@ func (p RecallPolicy) LexicalOnly() bool {
 		p.EmbeddingProfile == "" && p.EmbeddingDimension == 0
 }
 
-// MaxPolicyBudget bounds every count in a RecallPolicy.
-const MaxPolicyBudget = 10000
+// Bounds on values a Host sets.
+const (
+	// MaxPolicyBudget bounds every count in a RecallPolicy.
+	MaxPolicyBudget = 10000
+	// MinTombstoneSecretBytes is the shortest secret NewTombstoneKeyer
+	// accepts.
+	MinTombstoneSecretBytes = 32
+)
 
 // Validate reports ErrInvalidPolicy for any missing or out-of-range field.
 // A LexicalOnly policy is valid; a VectorWeight of 0 with any other vector
@@ -116,29 +126,23 @@ func (p RecallPolicy) Validate() error {
 	if lexical {
 		return nil
 	}
-	if p.EmbeddingProfile == "" || len(p.EmbeddingProfile) > MaxIDBytes {
+	if p.EmbeddingProfile == "" || len(p.EmbeddingProfile) > textrule.MaxIDBytes {
 		return bad("embedding_profile", "bad_length")
 	}
-	if err := ValidateProfile("recallpolicy.validate", p.EmbeddingProfile); err != nil {
+	if textrule.ProfileProblem(p.EmbeddingProfile) != "" {
 		return bad("embedding_profile", "bad_character")
 	}
 	return nil
 }
 
-// ValidateProfile checks an embedding profile name: 1..128 bytes of ASCII
-// letters, digits and ". _ - : / @".
-func ValidateProfile(op, profile string) error {
-	if profile == "" || len(profile) > MaxIDBytes {
-		return FieldError(op, "profile", "bad_length")
-	}
-	for i := 0; i < len(profile); i++ {
-		c := profile[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '-', c == ':', c == '/', c == '@':
-		default:
-			return FieldError(op, "profile", "bad_character")
-		}
-	}
-	return nil
-}
+// Channel names a recall channel.
+type Channel string
+
+const (
+	// ChannelExact matches record keys.
+	ChannelExact Channel = "exact"
+	// ChannelFullText matches search terms.
+	ChannelFullText Channel = "full_text"
+	// ChannelVector ranks by cosine similarity of embeddings.
+	ChannelVector Channel = "vector"
+)

@@ -18,7 +18,7 @@ const (
 //
 // The numbers were chosen on the development sets in package bench
 // (NewQualitySet and NewDialogSet; see docs/benchmarks.md) with
-// TermsVersion 2, so that fused recall is at least as good as its best
+// storekit.TermsVersion 2, so that fused recall is at least as good as its best
 // single channel at 5 and at 10 results on every set, and at least as good
 // as a plain BM25 baseline over the same records:
 //

@@ -55,7 +55,7 @@ type Principal struct {
 
 // Validate checks the principal's tenant and actor.
 func (p Principal) Validate() error {
-	if err := ValidateID("principal.validate", "tenant_id", p.TenantID); err != nil {
+	if err := validateID("principal.validate", "tenant_id", p.TenantID); err != nil {
 		return err
 	}
 	return p.Actor.Validate()

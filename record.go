@@ -2,6 +2,8 @@ package memorykit
 
 import (
 	"time"
+
+	"github.com/goagents/memorykit/internal/plumbing/textrule"
 )
 
 // Kind classifies a memory. The set is closed; an unknown kind is rejected.
@@ -117,7 +119,7 @@ func (a Actor) Validate() error {
 	if !a.Kind.Valid() {
 		return FieldError("actor.validate", "actor.kind", "unknown")
 	}
-	return ValidateID("actor.validate", "actor.id", a.ID)
+	return validateID("actor.validate", "actor.id", a.ID)
 }
 
 // Source says where a memory came from, such as {"conversation", "run-42/turn-3"}.
@@ -167,12 +169,7 @@ func (r Record) Recallable(scope Scope, now time.Time) bool {
 // EmbeddingText is the text an Embedder sees for the record. The key is
 // immutable, so ContentHash alone decides whether an embedding is current.
 func (r Record) EmbeddingText() string {
-	return EmbeddingText(r.Key, r.Content)
-}
-
-// EmbeddingText joins a canonical key and content into the embedded text.
-func EmbeddingText(key, content string) string {
-	return key + "\n" + content
+	return textrule.EmbeddingText(r.Key, r.Content)
 }
 
 // Clone returns a deep copy, so callers cannot mutate a store's state.
@@ -190,7 +187,7 @@ func (r Record) Clone() Record {
 	return r
 }
 
-// Action is a lifecycle action recorded in a Revision.
+// Action is a lifecycle action recorded in a storekit.Revision.
 type Action string
 
 const (
@@ -208,39 +205,10 @@ const (
 	ActionForget Action = "forget"
 	// ActionErase scrubs a record down to a tombstone.
 	ActionErase Action = "erase"
+	// ActionPurge erases a record as part of a project purge
+	// (storekit.Purger). It may start from any status but erased.
+	ActionPurge Action = "purge"
 )
-
-// Revision is one entry of a record's audit trail. Content, Sources, Metadata
-// and ContentHash are the snapshot after the action; Erase scrubs them from
-// every revision of the record.
-type Revision struct {
-	RecordID    string
-	Version     int64
-	Action      Action
-	Actor       Actor
-	Reason      string
-	Status      Status
-	ContentHash string
-	Content     string
-	Metadata    map[string]string
-	Sources     []Source
-	At          time.Time
-}
-
-// Clone returns a deep copy.
-func (v Revision) Clone() Revision {
-	if v.Metadata != nil {
-		m := make(map[string]string, len(v.Metadata))
-		for k, val := range v.Metadata {
-			m[k] = val
-		}
-		v.Metadata = m
-	}
-	if v.Sources != nil {
-		v.Sources = append([]Source(nil), v.Sources...)
-	}
-	return v
-}
 
 // NewRecord is the input for creating a record.
 type NewRecord struct {
@@ -282,80 +250,21 @@ type ActiveExpectation struct {
 	// KeyOwner, when non-nil, also requires that the canonical key is not
 	// governed against this actor anywhere in the Scope: no record with the
 	// key, under any kind, carries another actor's decision (see
-	// GovernsKeyAgainst). The store checks it in the same atomic step as
+	// storekit.GovernsKeyAgainst). The store checks it in the same atomic step as
 	// the create; a governed key is ErrVersionConflict with reason
 	// ReasonKeyGoverned. The model write path sets it. CreateBatch does not
 	// take it (ErrInvalidInput).
 	KeyOwner *Actor
 }
 
-// ReasonKeyGoverned is the reason code of the ErrVersionConflict a Create
-// returns when its ActiveExpectation.KeyOwner condition fails.
-const ReasonKeyGoverned = "key_governed"
-
-// GovernsKeyAgainst reports whether rec, a record holding some canonical
-// key in a Scope (under any kind), makes that key governed against actor:
-// whether rec carries a decision by anyone but actor. This is the rule
-// behind ActiveExpectation.KeyOwner, and so behind the model write: a
-// model's write is active at once only while no record of its key governs
-// it.
-//
-//   - A candidate never governs: it is a pending proposal, not a decision.
-//   - actor's own history does not govern: a record actor created that no
-//     one else touched since (version 1), or that actor's own later write
-//     superseded (version 2, superseded, touched by actor).
-//   - Anything else governs: an active record another actor wrote,
-//     reviewed, activated or corrected; and a record that anyone else
-//     superseded, rejected, forgot or erased. So a key a person forgot,
-//     erased or rejected is not new to the model.
-//
-// Stores evaluate the same rule in their own terms (pgstore in SQL); the
-// storetest lifecycle suite checks that they agree.
-func GovernsKeyAgainst(rec Record, actor Actor) bool {
-	if rec.Status == StatusCandidate {
-		return false
+// Check tests the expectation against the active record holding the
+// Scope, kind and key now, given by its ID and version (holderID empty
+// when no record holds it). A failed expectation is ErrVersionConflict
+// with reason "active_record_changed".
+func (x ActiveExpectation) Check(op, holderID string, holderVersion int64) error {
+	held := holderID != ""
+	if x.None && !held || !x.None && held && holderID == x.ID && holderVersion == x.Version {
+		return nil
 	}
-	if rec.CreatedBy != actor || rec.TouchedBy != actor {
-		return true
-	}
-	own := rec.Version == 1 || rec.Status == StatusSuperseded && rec.Version == 2
-	return !own
-}
-
-// Transition is the input for a lifecycle action on one record.
-type Transition struct {
-	Scope Scope
-	ID    string
-	Actor Actor
-	// Reason is a short human note for the audit trail. It is stored, never
-	// logged.
-	Reason string
-	// ExpectVersion, when non-zero, must equal the record's current version.
-	ExpectVersion int64
-}
-
-// Correction is the input for replacing a record's content and sources.
-type Correction struct {
-	Transition
-	Content string
-	Sources []Source
-	// Metadata replaces the metadata when non-nil.
-	Metadata map[string]string
-}
-
-// ListFilter selects records for List.
-type ListFilter struct {
-	Scope Scope
-	// Statuses to include; empty means every status.
-	Statuses []Status
-	// Kind, when set, restricts to one kind.
-	Kind Kind
-	// Key, when set, restricts to one canonical key. It also matches the
-	// erased tombstones of that key, which keep only its keyed digest
-	// (TombstoneKeyer.Digest), so a lookup by key still finds them.
-	Key string
-	// Limit must be 1..Limits.MaxListSize.
-	Limit int
-	// AfterID continues a listing after this record ID (order: ID ascending).
-	AfterID string
+	return NewError(op, ErrVersionConflict, "active_record_changed")
 }

@@ -1,5 +1,7 @@
 package memorykit
 
+import "github.com/goagents/memorykit/internal/plumbing/textrule"
+
 // SubjectType is the kind of subject a Scope belongs to.
 type SubjectType string
 
@@ -10,9 +12,6 @@ const (
 	// rejects it with ErrInvalidScope.
 	SubjectUser SubjectType = "user"
 )
-
-// MaxIDBytes bounds tenant, subject, actor, worker and record identifiers.
-const MaxIDBytes = 128
 
 // Scope is the unit of memory isolation: {TenantID, SubjectType, SubjectID}.
 // Hosts build it only from an authenticated tenant and a trusted project
@@ -37,7 +36,7 @@ func ProjectScope(tenantID, projectID string) (Scope, error) {
 // Scope, an unknown subject type or a malformed identifier is ErrInvalidScope.
 func (s Scope) Validate() error {
 	const op = "scope.validate"
-	if r := idProblem(s.TenantID); r != "" {
+	if r := textrule.IDProblem(s.TenantID); r != "" {
 		return &Error{Op: op, Kind: ErrInvalidScope, Field: "tenant_id", Reason: r}
 	}
 	switch s.SubjectType {
@@ -47,7 +46,7 @@ func (s Scope) Validate() error {
 	default:
 		return &Error{Op: op, Kind: ErrInvalidScope, Field: "subject_type", Reason: "unknown"}
 	}
-	if r := idProblem(s.SubjectID); r != "" {
+	if r := textrule.IDProblem(s.SubjectID); r != "" {
 		return &Error{Op: op, Kind: ErrInvalidScope, Field: "subject_id", Reason: r}
 	}
 	return nil
@@ -56,32 +55,4 @@ func (s Scope) Validate() error {
 // String renders the Scope's identifiers (never content) for diagnostics.
 func (s Scope) String() string {
 	return s.TenantID + "/" + string(s.SubjectType) + "/" + s.SubjectID
-}
-
-// ValidateID checks an identifier: 1..MaxIDBytes bytes of ASCII letters,
-// digits and ". _ - : @". The error names the field.
-func ValidateID(op, field, id string) error {
-	if r := idProblem(id); r != "" {
-		return FieldError(op, field, r)
-	}
-	return nil
-}
-
-func idProblem(id string) string {
-	if id == "" {
-		return "empty"
-	}
-	if len(id) > MaxIDBytes {
-		return "too_long"
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '-', c == ':', c == '@':
-		default:
-			return "bad_character"
-		}
-	}
-	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 const (
@@ -70,7 +71,7 @@ func newHTTPCore(newOp, embedOp string, c commonConfig) (*httpCore, error) {
 	if c.timeout <= 0 {
 		return nil, configError(newOp, "timeout", "must_be_positive")
 	}
-	if err := memorykit.ValidateProfile(newOp, c.profile); err != nil {
+	if err := storekit.ValidateProfile(newOp, c.profile); err != nil {
 		var me *memorykit.Error
 		reason := "invalid"
 		if errors.As(err, &me) {

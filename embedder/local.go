@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 const (
@@ -87,7 +88,7 @@ var stopwords = func() map[string]struct{} {
 //     lower-cased.
 //  2. It is split into words (runs of letters, digits and combining marks)
 //     and runs of Chinese, Japanese or Korean characters
-//     ([memorykit.IsCJK] plus the Hangul script). Everything else separates.
+//     ([storekit.IsCJK] plus the Hangul script). Everything else separates.
 //  3. Features, each with an integer weight: every word (4, or 1 for an
 //     English stopword); every pair of adjacent words, where a CJK run breaks
 //     adjacency (2, or 1 when either word is a stopword); the character
@@ -184,7 +185,7 @@ func (h *hasher) add(weight int64, ns byte, parts ...string) {
 
 // isCJKRune reports whether r is embedded as a single character: Chinese,
 // Japanese or Korean.
-func isCJKRune(r rune) bool { return memorykit.IsCJK(r) || unicode.Is(unicode.Hangul, r) }
+func isCJKRune(r rune) bool { return storekit.IsCJK(r) || unicode.Is(unicode.Hangul, r) }
 
 func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func embedOne(t *testing.T, text string) []float32 {
@@ -34,7 +35,7 @@ func TestLocalProfileAndDimension(t *testing.T) {
 	if l.Profile() != "memorykit/hash-v1" || l.Dimension() != 384 {
 		t.Fatalf("profile %q dimension %d", l.Profile(), l.Dimension())
 	}
-	if err := memorykit.ValidateProfile("test", l.Profile()); err != nil {
+	if err := storekit.ValidateProfile("test", l.Profile()); err != nil {
 		t.Fatalf("profile is not a valid profile name: %v", err)
 	}
 }
@@ -97,7 +98,7 @@ func TestLocalGolden(t *testing.T) {
 // bit for bit.
 func referenceEmbed(text string) []float32 {
 	s := strings.ToLower(norm.NFKC.String(strings.ToValidUTF8(text, "\uFFFD")))
-	isCJK := func(r rune) bool { return memorykit.IsCJK(r) || unicode.Is(unicode.Hangul, r) }
+	isCJK := func(r rune) bool { return storekit.IsCJK(r) || unicode.Is(unicode.Hangul, r) }
 	isWord := func(r rune) bool {
 		return !isCJK(r) && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r))
 	}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestBackoff(t *testing.T) {
@@ -25,7 +26,7 @@ func TestBackoff(t *testing.T) {
 		"retry.max":        {Initial: time.Second, Max: time.Millisecond, Multiplier: 2},
 		"retry.multiplier": {Initial: time.Second, Max: time.Second, Multiplier: math.NaN()},
 	} {
-		if me := testkit.WantKind(t, memorykit.PrefixField("op", "retry", bad.Validate()), memorykit.ErrInvalidConfig); me.Field != field {
+		if me := testkit.WantKind(t, storekit.PrefixField("op", "retry", bad.Validate()), memorykit.ErrInvalidConfig); me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
 	}
@@ -68,7 +69,7 @@ func TestConfigFailsClosed(t *testing.T) {
 		{"embedder.dimension", func(c *embedworker.Config) { c.Embedder = badProfile{profile: "p1", dim: 0} }},
 		{"worker_id", func(c *embedworker.Config) { c.WorkerID = "" }},
 		{"worker_id", func(c *embedworker.Config) { c.WorkerID = "a/b" }},
-		{"worker_id", func(c *embedworker.Config) { c.WorkerID = strings.Repeat("w", memorykit.MaxIDBytes-len("embed:")+1) }},
+		{"worker_id", func(c *embedworker.Config) { c.WorkerID = strings.Repeat("w", storekit.MaxIDBytes-len("embed:")+1) }},
 		{"lease_ttl", func(c *embedworker.Config) { c.LeaseTTL = 0 }},
 		{"lease_ttl", func(c *embedworker.Config) { c.LeaseTTL = c.EmbedDeadline }},
 		{"embed_deadline", func(c *embedworker.Config) { c.EmbedDeadline = 0 }},
@@ -127,7 +128,7 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 			t.Fatalf("events = %+v", e.Sink.Events())
 		}
 		for _, ev := range e.Sink.Events() {
-			if ev.Reason != "" && memorykit.CheckReasonCode("", ev.Reason) != nil {
+			if ev.Reason != "" && storekit.CheckReasonCode("", ev.Reason) != nil {
 				t.Errorf("event reason %q is not a reason code", ev.Reason)
 			}
 		}

@@ -3,9 +3,9 @@ package embedworker_test
 import (
 	"testing"
 
-	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestRebuildMovesToHashV2: records embedded under hash-v1 are pending for
@@ -28,13 +28,13 @@ func TestRebuildMovesToHashV2(t *testing.T) {
 			}
 			return p
 		}
-		v2Hits := func(text string) []memorykit.Hit {
+		v2Hits := func(text string) []storekit.Hit {
 			t.Helper()
 			v, err := embedder.NewLocalV2().Embed(e.Ctx, []string{text})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := e.store.Recall(e.Ctx, memorykit.RecallQuery{
+			res, err := e.store.Recall(e.Ctx, storekit.RecallQuery{
 				Scope: e.Scope, Vector: v[0], Profile: embedder.LocalV2Profile, ExactLimit: 1, FullTextLimit: 1, VectorLimit: 50,
 			})
 			if err != nil {

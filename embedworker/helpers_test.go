@@ -14,7 +14,8 @@ import (
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 // env is one test's harness (clock, scope, events, logs) and store.
 type env struct {
 	*testkit.Harness
-	store memorykit.Store
+	store storekit.Store
 	pg    *testkit.DB // nil for memorystore
 }
 
@@ -125,13 +126,13 @@ func (e *env) pending() int {
 
 // vectorHits runs the vector channel alone with the local embedding of
 // text.
-func (e *env) vectorHits(text string) []memorykit.Hit {
+func (e *env) vectorHits(text string) []storekit.Hit {
 	e.T.Helper()
 	v, err := embedder.NewLocal().Embed(e.Ctx, []string{text})
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	res, err := e.store.Recall(e.Ctx, memorykit.RecallQuery{
+	res, err := e.store.Recall(e.Ctx, storekit.RecallQuery{
 		Scope: e.Scope, Vector: v[0], Profile: embedder.LocalProfile, ExactLimit: 1, FullTextLimit: 1, VectorLimit: 50,
 	})
 	if err != nil {
@@ -189,27 +190,27 @@ func (f *fakeEmbedder) calls() ([]int, []time.Time) {
 
 // faultStore wraps a Store and can fail chosen embedding calls.
 type faultStore struct {
-	memorykit.Store
+	storekit.Store
 	testkit.Faults
 }
 
-func newFaultStore(s memorykit.Store) *faultStore { return &faultStore{Store: s} }
+func newFaultStore(s storekit.Store) *faultStore { return &faultStore{Store: s} }
 
-func (f *faultStore) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+func (f *faultStore) LeaseEmbeddings(ctx context.Context, p storekit.EmbeddingLease) ([]storekit.EmbeddingTask, error) {
 	if err := f.Fault("LeaseEmbeddings"); err != nil {
 		return nil, err
 	}
 	return f.Store.LeaseEmbeddings(ctx, p)
 }
 
-func (f *faultStore) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+func (f *faultStore) PutEmbedding(ctx context.Context, p storekit.EmbeddingPut) error {
 	if err := f.Fault("PutEmbedding"); err != nil {
 		return err
 	}
 	return f.Store.PutEmbedding(ctx, p)
 }
 
-func (f *faultStore) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelease) error {
+func (f *faultStore) ReleaseEmbedding(ctx context.Context, r storekit.EmbeddingRelease) error {
 	if err := f.Fault("ReleaseEmbedding"); err != nil {
 		return err
 	}
@@ -225,11 +226,11 @@ type batchFaultStore struct {
 	short          bool // answer with one result too few
 }
 
-func newBatchFaultStore(s memorykit.Store) *batchFaultStore {
+func newBatchFaultStore(s storekit.Store) *batchFaultStore {
 	return &batchFaultStore{faultStore: newFaultStore(s)}
 }
 
-func (f *batchFaultStore) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+func (f *batchFaultStore) PutEmbeddings(ctx context.Context, puts []storekit.EmbeddingPut) ([]error, error) {
 	f.mu.Lock()
 	f.batches++
 	short := f.short
@@ -237,14 +238,14 @@ func (f *batchFaultStore) PutEmbeddings(ctx context.Context, puts []memorykit.Em
 	if err := f.Fault("PutEmbeddings"); err != nil {
 		return nil, err
 	}
-	errs, err := f.faultStore.Store.(memorykit.EmbeddingBatchPutter).PutEmbeddings(ctx, puts)
+	errs, err := f.faultStore.Store.(storekit.EmbeddingBatchPutter).PutEmbeddings(ctx, puts)
 	if short && len(errs) > 0 {
 		errs = errs[:len(errs)-1]
 	}
 	return errs, err
 }
 
-func (f *batchFaultStore) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+func (f *batchFaultStore) PutEmbedding(ctx context.Context, p storekit.EmbeddingPut) error {
 	f.mu.Lock()
 	f.singl++
 	f.mu.Unlock()

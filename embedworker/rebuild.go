@@ -5,7 +5,8 @@ import (
 	"errors"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/worker"
+	"github.com/goagents/memorykit/internal/plumbing/worker"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -50,7 +51,7 @@ func (w *Worker) pending(ctx context.Context) (int, error) {
 	if w.cfg.Scope == nil {
 		return w.cfg.Store.PendingEmbeddings(ctx, w.profile)
 	}
-	c, ok := w.cfg.Store.(memorykit.ScopedPendingCounter)
+	c, ok := w.cfg.Store.(storekit.ScopedPendingCounter)
 	if !ok {
 		return 0, memorykit.ConfigError("embedworker.pending", "store", "no_scoped_pending_count")
 	}
@@ -74,7 +75,7 @@ func (w *Worker) RunUntilEmpty(ctx context.Context, opts RebuildOptions) (Progre
 		if count {
 			pending, err := w.pending(ctx)
 			if err != nil {
-				return p, memorykit.Contain(op, err)
+				return p, storekit.Contain(op, err)
 			}
 			p.Pending = pending
 		}

@@ -6,7 +6,8 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestRunUntilEmptyInScope: a worker with Config.Scope rebuilds only that
@@ -26,7 +27,7 @@ func TestRunUntilEmptyInScope(t *testing.T) {
 		if err != nil || p.Stored != 12 || p.Pending != 0 {
 			t.Fatalf("scoped rebuild = %+v, %v; want 12 stored, none pending", p, err)
 		}
-		c := e.store.(memorykit.ScopedPendingCounter)
+		c := e.store.(storekit.ScopedPendingCounter)
 		if n, err := c.PendingEmbeddingsIn(e.Ctx, other, embedder.LocalProfile); err != nil || n != 1 {
 			t.Fatalf("other Scope pending = %d, %v; want 1 (untouched)", n, err)
 		}

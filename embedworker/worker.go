@@ -34,8 +34,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/clockctx"
-	"github.com/goagents/memorykit/internal/worker"
+	"github.com/goagents/memorykit/internal/plumbing/clockctx"
+	"github.com/goagents/memorykit/internal/plumbing/worker"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -43,7 +44,7 @@ import (
 // OnRound and Scope is required; New rejects a Config that lacks one.
 type Config struct {
 	// Store tracks pending embeddings and stores vectors.
-	Store memorykit.EmbeddingStore
+	Store storekit.EmbeddingStore
 	// Embedder is the Host's embedder; its Profile names the embeddings.
 	Embedder memorykit.Embedder
 	// Clock drives leases, deadlines, retries, polling and backoff.
@@ -83,7 +84,7 @@ type Config struct {
 	OnWait func(supervisor.Wait)
 	// Scope, if set, restricts the worker to that Scope's records: it
 	// leases only them, and RunUntilEmpty counts only them (which needs a
-	// Store that implements memorykit.ScopedPendingCounter). For an
+	// Store that implements storekit.ScopedPendingCounter). For an
 	// operator's rebuild of one project; a runtime's worker leaves it nil.
 	Scope *memorykit.Scope
 	// OnRound, if set, is called on the worker's goroutine after every
@@ -112,7 +113,7 @@ func (cfg Config) validate(op string) error {
 	case cfg.Events == nil:
 		return missing("events")
 	}
-	if err := memorykit.ValidateProfile(op, cfg.Embedder.Profile()); err != nil {
+	if err := storekit.ValidateProfile(op, cfg.Embedder.Profile()); err != nil {
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrInvalidConfig, Field: "embedder.profile", Reason: memorykit.ReasonCode(err), Err: err}
 	}
 	if cfg.Embedder.Dimension() <= 0 {
@@ -250,8 +251,8 @@ const (
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	leasedAt := w.cfg.Clock.Now()
 	tasks, err := worker.Lease(fetchCtx, workCtx, w.cfg.Clock, w.cfg.HandBackTimeout, "embedworker.lease",
-		func(ctx context.Context) ([]memorykit.EmbeddingTask, error) {
-			return w.cfg.Store.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{
+		func(ctx context.Context) ([]storekit.EmbeddingTask, error) {
+			return w.cfg.Store.LeaseEmbeddings(ctx, storekit.EmbeddingLease{
 				Profile: w.profile, WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 				Scope: w.cfg.Scope,
 			})
@@ -288,7 +289,7 @@ func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 
 // embed calls the Embedder under EmbedDeadline and checks its answer.
 // stopped reports that the work context ended meanwhile.
-func (w *Worker) embed(workCtx context.Context, tasks []memorykit.EmbeddingTask) (vecs [][]float32, stopped bool, err error) {
+func (w *Worker) embed(workCtx context.Context, tasks []storekit.EmbeddingTask) (vecs [][]float32, stopped bool, err error) {
 	const op = "embedworker.embed"
 	texts := make([]string, len(tasks))
 	for i, t := range tasks {
@@ -325,7 +326,7 @@ func (w *Worker) embed(workCtx context.Context, tasks []memorykit.EmbeddingTask)
 // batch is one round's leased records and what became of them.
 type batch struct {
 	w       *Worker
-	tasks   []memorykit.EmbeddingTask
+	tasks   []storekit.EmbeddingTask
 	expiry  time.Time // no later than the leases' expiry
 	workCtx context.Context
 	r       *Round
@@ -335,15 +336,15 @@ type batch struct {
 // the store refuses parks its record.
 func (b *batch) put(vecs [][]float32) {
 	w := b.w
-	puts := make([]memorykit.EmbeddingPut, len(b.tasks))
+	puts := make([]storekit.EmbeddingPut, len(b.tasks))
 	for i, t := range b.tasks {
-		puts[i] = memorykit.EmbeddingPut{
+		puts[i] = storekit.EmbeddingPut{
 			Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
 			Vector: vecs[i], WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken,
 		}
 	}
 	errs := b.putAll(puts)
-	var stored, parked []memorykit.EmbeddingTask
+	var stored, parked []storekit.EmbeddingTask
 	for i, t := range b.tasks {
 		err := errs[i]
 		switch {
@@ -368,13 +369,13 @@ func (b *batch) put(vecs [][]float32) {
 }
 
 // putAll stores the puts and returns each one's outcome. A store that
-// implements memorykit.EmbeddingBatchPutter gets them in one call (retried
+// implements storekit.EmbeddingBatchPutter gets them in one call (retried
 // as a whole while the store is unavailable); a call it refuses as a whole
 // for its size, and any other store, gets one PutEmbedding per put.
-func (b *batch) putAll(puts []memorykit.EmbeddingPut) []error {
+func (b *batch) putAll(puts []storekit.EmbeddingPut) []error {
 	w := b.w
 	errs := make([]error, len(puts))
-	if bp, ok := w.cfg.Store.(memorykit.EmbeddingBatchPutter); ok {
+	if bp, ok := w.cfg.Store.(storekit.EmbeddingBatchPutter); ok {
 		var got []error
 		err := b.retryStore(func(ctx context.Context) error {
 			var err error
@@ -409,7 +410,7 @@ func (b *batch) putAll(puts []memorykit.EmbeddingPut) []error {
 func (b *batch) release(cause error, park bool) {
 	w := b.w
 	reason := memorykit.ReasonCode(cause)
-	var done []memorykit.EmbeddingTask
+	var done []storekit.EmbeddingTask
 	for _, t := range b.tasks {
 		if b.releaseOne(t, reason, park) {
 			done = append(done, t)
@@ -427,9 +428,9 @@ func (b *batch) release(cause error, park bool) {
 
 // releaseOne releases one lease with a retry time or parked, and reports
 // whether it did.
-func (b *batch) releaseOne(t memorykit.EmbeddingTask, reason string, park bool) bool {
+func (b *batch) releaseOne(t storekit.EmbeddingTask, reason string, park bool) bool {
 	w := b.w
-	rel := memorykit.EmbeddingRelease{
+	rel := storekit.EmbeddingRelease{
 		Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
 		WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken, Reason: reason, Park: park,
 	}
@@ -467,11 +468,11 @@ func (b *batch) handBack() {
 
 // handBackOne releases one lease, available at once, with a context that
 // outlives the ended work context by at most HandBackTimeout.
-func (b *batch) handBackOne(t memorykit.EmbeddingTask) {
+func (b *batch) handBackOne(t storekit.EmbeddingTask) {
 	w := b.w
 	ctx, cancel := clockctx.Detached(b.workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	defer cancel()
-	err := w.cfg.Store.ReleaseEmbedding(ctx, memorykit.EmbeddingRelease{
+	err := w.cfg.Store.ReleaseEmbedding(ctx, storekit.EmbeddingRelease{
 		Scope: t.Scope, RecordID: t.RecordID, Profile: t.Profile, ContentHash: t.ContentHash,
 		WorkerID: w.cfg.WorkerID, LeaseToken: t.LeaseToken, Reason: ReasonWorkerStopped,
 	})
@@ -489,7 +490,7 @@ func (b *batch) handBackOne(t memorykit.EmbeddingTask) {
 }
 
 // abandon leaves a lease to expire after the store refused an outcome.
-func (b *batch) abandon(t memorykit.EmbeddingTask, step string, err error) {
+func (b *batch) abandon(t storekit.EmbeddingTask, step string, err error) {
 	w := b.w
 	b.r.Abandoned++
 	reason := memorykit.ReasonCode(err)
@@ -502,7 +503,7 @@ func (b *batch) abandon(t memorykit.EmbeddingTask, step string, err error) {
 		w.log.Error("could not store the record's outcome; the lease will expire", zap.String("record_id", t.RecordID),
 			zap.String("step", step), zap.String("reason", reason), zap.String("kind", memorykit.KindCode(err)))
 	}
-	b.emit(memorykit.EventWorkerError, []memorykit.EmbeddingTask{t}, reason)
+	b.emit(memorykit.EventWorkerError, []storekit.EmbeddingTask{t}, reason)
 }
 
 // retryStore runs op until it succeeds, fails for a reason other than a
@@ -515,10 +516,10 @@ func (b *batch) retryStore(op func(context.Context) error) error {
 }
 
 // emit sends one event per Scope among tasks, naming their records.
-func (b *batch) emit(kind memorykit.EventKind, tasks []memorykit.EmbeddingTask, reason string) {
+func (b *batch) emit(kind memorykit.EventKind, tasks []storekit.EmbeddingTask, reason string) {
 	w := b.w
 	var order []memorykit.Scope
-	groups := make(map[memorykit.Scope][]memorykit.EmbeddingTask)
+	groups := make(map[memorykit.Scope][]storekit.EmbeddingTask)
 	for _, t := range tasks {
 		if _, ok := groups[t.Scope]; !ok {
 			order = append(order, t.Scope)

@@ -10,8 +10,9 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/embedworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -91,8 +92,8 @@ func TestStaleHashGuard(t *testing.T) {
 		emb.script(func(ctx context.Context, texts []string) ([][]float32, error) {
 			// A reviewer corrects the record while its old text is being
 			// embedded.
-			if _, err := e.store.Correct(ctx, memorykit.Correction{
-				Transition: memorykit.Transition{Scope: e.Scope, ID: r.ID, Actor: author, Reason: "fix"},
+			if _, err := e.store.Correct(ctx, storekit.Correction{
+				Transition: storekit.Transition{Scope: e.Scope, ID: r.ID, Actor: author, Reason: "fix"},
 				Content:    "the primary database is PostgreSQL 15",
 			}); err != nil {
 				t.Errorf("Correct: %v", err)

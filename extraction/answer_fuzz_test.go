@@ -6,7 +6,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/extracttest"
+	"github.com/goagents/memorykit/internal/testsupport/extracttest"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // FuzzEngineAnswer: whatever a model answers, the engine either returns a
@@ -31,7 +32,7 @@ func FuzzEngineAnswer(f *testing.F) {
 		}
 		g := b.guardForTest(t)
 		for _, p := range ps {
-			if !p.Kind.Valid() || p.Key == "" || p.Key != memorykit.NormalizeKey(p.Key) || p.Content == "" {
+			if !p.Kind.Valid() || p.Key == "" || p.Key != storekit.NormalizeKey(p.Key) || p.Content == "" {
 				t.Fatalf("bad proposal %+v", p)
 			}
 			if _, err := g.CheckNew(context.Background(), "fuzz", memorykit.NewRecord{

@@ -8,8 +8,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/extracttest"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/extracttest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 )
 
 // TestCanaryNeverLeaves: a canary in the transcript, the related memories,

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Reason codes of dropped proposals (extraction.dropped events).
@@ -101,7 +102,7 @@ func (e *Engine) check(ctx context.Context, in memorykit.ExtractionInput, answer
 
 	related := make(map[string]string, len(in.Related))
 	for _, r := range in.Related {
-		related[string(r.Kind)+"\x00"+memorykit.NormalizeKey(r.Key)] = r.Content
+		related[string(r.Kind)+"\x00"+storekit.NormalizeKey(r.Key)] = r.Content
 	}
 	seen := map[string]bool{}
 	var out []memorykit.Proposal
@@ -114,7 +115,7 @@ func (e *Engine) check(ctx context.Context, in memorykit.ExtractionInput, answer
 			return nil, nil, err
 		}
 		if reason == "" {
-			id := string(p.Kind) + "\x00" + memorykit.NormalizeKey(p.Key)
+			id := string(p.Kind) + "\x00" + storekit.NormalizeKey(p.Key)
 			switch c, ok := related[id]; {
 			case ok && c == p.Content:
 				reason = DropUnchanged
@@ -170,7 +171,7 @@ func (e *Engine) proposal(ctx context.Context, in memorykit.ExtractionInput, fie
 		}
 	}
 	checked, err := e.cfg.Guard.CheckNew(ctx, op, memorykit.NewRecord{
-		ID:      memorykit.CandidateID(in.Scope, in.JobID, p.Kind, memorykit.NormalizeKey(p.Key)),
+		ID:      storekit.CandidateID(in.Scope, in.JobID, p.Kind, storekit.NormalizeKey(p.Key)),
 		Scope:   in.Scope,
 		Kind:    p.Kind,
 		Key:     p.Key,
@@ -178,7 +179,7 @@ func (e *Engine) proposal(ctx context.Context, in memorykit.ExtractionInput, fie
 		Sources: p.Sources,
 		Status:  memorykit.StatusCandidate,
 		Actor:   memorykit.Actor{Kind: memorykit.ActorWorker, ID: "extraction"},
-		Reason:  memorykit.ExtractionCandidateReason(in.JobID),
+		Reason:  storekit.ExtractionCandidateReason(in.JobID),
 	})
 	if err != nil {
 		if errors.Is(err, memorykit.ErrInvalidInput) {
@@ -190,7 +191,7 @@ func (e *Engine) proposal(ctx context.Context, in memorykit.ExtractionInput, fie
 				}
 				reason += "_" + memorykit.ReasonCode(err)
 			}
-			if memorykit.CheckReasonCode("", reason) != nil {
+			if storekit.CheckReasonCode("", reason) != nil {
 				reason = "invalid_proposal"
 			}
 			return memorykit.Proposal{}, reason, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/projector"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Config holds everything an Engine needs. Every field but Random is
@@ -64,7 +65,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, memorykit.ConfigError(op, "clock", "missing")
 	}
 	if err := cfg.Limits.Validate(); err != nil {
-		return nil, memorykit.PrefixField(op, "limits", err)
+		return nil, storekit.PrefixField(op, "limits", err)
 	}
 	if cfg.Limits.MaxProposals > cfg.Guard.Limits().MaxListSize {
 		return nil, memorykit.ConfigError(op, "limits.max_proposals", "above_max_list_size")
@@ -107,7 +108,7 @@ func (e *Engine) Extract(ctx context.Context, in memorykit.ExtractionInput) ([]m
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			return nil, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", ctx.Err())
 		}
-		return nil, memorykit.ContainAs(op, memorykit.ErrUnavailable, "provider_failed", err)
+		return nil, storekit.ContainAs(op, memorykit.ErrUnavailable, "provider_failed", err)
 	}
 	e.usage(in, resp.Usage)
 	if len(resp.JSON) > e.cfg.Limits.MaxAnswerBytes {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/extracttest"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/extracttest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 )
 
 type bundle struct {

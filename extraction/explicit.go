@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Explicit is an offline, deterministic memorykit.Extractor: no model, no
@@ -74,10 +75,10 @@ func (x Explicit) Extract(ctx context.Context, in memorykit.ExtractionInput) ([]
 		}
 		if x.Guard != nil {
 			_, err := x.Guard.CheckNew(ctx, "extraction.explicit", memorykit.NewRecord{
-				ID:    memorykit.CandidateID(in.Scope, in.JobID, p.Kind, p.Key),
+				ID:    storekit.CandidateID(in.Scope, in.JobID, p.Kind, p.Key),
 				Scope: in.Scope, Kind: p.Kind, Key: p.Key, Content: p.Content, Sources: p.Sources,
 				Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "extraction"},
-				Reason: memorykit.ExtractionCandidateReason(in.JobID),
+				Reason: storekit.ExtractionCandidateReason(in.JobID),
 			})
 			switch {
 			case err != nil && errors.Is(err, memorykit.ErrInvalidInput):
@@ -252,7 +253,7 @@ func deriveKey(s string) string {
 		return ""
 	}
 	key, _ = cutRunes(key, explicitMaxKeyRunes)
-	return memorykit.NormalizeKey(key)
+	return storekit.NormalizeKey(key)
 }
 
 // leadVerbs are verbs that open a statement without naming its topic

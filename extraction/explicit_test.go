@@ -8,7 +8,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestExplicitStatements(t *testing.T) {
@@ -129,7 +130,7 @@ func FuzzExplicit(f *testing.F) {
 			t.Fatalf("%d proposals", len(ps))
 		}
 		for _, p := range ps {
-			if !p.Kind.Valid() || p.Key == "" || p.Key != memorykit.NormalizeKey(p.Key) || p.Content == "" {
+			if !p.Kind.Valid() || p.Key == "" || p.Key != storekit.NormalizeKey(p.Key) || p.Content == "" {
 				t.Fatalf("bad proposal %+v", p)
 			}
 			if !utf8.ValidString(p.Content) && utf8.ValidString(transcript) {

@@ -8,7 +8,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -84,7 +85,7 @@ func TestNoContentInLogsOrEvents(t *testing.T) {
 			t.Fatalf("events: %+v", e.Sink.Events())
 		}
 		for _, ev := range e.Sink.OfKind(memorykit.EventJobRetry) {
-			if err := memorykit.CheckReasonCode("", ev.Reason); err != nil {
+			if err := storekit.CheckReasonCode("", ev.Reason); err != nil {
 				t.Errorf("retry reason %q is not a reason code", ev.Reason)
 			}
 		}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -36,7 +37,7 @@ func TestBackoffDelay(t *testing.T) {
 
 func TestBackoffValidate(t *testing.T) {
 	good := memorykit.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2}
-	if err := memorykit.PrefixField("op", "retry", good.Validate()); err != nil {
+	if err := storekit.PrefixField("op", "retry", good.Validate()); err != nil {
 		t.Fatalf("valid policy: %v", err)
 	}
 	cases := map[string]func(b *memorykit.Backoff){
@@ -47,7 +48,7 @@ func TestBackoffValidate(t *testing.T) {
 	for field, mutate := range cases {
 		b := good
 		mutate(&b)
-		me := testkit.WantKind(t, memorykit.PrefixField("op", "retry", b.Validate()), memorykit.ErrInvalidConfig)
+		me := testkit.WantKind(t, storekit.PrefixField("op", "retry", b.Validate()), memorykit.ErrInvalidConfig)
 		if me.Field != field {
 			t.Errorf("field %q, want %q", me.Field, field)
 		}
@@ -55,9 +56,9 @@ func TestBackoffValidate(t *testing.T) {
 	for _, m := range []float64{math.NaN(), math.Inf(1)} {
 		b := good
 		b.Multiplier = m
-		testkit.WantKind(t, memorykit.PrefixField("op", "retry", b.Validate()), memorykit.ErrInvalidConfig)
+		testkit.WantKind(t, storekit.PrefixField("op", "retry", b.Validate()), memorykit.ErrInvalidConfig)
 	}
-	if err := memorykit.PrefixField("op", "retry", (memorykit.Backoff{}).Validate()); err == nil {
+	if err := storekit.PrefixField("op", "retry", (memorykit.Backoff{}).Validate()); err == nil {
 		t.Fatal("zero policy accepted")
 	}
 }
@@ -85,7 +86,7 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 		{"events", func(c *extractworker.Config) { c.Events = nil }},
 		{"worker_id", func(c *extractworker.Config) { c.WorkerID = "" }},
 		{"worker_id", func(c *extractworker.Config) { c.WorkerID = "has space" }},
-		{"worker_id", func(c *extractworker.Config) { c.WorkerID = strings.Repeat("w", memorykit.MaxIDBytes+1) }},
+		{"worker_id", func(c *extractworker.Config) { c.WorkerID = strings.Repeat("w", storekit.MaxIDBytes+1) }},
 		{"lease_ttl", func(c *extractworker.Config) { c.LeaseTTL = 0 }},
 		{"lease_ttl", func(c *extractworker.Config) { c.LeaseTTL = c.JobDeadline }},
 		{"job_deadline", func(c *extractworker.Config) { c.JobDeadline = 0 }},
@@ -109,7 +110,7 @@ func TestWorkerConfigFailsClosed(t *testing.T) {
 	}
 	// A valid identifier that makes the actor name too long.
 	long := good
-	long.WorkerID = strings.Repeat("w", memorykit.MaxIDBytes-len("extract:")+1)
+	long.WorkerID = strings.Repeat("w", storekit.MaxIDBytes-len("extract:")+1)
 	_, err = extractworker.New(long)
 	if me := testkit.WantKind(t, err, memorykit.ErrInvalidConfig); me.Field != "worker_id" || me.Reason != "too_long" {
 		t.Fatalf("long worker id: %v", err)

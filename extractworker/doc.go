@@ -6,13 +6,13 @@
 //
 // # Jobs and attempts
 //
-// A job has a deterministic identity (memorykit.ExtractionJobID), so
+// A job has a deterministic identity (storekit.ExtractionJobID), so
 // enqueuing the same turn twice is a no-op. Every lease counts one attempt.
 // A Worker calls the Extractor under a per-job deadline measured on the
 // injected clock, then checks every proposal with the WriteGuard (Limits and
 // the Host's ContentValidator) before anything is stored. Valid proposals
 // become candidate records with deterministic identities
-// (memorykit.CandidateID of the job, kind and canonical key), stored
+// (storekit.CandidateID of the job, kind and canonical key), stored
 // together with the job's completion in one atomic step, so a retried job
 // never duplicates a candidate. Candidates stay hidden from recall until a
 // reviewer activates them.

@@ -8,13 +8,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // EnqueuerConfig holds everything an Enqueuer needs. Every field is
 // required.
 type EnqueuerConfig struct {
 	// Store is the durable job queue.
-	Store memorykit.JobStore
+	Store storekit.JobStore
 	// Authorizer is the Host's fail-closed project authorizer; every
 	// enqueue needs memorykit.PermExtract on the Scope.
 	Authorizer memorykit.Authorizer
@@ -78,8 +79,8 @@ type Turn struct {
 	Principal memorykit.Principal
 	Scope     memorykit.Scope
 	// RunRef names the unit of Host work, such as "run-42/turn-3": 1 to
-	// memorykit.MaxIDBytes bytes of ASCII letters, digits and ". _ - : @ /".
-	// The job's identity is memorykit.ExtractionJobID(Scope, RunRef), so
+	// storekit.MaxIDBytes bytes of ASCII letters, digits and ". _ - : @ /".
+	// The job's identity is storekit.ExtractionJobID(Scope, RunRef), so
 	// enqueuing the same turn twice stores one job.
 	RunRef string
 	// Payload is the turn's text. It is stored in the job and never logged.
@@ -132,11 +133,11 @@ func (e *Enqueuer) Enqueue(ctx context.Context, t Turn) EnqueueResult {
 	if err := memorykit.Authorize(ctx, e.cfg.Authorizer, t.Principal, memorykit.PermExtract, t.Scope); err != nil {
 		return e.failed(t.Scope, "", err)
 	}
-	if err := memorykit.CheckRunRef(op, t.RunRef); err != nil {
+	if err := storekit.CheckRunRef(op, t.RunRef); err != nil {
 		return e.failed(t.Scope, "", err)
 	}
-	id := memorykit.ExtractionJobID(t.Scope, t.RunRef)
-	job, err := e.cfg.Store.EnqueueJob(ctx, memorykit.NewJob{
+	id := storekit.ExtractionJobID(t.Scope, t.RunRef)
+	job, err := e.cfg.Store.EnqueueJob(ctx, storekit.NewJob{
 		ID: id, Scope: t.Scope, RunRef: t.RunRef, Payload: t.Payload, MaxAttempts: e.cfg.MaxAttempts, MaxReaps: e.cfg.MaxReaps,
 	})
 	switch {
@@ -162,7 +163,7 @@ func (e *Enqueuer) failed(scope memorykit.Scope, jobID string, err error) Enqueu
 		ev = ev.WithScope(scope)
 	}
 	e.cfg.Events.Emit(ev)
-	return EnqueueResult{Status: EnqueueFailed, JobID: jobID, Reason: reason, Err: memorykit.Contain("extractworker.enqueue", err)}
+	return EnqueueResult{Status: EnqueueFailed, JobID: jobID, Reason: reason, Err: storekit.Contain("extractworker.enqueue", err)}
 }
 
 func (e *Enqueuer) event(kind memorykit.EventKind, scope memorykit.Scope, jobID string, count int, reason string) memorykit.Event {

@@ -7,11 +7,12 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
-func (e *env) enqueuer(store memorykit.JobStore, az memorykit.Authorizer) *extractworker.Enqueuer {
+func (e *env) enqueuer(store storekit.JobStore, az memorykit.Authorizer) *extractworker.Enqueuer {
 	e.T.Helper()
 	q, err := extractworker.NewEnqueuer(extractworker.EnqueuerConfig{
 		Store: store, Authorizer: az, Clock: e.Clock, Logger: e.Log, Events: e.Sink, MaxAttempts: 3, MaxReaps: 3,
@@ -33,12 +34,12 @@ func TestEnqueue(t *testing.T) {
 		turn := extractworker.Turn{Principal: p, Scope: e.Scope, RunRef: "run-42/turn-3", Payload: "we chose blue-green deploys"}
 
 		res := q.Enqueue(e.Ctx, turn)
-		wantID := memorykit.ExtractionJobID(e.Scope, "run-42/turn-3")
+		wantID := storekit.ExtractionJobID(e.Scope, "run-42/turn-3")
 		if res.Status != extractworker.EnqueueQueued || res.JobID != wantID || res.Err != nil {
 			t.Fatalf("Enqueue = %+v", res)
 		}
 		job := e.job(wantID)
-		if job.State != memorykit.JobQueued || job.MaxAttempts != 3 || job.Payload != turn.Payload {
+		if job.State != storekit.JobQueued || job.MaxAttempts != 3 || job.Payload != turn.Payload {
 			t.Fatalf("job = %+v", job)
 		}
 		if evs := e.Sink.OfKind(memorykit.EventExtractionEnqueued); len(evs) != 1 || evs[0].JobID != wantID || evs[0].SubjectID != "project-1" {

@@ -11,6 +11,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -122,7 +123,7 @@ func Example() {
 	if err := sup.Stop(ctx); err != nil {
 		fmt.Println("stop:", err)
 	}
-	cands, _ := store.List(ctx, memorykit.ListFilter{Scope: scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 10})
+	cands, _ := store.List(ctx, storekit.ListFilter{Scope: scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 10})
 	fmt.Println("candidates waiting for review:", len(cands))
 
 	// Output:

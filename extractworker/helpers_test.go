@@ -12,7 +12,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 // env is one test's harness (clock, scope, events, logs) and store.
 type env struct {
 	*testkit.Harness
-	store memorykit.Store
+	store storekit.Store
 	pg    *testkit.DB // nil for memorystore
 }
 
@@ -87,12 +88,12 @@ func (e *env) reaper(onWait func(supervisor.Wait)) *extractworker.Reaper {
 }
 
 // enqueue stores n jobs with deterministic identities and returns them.
-func (e *env) enqueue(n, maxAttempts int, payload func(i int) string) []memorykit.Job {
+func (e *env) enqueue(n, maxAttempts int, payload func(i int) string) []storekit.Job {
 	e.T.Helper()
-	jobs := make([]memorykit.Job, n)
+	jobs := make([]storekit.Job, n)
 	for i := range jobs {
-		j, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
-			ID:    memorykit.ExtractionJobID(e.Scope, fmt.Sprintf("run-%d/turn-1", i)),
+		j, err := e.store.EnqueueJob(e.Ctx, storekit.NewJob{
+			ID:    storekit.ExtractionJobID(e.Scope, fmt.Sprintf("run-%d/turn-1", i)),
 			Scope: e.Scope, Payload: payload(i), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
 		})
 		if err != nil {
@@ -105,7 +106,7 @@ func (e *env) enqueue(n, maxAttempts int, payload func(i int) string) []memoryki
 
 func turnPayload(i int) string { return fmt.Sprintf("the team agreed on plan %d during the turn", i) }
 
-func (e *env) job(id string) memorykit.Job {
+func (e *env) job(id string) storekit.Job {
 	e.T.Helper()
 	j, err := e.store.GetJob(e.Ctx, e.Scope, id)
 	if err != nil {
@@ -120,7 +121,7 @@ func (e *env) candidates() []memorykit.Record {
 	var out []memorykit.Record
 	after := ""
 	for {
-		page, err := e.store.List(e.Ctx, memorykit.ListFilter{
+		page, err := e.store.List(e.Ctx, storekit.ListFilter{
 			Scope: e.Scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 100, AfterID: after,
 		})
 		if err != nil {
@@ -134,7 +135,7 @@ func (e *env) candidates() []memorykit.Record {
 	}
 }
 
-func (e *env) counts() memorykit.JobCounts {
+func (e *env) counts() storekit.JobCounts {
 	e.T.Helper()
 	c, err := e.store.CountJobs(e.Ctx)
 	if err != nil {
@@ -201,43 +202,43 @@ func (x *extractor) snapshot() (map[string]int, int) {
 
 // faultStore wraps a Store and can fail chosen job calls.
 type faultStore struct {
-	memorykit.Store
+	storekit.Store
 	testkit.Faults
 }
 
-func newFaultStore(s memorykit.Store) *faultStore { return &faultStore{Store: s} }
+func newFaultStore(s storekit.Store) *faultStore { return &faultStore{Store: s} }
 
-func (f *faultStore) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
+func (f *faultStore) LeaseJobs(ctx context.Context, p storekit.JobLease) ([]storekit.Job, error) {
 	if err := f.Fault("LeaseJobs"); err != nil {
 		return nil, err
 	}
 	return f.Store.LeaseJobs(ctx, p)
 }
 
-func (f *faultStore) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
+func (f *faultStore) CompleteJob(ctx context.Context, c storekit.JobCompletion) (int, error) {
 	if err := f.Fault("CompleteJob"); err != nil {
 		return 0, err
 	}
 	return f.Store.CompleteJob(ctx, c)
 }
 
-func (f *faultStore) FailJob(ctx context.Context, fl memorykit.JobFailure) (memorykit.Job, error) {
+func (f *faultStore) FailJob(ctx context.Context, fl storekit.JobFailure) (storekit.Job, error) {
 	if err := f.Fault("FailJob"); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	return f.Store.FailJob(ctx, fl)
 }
 
-func (f *faultStore) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
+func (f *faultStore) ReleaseJob(ctx context.Context, r storekit.JobRelease) error {
 	if err := f.Fault("ReleaseJob"); err != nil {
 		return err
 	}
 	return f.Store.ReleaseJob(ctx, r)
 }
 
-func (f *faultStore) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+func (f *faultStore) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
 	if err := f.Fault("EnqueueJob"); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	return f.Store.EnqueueJob(ctx, j)
 }

@@ -9,18 +9,19 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/worker"
+	"github.com/goagents/memorykit/internal/plumbing/worker"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
 // LeaseStore is what the Reaper needs: both lease queues' reapers. A
-// memorykit.Store satisfies it.
+// storekit.Store satisfies it.
 type LeaseStore interface {
 	// ReapJobLeases returns expired job leases to the queue (see
-	// memorykit.JobStore).
+	// storekit.JobStore).
 	ReapJobLeases(ctx context.Context) (int, error)
 	// ReapEmbeddingLeases returns expired embedding leases to the pool
-	// (see memorykit.EmbeddingStore).
+	// (see storekit.EmbeddingStore).
 	ReapEmbeddingLeases(ctx context.Context) (int, error)
 }
 
@@ -85,7 +86,7 @@ func NewReaper(cfg ReaperConfig) (*Reaper, error) {
 	case cfg.Interval <= 0:
 		return nil, memorykit.ConfigError(op, "interval", "not_positive")
 	}
-	if err := memorykit.PrefixField(op, "store_backoff", cfg.StoreBackoff.Validate()); err != nil {
+	if err := storekit.PrefixField(op, "store_backoff", cfg.StoreBackoff.Validate()); err != nil {
 		return nil, err
 	}
 	return &Reaper{cfg: cfg, log: cfg.Logger.Named("reaper")}, nil
@@ -116,7 +117,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (Reaped, error) {
 		out.Embeddings = embs
 		r.report(ReapedEmbeddingLeases, embs)
 	}
-	return out, memorykit.Contain("extractworker.reap", errors.Join(jerr, eerr))
+	return out, storekit.Contain("extractworker.reap", errors.Join(jerr, eerr))
 }
 
 func (r *Reaper) report(reason string, n int) {

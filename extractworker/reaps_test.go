@@ -10,7 +10,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // killWorker leases the queued job with a worker whose process "dies"
@@ -52,10 +53,10 @@ func killWorker(t *testing.T, e *env, id string) {
 
 // enqueueLimits stores one job with separate limits on failed attempts and
 // on leases that end without a result.
-func (e *env) enqueueLimits(maxAttempts, maxReaps int) memorykit.Job {
+func (e *env) enqueueLimits(maxAttempts, maxReaps int) storekit.Job {
 	e.T.Helper()
-	j, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
-		ID: memorykit.ExtractionJobID(e.Scope, "run-0/turn-1"), Scope: e.Scope, Payload: turnPayload(0),
+	j, err := e.store.EnqueueJob(e.Ctx, storekit.NewJob{
+		ID: storekit.ExtractionJobID(e.Scope, "run-0/turn-1"), Scope: e.Scope, Payload: turnPayload(0),
 		MaxAttempts: maxAttempts, MaxReaps: maxReaps,
 	})
 	if err != nil {
@@ -74,14 +75,14 @@ func TestDeadWorkersDoNotUseAttempts(t *testing.T) {
 		for range maxAttempts + 2 {
 			killWorker(t, e, "worker-a")
 		}
-		if got := e.job(job.ID); got.State != memorykit.JobQueued || got.Reaps != maxAttempts+2 || got.Failures != 0 {
+		if got := e.job(job.ID); got.State != storekit.JobQueued || got.Reaps != maxAttempts+2 || got.Failures != 0 {
 			t.Fatalf("after the deaths: state %s reaps %d failures %d", got.State, got.Reaps, got.Failures)
 		}
 		w := e.worker(e.config("worker-a", newExtractor(e.Clock)))
 		if r := runOnce(t, w); r.Completed != 1 {
 			t.Fatalf("round = %+v, want one completed", r)
 		}
-		if got := e.job(job.ID); got.State != memorykit.JobDone || got.Attempt != maxAttempts+3 {
+		if got := e.job(job.ID); got.State != storekit.JobDone || got.Attempt != maxAttempts+3 {
 			t.Fatalf("job = state %s attempt %d", got.State, got.Attempt)
 		}
 		if n := len(e.candidates()); n != 2 {
@@ -100,7 +101,7 @@ func TestPoisonJobThatKillsItsWorkerEnds(t *testing.T) {
 			killWorker(t, e, "worker-a")
 		}
 		got := e.job(job.ID)
-		if got.State != memorykit.JobFailed || got.LastError != memorykit.ReasonLeaseExpired || got.Payload != "" || got.Failures != 0 {
+		if got.State != storekit.JobFailed || got.LastError != storekit.ReasonLeaseExpired || got.Payload != "" || got.Failures != 0 {
 			t.Fatalf("job = state %s last error %q failures %d payload %d bytes", got.State, got.LastError, got.Failures, len(got.Payload))
 		}
 		w := e.worker(e.config("worker-b", newExtractor(e.Clock)))
@@ -129,7 +130,7 @@ func TestExtractorReasonRecordsKindAndRecoverability(t *testing.T) {
 		if got != c.want {
 			t.Errorf("ExtractorReason(%v) = %q, want %q", c.err, got, c.want)
 		}
-		if err := memorykit.CheckReasonCode("test", got); err != nil {
+		if err := storekit.CheckReasonCode("test", got); err != nil {
 			t.Errorf("%q is not a reason code: %v", got, err)
 		}
 	}
@@ -151,7 +152,7 @@ func TestPlainExtractorErrorRecordsItsKind(t *testing.T) {
 		if r := runOnce(t, e.worker(e.config("worker-a", x))); r.Failed != 1 {
 			t.Fatalf("round = %+v", r)
 		}
-		if got := e.job(job.ID); got.State != memorykit.JobFailed || got.LastError != "extractor_error_final" {
+		if got := e.job(job.ID); got.State != storekit.JobFailed || got.LastError != "extractor_error_final" {
 			t.Fatalf("job = state %s last error %q", got.State, got.LastError)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestRetryAfterIsTheLeastBackoff: a recoverable Extractor error carrying
@@ -68,15 +69,15 @@ func TestRelatedLookup(t *testing.T) {
 	const canary = "CANARY-related-9f2"
 	related := []memorykit.RelatedMemory{{Kind: memorykit.KindFact, Key: "db", Content: "PostgreSQL"}}
 	cases := map[string]struct {
-		lookup func(context.Context, memorykit.Job) ([]memorykit.RelatedMemory, error)
+		lookup func(context.Context, storekit.Job) ([]memorykit.RelatedMemory, error)
 		want   int
 		event  string
 	}{
-		"found": {func(context.Context, memorykit.Job) ([]memorykit.RelatedMemory, error) { return related, nil }, 1, ""},
-		"fails": {func(context.Context, memorykit.Job) ([]memorykit.RelatedMemory, error) {
+		"found": {func(context.Context, storekit.Job) ([]memorykit.RelatedMemory, error) { return related, nil }, 1, ""},
+		"fails": {func(context.Context, storekit.Job) ([]memorykit.RelatedMemory, error) {
 			return nil, memorykit.Recoverable(errors.New("store said " + canary))
 		}, 0, "error"},
-		"panics": {func(context.Context, memorykit.Job) ([]memorykit.RelatedMemory, error) { panic(canary) }, 0, "related_panic"},
+		"panics": {func(context.Context, storekit.Job) ([]memorykit.RelatedMemory, error) { panic(canary) }, 0, "related_panic"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -50,7 +51,7 @@ func TestRunRetryInstantsUnderSupervisor(t *testing.T) {
 			}
 		}
 		got := e.job(job.ID)
-		if got.State != memorykit.JobFailed || got.Payload != "" || got.LastError != "extractor_error_recoverable" {
+		if got.State != storekit.JobFailed || got.Payload != "" || got.LastError != "extractor_error_recoverable" {
 			t.Fatalf("job = state %s payload %q last error %q", got.State, got.Payload, got.LastError)
 		}
 		if n := len(e.Sink.OfKind(memorykit.EventJobFailed)); n != 1 {
@@ -73,7 +74,7 @@ func gated(x *extractor, worker string, g *testkit.Gate) *extractor {
 // drainSetup starts a supervisor with two workers and the reaper over
 // jobs queued jobs, and returns once both workers hold leased work at the
 // gate.
-func drainSetup(t *testing.T, e *env, jobs int) (*supervisor.Supervisor, *testkit.Gate, []*extractor, []memorykit.Job) {
+func drainSetup(t *testing.T, e *env, jobs int) (*supervisor.Supervisor, *testkit.Gate, []*extractor, []storekit.Job) {
 	queued := e.enqueue(jobs, 3, turnPayload)
 	g := testkit.NewGate(40)
 	xa, xb := gated(newExtractor(e.Clock), "a", g), gated(newExtractor(e.Clock), "b", g)
@@ -90,7 +91,7 @@ func drainSetup(t *testing.T, e *env, jobs int) (*supervisor.Supervisor, *testki
 // checkNothingLost asserts every job is done (with its candidates, once) or
 // queued, no lease is left, and no job was extracted twice. It returns the
 // number of done jobs.
-func checkNothingLost(t *testing.T, e *env, jobs []memorykit.Job, xs []*extractor) int {
+func checkNothingLost(t *testing.T, e *env, jobs []storekit.Job, xs []*extractor) int {
 	t.Helper()
 	c := e.counts()
 	if c.Leased != 0 || c.Failed != 0 || c.Done+c.Queued != len(jobs) {
@@ -110,12 +111,12 @@ func checkNothingLost(t *testing.T, e *env, jobs []memorykit.Job, xs []*extracto
 			t.Errorf("job %s extracted %d times", j.ID, calls[j.ID])
 		}
 		switch got.State {
-		case memorykit.JobDone:
+		case storekit.JobDone:
 			done++
 			if calls[j.ID] != 1 || got.Candidates != 2 {
 				t.Errorf("done job %s: %d calls, %d candidates", j.ID, calls[j.ID], got.Candidates)
 			}
-		case memorykit.JobQueued:
+		case storekit.JobQueued:
 			if got.Attempt != 0 || got.LeasedBy != "" {
 				t.Errorf("queued job %s: attempt %d, leased by %q", j.ID, got.Attempt, got.LeasedBy)
 			}

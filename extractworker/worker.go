@@ -12,8 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/clockctx"
-	"github.com/goagents/memorykit/internal/worker"
+	"github.com/goagents/memorykit/internal/plumbing/clockctx"
+	"github.com/goagents/memorykit/internal/plumbing/worker"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -21,7 +22,7 @@ import (
 // OnWait is required; New rejects a Config that lacks one.
 type Config struct {
 	// Store is the durable job queue. Completion stores candidates in it.
-	Store memorykit.JobStore
+	Store storekit.JobStore
 	// Extractor is the Host's model-backed extraction.
 	Extractor memorykit.Extractor
 	// Guard checks every proposal (Limits and the Host's ContentValidator)
@@ -69,7 +70,7 @@ type Config struct {
 	// worker emits a content-free EventExtractionRelatedFailed and goes on
 	// with no related memories. The runtime sets it to a recall over the
 	// job's own Scope.
-	Related func(ctx context.Context, job memorykit.Job) ([]memorykit.RelatedMemory, error)
+	Related func(ctx context.Context, job storekit.Job) ([]memorykit.RelatedMemory, error)
 	// OnWait, if set, is called on the worker's goroutine right after a
 	// wait's timer has been armed on Clock and before the worker blocks on
 	// it. A test that advances a mock clock only after this call knows the
@@ -207,7 +208,7 @@ const (
 
 // outcome is one job's result, ready to be recorded in the store.
 type outcome struct {
-	job        memorykit.Job
+	job        storekit.Job
 	kind       outcomeKind
 	candidates []memorykit.NewRecord
 	// reason is the failure's reason code; final fails the job for good.
@@ -233,8 +234,8 @@ const MaxRetryAfter = time.Hour
 // reaper. If the work context ended meanwhile, the batch is handed back.
 func (w *Worker) round(fetchCtx, workCtx context.Context) (Round, error) {
 	jobs, err := worker.Lease(fetchCtx, workCtx, w.cfg.Clock, w.cfg.HandBackTimeout, "extractworker.lease",
-		func(ctx context.Context) ([]memorykit.Job, error) {
-			return w.cfg.Store.LeaseJobs(ctx, memorykit.JobLease{
+		func(ctx context.Context) ([]storekit.Job, error) {
+			return w.cfg.Store.LeaseJobs(ctx, storekit.JobLease{
 				WorkerID: w.cfg.WorkerID, TTL: w.cfg.LeaseTTL, Max: w.cfg.BatchSize,
 			})
 		})
@@ -294,7 +295,7 @@ func (p ExtractorPanic) String() string { return "extractworker: extractor panic
 
 // extract runs the Extractor for one job and checks its proposals. It runs
 // on its own goroutine and turns a panic into an outPanic outcome.
-func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcome) {
+func (w *Worker) extract(workCtx context.Context, job storekit.Job) (out outcome) {
 	out.job = job
 	defer func() {
 		if v := recover(); v != nil {
@@ -353,7 +354,7 @@ func (w *Worker) extract(workCtx context.Context, job memorykit.Job) (out outcom
 // related runs the Related lookup for job, if one is configured. A failure
 // (or a panic) leaves the job with no related memories and emits a
 // content-free EventExtractionRelatedFailed.
-func (w *Worker) related(ctx context.Context, job memorykit.Job) (out []memorykit.RelatedMemory) {
+func (w *Worker) related(ctx context.Context, job storekit.Job) (out []memorykit.RelatedMemory) {
 	if w.cfg.Related == nil {
 		return nil
 	}
@@ -390,7 +391,7 @@ const (
 
 // candidates turns proposals into candidate records and checks each with
 // the guard. The first bad proposal fails the whole set.
-func (w *Worker) candidates(ctx context.Context, job memorykit.Job, proposals []memorykit.Proposal) ([]memorykit.NewRecord, error) {
+func (w *Worker) candidates(ctx context.Context, job storekit.Job, proposals []memorykit.Proposal) ([]memorykit.NewRecord, error) {
 	const op = "extractworker.candidates"
 	if len(proposals) > w.cfg.Guard.Limits().MaxListSize {
 		return nil, memorykit.FieldError(op, "proposals", "too_many")
@@ -399,7 +400,7 @@ func (w *Worker) candidates(ctx context.Context, job memorykit.Job, proposals []
 	seen := make(map[string]bool, len(proposals))
 	for _, p := range proposals {
 		in := memorykit.NewRecord{
-			ID:       memorykit.CandidateID(job.Scope, job.ID, p.Kind, memorykit.NormalizeKey(p.Key)),
+			ID:       storekit.CandidateID(job.Scope, job.ID, p.Kind, storekit.NormalizeKey(p.Key)),
 			Scope:    job.Scope,
 			Kind:     p.Kind,
 			Key:      p.Key,
@@ -408,7 +409,7 @@ func (w *Worker) candidates(ctx context.Context, job memorykit.Job, proposals []
 			Sources:  append([]memorykit.Source(nil), p.Sources...),
 			Status:   memorykit.StatusCandidate,
 			Actor:    w.actor,
-			Reason:   memorykit.ExtractionCandidateReason(job.ID),
+			Reason:   storekit.ExtractionCandidateReason(job.ID),
 		}
 		checked, err := w.cfg.Guard.CheckNew(ctx, op, in)
 		if err != nil {
@@ -430,7 +431,7 @@ func isInvalid(err error) bool {
 }
 
 // rejected reports a proposal set that failed its checks.
-func (w *Worker) rejected(job memorykit.Job, proposals int, err error) {
+func (w *Worker) rejected(job storekit.Job, proposals int, err error) {
 	reason := memorykit.ReasonCode(err)
 	w.log.Warn("proposal rejected; failing the attempt",
 		zap.String("job_id", job.ID), zap.Int("attempt", job.Attempt),
@@ -445,7 +446,7 @@ func (w *Worker) record(workCtx context.Context, o outcome, r *Round) {
 	if o.kind == outComplete {
 		var created int
 		err := w.retryStore(workCtx, o.job, func(ctx context.Context) error {
-			n, err := w.cfg.Store.CompleteJob(ctx, memorykit.JobCompletion{
+			n, err := w.cfg.Store.CompleteJob(ctx, storekit.JobCompletion{
 				JobID: o.job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: o.job.LeaseToken, Candidates: o.candidates,
 			})
 			created = n
@@ -490,10 +491,10 @@ func (w *Worker) completed(o outcome, created int) {
 // fail records a failed attempt, queuing the job again at its retry time
 // or failing it for good.
 func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
-	var job memorykit.Job
+	var job storekit.Job
 	err := w.retryStore(workCtx, o.job, func(ctx context.Context) error {
 		var err error
-		job, err = w.cfg.Store.FailJob(ctx, memorykit.JobFailure{
+		job, err = w.cfg.Store.FailJob(ctx, storekit.JobFailure{
 			JobID: o.job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: o.job.LeaseToken, Reason: o.reason, Final: o.final,
 			RetryAt: w.cfg.Clock.Now().Add(max(w.cfg.Retry.Delay(o.job.Attempt), o.retryAfter)),
 		})
@@ -503,7 +504,7 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 		w.storeFailed(workCtx, o.job, "fail", err, r)
 		return
 	}
-	if job.State == memorykit.JobFailed {
+	if job.State == storekit.JobFailed {
 		r.Failed++
 		w.log.Warn("job failed for good", zap.String("job_id", o.job.ID),
 			zap.Int("attempt", o.job.Attempt), zap.Int("max_attempts", job.MaxAttempts), zap.String("reason", o.reason))
@@ -518,10 +519,10 @@ func (w *Worker) fail(workCtx context.Context, o outcome, r *Round) {
 
 // handBack releases a lease without counting the attempt, with a context
 // that outlives the ended work context by at most HandBackTimeout.
-func (w *Worker) handBack(workCtx context.Context, job memorykit.Job, r *Round) {
+func (w *Worker) handBack(workCtx context.Context, job storekit.Job, r *Round) {
 	ctx, cancel := clockctx.Detached(workCtx, w.cfg.Clock, w.cfg.HandBackTimeout)
 	defer cancel()
-	if err := w.cfg.Store.ReleaseJob(ctx, memorykit.JobRelease{
+	if err := w.cfg.Store.ReleaseJob(ctx, storekit.JobRelease{
 		JobID: job.ID, WorkerID: w.cfg.WorkerID, LeaseToken: job.LeaseToken,
 	}); err != nil {
 		r.Abandoned++
@@ -535,7 +536,7 @@ func (w *Worker) handBack(workCtx context.Context, job memorykit.Job, r *Round) 
 
 // storeFailed handles an outcome the store would not take. With the work
 // context ended, the lease is handed back; otherwise it is left to expire.
-func (w *Worker) storeFailed(workCtx context.Context, job memorykit.Job, step string, err error, r *Round) {
+func (w *Worker) storeFailed(workCtx context.Context, job storekit.Job, step string, err error, r *Round) {
 	if workCtx.Err() != nil && !errors.Is(err, memorykit.ErrLeaseLost) {
 		w.handBack(workCtx, job, r)
 		return
@@ -562,13 +563,13 @@ func (w *Worker) storeFailed(workCtx context.Context, job memorykit.Job, step st
 // retryStore runs op until it succeeds, fails for a reason other than a
 // recoverable one, the work context ends, or the lease runs out. Waits
 // follow StoreBackoff on the clock.
-func (w *Worker) retryStore(workCtx context.Context, job memorykit.Job, op func(context.Context) error) error {
+func (w *Worker) retryStore(workCtx context.Context, job storekit.Job, op func(context.Context) error) error {
 	return worker.StoreRetry{Clock: w.cfg.Clock, Backoff: w.cfg.StoreBackoff, OnWait: w.cfg.OnWait, Logger: w.log}.
 		Do(workCtx, job.LeaseExpiresAt, op, zap.String("job_id", job.ID))
 }
 
 // event builds a content-free event about job.
-func (w *Worker) event(job memorykit.Job, kind memorykit.EventKind, count int, reason string) memorykit.Event {
+func (w *Worker) event(job storekit.Job, kind memorykit.EventKind, count int, reason string) memorykit.Event {
 	return memorykit.Event{
 		Kind:     kind,
 		At:       w.cfg.Clock.Now(),
@@ -581,7 +582,7 @@ func (w *Worker) event(job memorykit.Job, kind memorykit.EventKind, count int, r
 	}.WithScope(job.Scope)
 }
 
-func (w *Worker) emit(job memorykit.Job, kind memorykit.EventKind, count int, reason string) {
+func (w *Worker) emit(job storekit.Job, kind memorykit.EventKind, count int, reason string) {
 	w.cfg.Events.Emit(w.event(job, kind, count, reason))
 }
 
@@ -606,7 +607,7 @@ func cloneMap(m map[string]string) map[string]string {
 // "extractor_error_recoverable".
 func ExtractorReason(err error) string {
 	var me *memorykit.Error
-	if errors.As(err, &me) && me.Reason != "" && memorykit.CheckReasonCode("", me.Reason) == nil {
+	if errors.As(err, &me) && me.Reason != "" && storekit.CheckReasonCode("", me.Reason) == nil {
 		return me.Reason
 	}
 	suffix := "_final"

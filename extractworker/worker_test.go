@@ -11,7 +11,8 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/supervisor"
 )
@@ -48,12 +49,12 @@ func TestCompleteStoresCandidates(t *testing.T) {
 		}
 		for _, j := range jobs {
 			for _, p := range proposals(memorykit.ExtractionInput{JobID: j.ID, Payload: j.Payload}) {
-				id := memorykit.CandidateID(e.Scope, j.ID, p.Kind, memorykit.NormalizeKey(p.Key))
+				id := storekit.CandidateID(e.Scope, j.ID, p.Kind, storekit.NormalizeKey(p.Key))
 				c, ok := byID[id]
 				if !ok {
 					t.Fatalf("candidate %s for job %s missing", id, j.ID)
 				}
-				if c.Status != memorykit.StatusCandidate || c.Content != p.Content || c.Key != memorykit.NormalizeKey(p.Key) {
+				if c.Status != memorykit.StatusCandidate || c.Content != p.Content || c.Key != storekit.NormalizeKey(p.Key) {
 					t.Errorf("candidate %s = status %s key %q content %q", id, c.Status, c.Key, c.Content)
 				}
 				if c.CreatedBy != (memorykit.Actor{Kind: memorykit.ActorWorker, ID: "worker-a"}) {
@@ -61,13 +62,13 @@ func TestCompleteStoresCandidates(t *testing.T) {
 				}
 			}
 			got := e.job(j.ID)
-			if got.State != memorykit.JobDone || got.Payload != "" || got.Candidates != 2 || got.LeasedBy != "" {
+			if got.State != storekit.JobDone || got.Payload != "" || got.Candidates != 2 || got.LeasedBy != "" {
 				t.Errorf("job %s = state %s payload %q candidates %d leased by %q", j.ID, got.State, got.Payload, got.Candidates, got.LeasedBy)
 			}
 		}
 		// Candidates never reach recall.
-		res, err := e.store.Recall(e.Ctx, memorykit.RecallQuery{
-			Scope: e.Scope, Terms: memorykit.SearchTerms("plan team agreed", 16), ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
+		res, err := e.store.Recall(e.Ctx, storekit.RecallQuery{
+			Scope: e.Scope, Terms: storekit.SearchTerms("plan team agreed", 16), ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
 		})
 		if err != nil {
 			t.Fatalf("Recall: %v", err)
@@ -137,7 +138,7 @@ func TestRetryInstants(t *testing.T) {
 			t.Fatalf("failed job leased again")
 		}
 		got := e.job(job.ID)
-		if got.State != memorykit.JobFailed || got.Payload != "" || got.Attempt != maxAttempts || got.LastError != "provider_busy" {
+		if got.State != storekit.JobFailed || got.Payload != "" || got.Attempt != maxAttempts || got.LastError != "provider_busy" {
 			t.Fatalf("job = state %s payload %q attempt %d last error %q", got.State, got.Payload, got.Attempt, got.LastError)
 		}
 		if n := len(e.Sink.OfKind(memorykit.EventJobFailed)); n != 1 {
@@ -172,7 +173,7 @@ func TestNonRecoverableFailsAtOnce(t *testing.T) {
 			t.Fatalf("round = %+v, want one failed", r)
 		}
 		got := e.job(job.ID)
-		if got.State != memorykit.JobFailed || got.Attempt != 1 || got.LastError != "model_refused" || got.Payload != "" {
+		if got.State != storekit.JobFailed || got.Attempt != 1 || got.LastError != "model_refused" || got.Payload != "" {
 			t.Fatalf("job = %+v", got)
 		}
 		if evs := e.Sink.OfKind(memorykit.EventJobFailed); len(evs) != 1 || evs[0].Reason != "model_refused" {
@@ -213,7 +214,7 @@ func TestJobDeadline(t *testing.T) {
 			t.Fatalf("round = %+v, want one retried", r)
 		}
 		got := e.job(job.ID)
-		if got.State != memorykit.JobQueued || got.LastError != extractworker.ReasonDeadline {
+		if got.State != storekit.JobQueued || got.LastError != extractworker.ReasonDeadline {
 			t.Fatalf("job = state %s last error %q", got.State, got.LastError)
 		}
 		if want := e.Clock.Now().Add(retry.Initial).Truncate(time.Microsecond); !got.AvailableAt.Equal(want) {
@@ -249,8 +250,8 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 					return ps, nil
 				}
 				before := len(e.Sink.OfKind(memorykit.EventCandidateInvalid))
-				job, err := e.store.EnqueueJob(e.Ctx, memorykit.NewJob{
-					ID: memorykit.ExtractionJobID(e.Scope, "bad/"+name), Scope: e.Scope, Payload: "turn text", MaxAttempts: 2, MaxReaps: 2,
+				job, err := e.store.EnqueueJob(e.Ctx, storekit.NewJob{
+					ID: storekit.ExtractionJobID(e.Scope, "bad/"+name), Scope: e.Scope, Payload: "turn text", MaxAttempts: 2, MaxReaps: 2,
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -260,7 +261,7 @@ func TestInvalidProposalFailsClosed(t *testing.T) {
 					t.Fatalf("round = %+v, want the attempt failed", r)
 				}
 				got := e.job(job.ID)
-				if got.State != memorykit.JobQueued || got.LastError != extractworker.ReasonInvalidCandidate {
+				if got.State != storekit.JobQueued || got.LastError != extractworker.ReasonInvalidCandidate {
 					t.Fatalf("job = state %s last error %q", got.State, got.LastError)
 				}
 				if n := len(e.candidates()); n != 0 {
@@ -302,7 +303,7 @@ func TestStoreRejectsWhatTheGuardMissed(t *testing.T) {
 		if r := runOnce(t, w); r.Retried != 1 || r.Completed != 0 {
 			t.Fatalf("round = %+v", r)
 		}
-		if got := e.job(job.ID); got.LastError != extractworker.ReasonInvalidCandidate || got.State != memorykit.JobQueued {
+		if got := e.job(job.ID); got.LastError != extractworker.ReasonInvalidCandidate || got.State != storekit.JobQueued {
 			t.Fatalf("job = %+v", got)
 		}
 		if len(e.candidates()) != 0 || len(e.Sink.OfKind(memorykit.EventCandidateInvalid)) != 1 {
@@ -336,11 +337,11 @@ func TestPanicLeavesLeaseForReaper(t *testing.T) {
 			t.Fatalf("RunOnce panicked with %#v, want an ExtractorPanic", v)
 		}
 		// The other job of the batch was still completed.
-		if got := e.job(jobs[1].ID); got.State != memorykit.JobDone {
+		if got := e.job(jobs[1].ID); got.State != storekit.JobDone {
 			t.Fatalf("the healthy job = %s", got.State)
 		}
 		held := e.job(jobs[0].ID)
-		if held.State != memorykit.JobLeased || held.LeasedBy != "worker-a" || held.Attempt != 1 {
+		if held.State != storekit.JobLeased || held.LeasedBy != "worker-a" || held.Attempt != 1 {
 			t.Fatalf("crashed job = state %s by %q attempt %d", held.State, held.LeasedBy, held.Attempt)
 		}
 
@@ -365,7 +366,7 @@ func TestPanicLeavesLeaseForReaper(t *testing.T) {
 			t.Fatalf("second worker: round = %+v", r)
 		}
 		got := e.job(jobs[0].ID)
-		if got.State != memorykit.JobDone || got.Attempt != 2 {
+		if got.State != storekit.JobDone || got.Attempt != 2 {
 			t.Fatalf("job = state %s attempt %d, want done on attempt 2", got.State, got.Attempt)
 		}
 		if n := len(e.candidates()); n != 4 {
@@ -404,14 +405,14 @@ func TestWorkContextEndHandsBack(t *testing.T) {
 			t.Fatalf("Run = %v", err)
 		}
 		got := e.job(job.ID)
-		if got.State != memorykit.JobQueued || got.Attempt != 0 || got.LeasedBy != "" {
+		if got.State != storekit.JobQueued || got.Attempt != 0 || got.LeasedBy != "" {
 			t.Fatalf("handed-back job = state %s attempt %d by %q", got.State, got.Attempt, got.LeasedBy)
 		}
 		b := e.worker(e.config("worker-b", newExtractor(e.Clock)))
 		if r := runOnce(t, b); r.Completed != 1 {
 			t.Fatalf("round = %+v", r)
 		}
-		if got := e.job(job.ID); got.Attempt != 1 || got.State != memorykit.JobDone {
+		if got := e.job(job.ID); got.Attempt != 1 || got.State != storekit.JobDone {
 			t.Fatalf("job = %+v", got)
 		}
 		if n := len(e.candidates()); n != 2 {
@@ -449,7 +450,7 @@ func TestKilledWorkerReaped(t *testing.T) {
 		if r := <-done; r.Abandoned != 1 {
 			t.Fatalf("round = %+v, want one abandoned", r)
 		}
-		if got := e.job(job.ID); got.State != memorykit.JobLeased || got.LeasedBy != "worker-a" {
+		if got := e.job(job.ID); got.State != storekit.JobLeased || got.LeasedBy != "worker-a" {
 			t.Fatalf("job = %+v", got)
 		}
 		e.Clock.Add(leaseTTL)
@@ -460,7 +461,7 @@ func TestKilledWorkerReaped(t *testing.T) {
 		if r := runOnce(t, b); r.Completed != 1 {
 			t.Fatalf("round = %+v", r)
 		}
-		if got := e.job(job.ID); got.Attempt != 2 || got.State != memorykit.JobDone {
+		if got := e.job(job.ID); got.Attempt != 2 || got.State != storekit.JobDone {
 			t.Fatalf("job = %+v", got)
 		}
 		if n := len(e.candidates()); n != 2 {
@@ -499,7 +500,7 @@ func TestRecoverableStoreErrorRetriedWithinLease(t *testing.T) {
 		}
 		// MaxAttempts is 1: had the outage cost an attempt, the job would
 		// have failed.
-		if got := e.job(job.ID); got.State != memorykit.JobDone || got.Attempt != 1 {
+		if got := e.job(job.ID); got.State != storekit.JobDone || got.Attempt != 1 {
 			t.Fatalf("job = %+v", got)
 		}
 		if n := len(e.candidates()); n != 2 {
@@ -562,7 +563,7 @@ func TestIdempotentCandidateIdentity(t *testing.T) {
 		ps := proposals(memorykit.ExtractionInput{JobID: job.ID, Payload: job.Payload})
 		// One candidate already exists with the identity the worker derives.
 		_, err := e.store.Create(e.Ctx, memorykit.NewRecord{
-			ID:    memorykit.CandidateID(e.Scope, job.ID, ps[0].Kind, memorykit.NormalizeKey(ps[0].Key)),
+			ID:    storekit.CandidateID(e.Scope, job.ID, ps[0].Kind, storekit.NormalizeKey(ps[0].Key)),
 			Scope: e.Scope, Kind: ps[0].Kind, Key: ps[0].Key, Content: ps[0].Content, Sources: ps[0].Sources,
 			Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "worker-z"},
 		})
@@ -613,11 +614,11 @@ func TestManyJobsOneWorkerBatches(t *testing.T) {
 // slowLeaseStore blocks LeaseJobs until its context ends, signalling once
 // it is blocked.
 type slowLeaseStore struct {
-	memorykit.Store
+	storekit.Store
 	blocked chan struct{}
 }
 
-func (s *slowLeaseStore) LeaseJobs(ctx context.Context, _ memorykit.JobLease) ([]memorykit.Job, error) {
+func (s *slowLeaseStore) LeaseJobs(ctx context.Context, _ storekit.JobLease) ([]storekit.Job, error) {
 	close(s.blocked)
 	<-ctx.Done()
 	return nil, memorykit.WrapError("test.lease_jobs", memorykit.ErrUnavailable, "context_done", ctx.Err())

@@ -9,15 +9,15 @@ import (
 )
 
 var (
-	_ memorykit.BatchCreator         = (*Store)(nil)
-	_ memorykit.EmbeddingBatchPutter = (*Store)(nil)
+	_ storekit.BatchCreator         = (*Store)(nil)
+	_ storekit.EmbeddingBatchPutter = (*Store)(nil)
 )
 
-// CreateBatch implements memorykit.BatchCreator: every item is validated as
+// CreateBatch implements storekit.BatchCreator: every item is validated as
 // Create validates it, then, under one hold of the write lock, the whole
 // batch is checked against the store (IDs, windows, expectations in order)
 // before the first record is written, so a rejected batch changes nothing.
-func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+func (s *Store) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
 	const op = "memorystore.create_batch"
 	if err := live(ctx, op); err != nil {
 		return nil, err

@@ -45,13 +45,13 @@ func BenchmarkRecall(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "bench/v1",
+				if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "bench/v1",
 					ContentHash: r.ContentHash, Vector: vec(), WorkerID: "bench"}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			q := memorykit.RecallQuery{Scope: scope, ExactKeys: memorykit.ExactKeys("key 42", 8),
-				Terms: memorykit.SearchTerms("database backup in 東京 region", 32), Vector: vec(), Profile: "bench/v1",
+			q := storekit.RecallQuery{Scope: scope, ExactKeys: storekit.ExactKeys("key 42", 8),
+				Terms: storekit.SearchTerms("database backup in 東京 region", 32), Vector: vec(), Profile: "bench/v1",
 				ExactLimit: 8, FullTextLimit: 8, VectorLimit: 8}
 			b.ResetTimer()
 			for b.Loop() {
@@ -128,7 +128,7 @@ func BenchmarkIndexBytes(b *testing.B) {
 		b.StartTimer()
 		var text []byte
 		for start := 0; start < n; start += batch {
-			its := make([]memorykit.BatchItem, 0, batch)
+			its := make([]storekit.BatchItem, 0, batch)
 			for i := start; i < start+batch; i++ {
 				text = text[:0]
 				for j := 0; j < 40; j++ {
@@ -139,10 +139,10 @@ func BenchmarkIndexBytes(b *testing.B) {
 				for k := range v {
 					v[k] = rng.Float32()*2 - 1
 				}
-				its = append(its, memorykit.BatchItem{
+				its = append(its, storekit.BatchItem{
 					Record: memorykit.NewRecord{Scope: scope, Kind: memorykit.KindNote, Key: fmt.Sprintf("key %d", i),
 						Content: string(text), Status: memorykit.StatusActive, Actor: memorykit.Actor{Kind: memorykit.ActorTool, ID: "bench"}},
-					Embedding: &memorykit.BatchEmbedding{Profile: "bench/v1", Vector: v},
+					Embedding: &storekit.BatchEmbedding{Profile: "bench/v1", Vector: v},
 				})
 			}
 			if _, err := s.CreateBatch(ctx, its); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestMaxRecordsBound fills a store to its bound: the next create and any
@@ -33,11 +34,11 @@ func TestMaxRecordsBound(t *testing.T) {
 		return memorykit.NewRecord{Scope: sc, Kind: memorykit.KindNote, Key: fmt.Sprintf("k%d", i),
 			Content: "note", Status: memorykit.StatusActive, Actor: actor}
 	}
-	if _, err := s.CreateBatch(ctx, []memorykit.BatchItem{{Record: rec(0)}, {Record: rec(1)}}); err != nil {
+	if _, err := s.CreateBatch(ctx, []storekit.BatchItem{{Record: rec(0)}, {Record: rec(1)}}); err != nil {
 		t.Fatal(err)
 	}
 	// A batch that would cross the bound is refused whole.
-	_, err = s.CreateBatch(ctx, []memorykit.BatchItem{{Record: rec(2)}, {Record: rec(3)}})
+	_, err = s.CreateBatch(ctx, []storekit.BatchItem{{Record: rec(2)}, {Record: rec(3)}})
 	wantFull(t, err)
 	if n := len(s.records); n != 2 {
 		t.Fatalf("a refused batch stored %d records", n-2)
@@ -51,11 +52,11 @@ func TestMaxRecordsBound(t *testing.T) {
 		t.Fatalf("%d records past a bound of 3", n)
 	}
 	// Forgetting keeps the record's place: still full.
-	list, err := s.List(ctx, memorykit.ListFilter{Scope: sc, Limit: 10})
+	list, err := s.List(ctx, storekit.ListFilter{Scope: sc, Limit: 10})
 	if err != nil || len(list) != 3 {
 		t.Fatalf("list: %d %v", len(list), err)
 	}
-	if _, err := s.Forget(ctx, memorykit.Transition{Scope: sc, ID: list[0].ID, Actor: actor}); err != nil {
+	if _, err := s.Forget(ctx, storekit.Transition{Scope: sc, ID: list[0].ID, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Create(ctx, rec(4))

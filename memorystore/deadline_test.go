@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestRecallStopsAtTheDeadline recalls over a large Scope with a context
@@ -28,7 +29,7 @@ func TestRecallStopsAtTheDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
+		if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
 			ContentHash: rec.ContentHash, Vector: []float32{1, float32(i % 97), 2}, WorkerID: "w"}); err != nil {
 			t.Fatal(err)
 		}
@@ -36,12 +37,12 @@ func TestRecallStopsAtTheDeadline(t *testing.T) {
 	defer func(n int) { parallelScanRows = n }(parallelScanRows)
 	for _, c := range []struct {
 		name     string
-		q        memorykit.RecallQuery
+		q        storekit.RecallQuery
 		parallel int
 	}{
-		{"full_text", memorykit.RecallQuery{Scope: sc, Terms: []string{"deploy", "note"}, ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}, n + 1},
-		{"vector", memorykit.RecallQuery{Scope: sc, Vector: []float32{1, 2, 3}, Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}, n + 1},
-		{"parallel_vector", memorykit.RecallQuery{Scope: sc, Terms: []string{"absent"}, Vector: []float32{1, 2, 3}, Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}, 1},
+		{"full_text", storekit.RecallQuery{Scope: sc, Terms: []string{"deploy", "note"}, ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}, n + 1},
+		{"vector", storekit.RecallQuery{Scope: sc, Vector: []float32{1, 2, 3}, Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}, n + 1},
+		{"parallel_vector", storekit.RecallQuery{Scope: sc, Terms: []string{"absent"}, Vector: []float32{1, 2, 3}, Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			parallelScanRows = c.parallel

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Dump renders every piece of the store's state as text: records with
@@ -31,7 +32,7 @@ func (s *Store) Dump() string {
 		// A scrubbed record has no hash and no terms.
 		var terms []string
 		if r.ContentHash != "" {
-			terms = memorykit.IndexTerms(r.Key, r.Content)
+			terms = storekit.IndexTerms(r.Key, r.Content)
 		}
 		fmt.Fprintf(&b, "  terms %q\n", terms)
 		for _, v := range e.history() {

@@ -30,9 +30,9 @@ func (s *Store) pending(e *entry, profile string) bool {
 	return emb == nil || emb.hash != e.rec.ContentHash
 }
 
-// LeaseEmbeddings implements memorykit.EmbeddingStore. Records are leased
+// LeaseEmbeddings implements storekit.EmbeddingStore. Records are leased
 // in ID order across every Scope.
-func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+func (s *Store) LeaseEmbeddings(ctx context.Context, p storekit.EmbeddingLease) ([]storekit.EmbeddingTask, error) {
 	const op = "memorystore.lease_embeddings"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		picked = picked[:p.Max]
 	}
 	expiry := stamp(now.Add(p.TTL))
-	tasks := make([]memorykit.EmbeddingTask, 0, len(picked))
+	tasks := make([]storekit.EmbeddingTask, 0, len(picked))
 	for _, e := range picked {
 		k := embKey{recordID: e.rec.ID, profile: p.Profile}
 		st := s.currentState(e, p.Profile)
@@ -78,7 +78,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		st.token = s.nextLeaseToken()
 		s.embTokens[k] = embToken{hash: e.rec.ContentHash, token: st.token}
 		s.changedEmbeddings(e.rec.ID, p.Profile)
-		tasks = append(tasks, memorykit.EmbeddingTask{
+		tasks = append(tasks, storekit.EmbeddingTask{
 			RecordID:    e.rec.ID,
 			Scope:       e.rec.Scope,
 			Profile:     p.Profile,
@@ -91,8 +91,8 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	return tasks, nil
 }
 
-// PutEmbedding implements memorykit.EmbeddingStore.
-func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+// PutEmbedding implements storekit.EmbeddingStore.
+func (s *Store) PutEmbedding(ctx context.Context, p storekit.EmbeddingPut) error {
 	const op = "memorystore.put_embedding"
 	if err := live(ctx, op); err != nil {
 		return err
@@ -108,9 +108,9 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	return s.putLocked(op, p)
 }
 
-// PutEmbeddings implements memorykit.EmbeddingBatchPutter: each put is
+// PutEmbeddings implements storekit.EmbeddingBatchPutter: each put is
 // applied as PutEmbedding would, all under one hold of the lock.
-func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+func (s *Store) PutEmbeddings(ctx context.Context, puts []storekit.EmbeddingPut) ([]error, error) {
 	const op = "memorystore.put_embeddings"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 
 // checkPut returns the entry a validated put is for, or the error
 // PutEmbedding reports for it; s.mu is held.
-func (s *Store) checkPut(op string, p memorykit.EmbeddingPut) (*entry, error) {
+func (s *Store) checkPut(op string, p storekit.EmbeddingPut) (*entry, error) {
 	e := s.lookup(p.Scope, p.RecordID)
 	if e == nil {
 		return nil, notFound(op)
@@ -163,13 +163,13 @@ func (s *Store) checkPut(op string, p memorykit.EmbeddingPut) (*entry, error) {
 		return nil, memorykit.NewError(op, memorykit.ErrStale, "content_changed")
 	}
 	if t, ok := s.embTokens[embKey{recordID: p.RecordID, profile: p.Profile}]; ok && t.hash == p.ContentHash && t.token > p.LeaseToken {
-		return nil, memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+		return nil, memorykit.NewError(op, memorykit.ErrLeaseLost, storekit.ReasonStaleLeaseToken)
 	}
 	return e, nil
 }
 
 // putLocked stores a validated put; s.mu is held.
-func (s *Store) putLocked(op string, p memorykit.EmbeddingPut) error {
+func (s *Store) putLocked(op string, p storekit.EmbeddingPut) error {
 	e, err := s.checkPut(op, p)
 	if err != nil {
 		return err
@@ -185,9 +185,9 @@ func (s *Store) putLocked(op string, p memorykit.EmbeddingPut) error {
 	return nil
 }
 
-// ReleaseEmbedding implements memorykit.EmbeddingStore. A release for a
+// ReleaseEmbedding implements storekit.EmbeddingStore. A release for a
 // record that is no longer active at r.ContentHash is ErrStale.
-func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelease) error {
+func (s *Store) ReleaseEmbedding(ctx context.Context, r storekit.EmbeddingRelease) error {
 	const op = "memorystore.release_embedding"
 	if err := live(ctx, op); err != nil {
 		return err
@@ -209,10 +209,10 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	}
 	st := s.currentState(e, r.Profile)
 	if st != nil && st.token != r.LeaseToken {
-		return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, storekit.ReasonStaleLeaseToken)
 	}
 	if st == nil || st.leasedBy != r.WorkerID {
-		return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, storekit.ReasonNotLeaseHolder)
 	}
 	s.changedEmbeddings(e.rec.ID, r.Profile)
 	st.leasedBy = ""
@@ -226,13 +226,13 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 	return nil
 }
 
-// PendingEmbeddings implements memorykit.EmbeddingStore.
+// PendingEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, error) {
 	const op = "memorystore.pending_embeddings"
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := storekit.ValidateProfile(op, profile); err != nil {
 		return 0, err
 	}
 	s.mu.RLock()
@@ -240,7 +240,7 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	return s.countPending(profile), nil
 }
 
-// PendingEmbeddingsIn implements memorykit.ScopedPendingCounter.
+// PendingEmbeddingsIn implements storekit.ScopedPendingCounter.
 func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
 	const op = "memorystore.pending_embeddings_in"
 	if err := live(ctx, op); err != nil {
@@ -249,7 +249,7 @@ func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, 
 	if err := scope.Validate(); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := storekit.ValidateProfile(op, profile); err != nil {
 		return 0, err
 	}
 	s.mu.RLock()
@@ -263,12 +263,12 @@ func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, 
 	return n, nil
 }
 
-// DeleteEmbeddings implements memorykit.EmbeddingStore.
+// DeleteEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error) {
 	return s.deleteEmbeddings(ctx, "memorystore.delete_embeddings", profile, &scope)
 }
 
-// DeleteAllEmbeddings implements memorykit.EmbeddingStore.
+// DeleteAllEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) DeleteAllEmbeddings(ctx context.Context, profile string) (int, error) {
 	return s.deleteEmbeddings(ctx, "memorystore.delete_all_embeddings", profile, nil)
 }
@@ -279,7 +279,7 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := storekit.ValidateProfile(op, profile); err != nil {
 		return 0, err
 	}
 	if scope != nil {
@@ -322,7 +322,7 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 	return n, nil
 }
 
-// ReapEmbeddingLeases implements memorykit.EmbeddingStore. A lease is
+// ReapEmbeddingLeases implements storekit.EmbeddingStore. A lease is
 // expired once the clock reaches its expiry.
 func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 	const op = "memorystore.reap_embedding_leases"

@@ -89,17 +89,17 @@ func (s *Store) eraseLocked(e *entry, r storekit.LifecycleRule, actor memorykit.
 
 // scrubQuotingJobLocked finishes an unfinished job of the erased record's
 // Scope whose payload quotes texts (storekit.PayloadQuotes) as a failed
-// tombstone with reason memorykit.ReasonErasedContent, dropping its lease
+// tombstone with reason storekit.ReasonErasedContent, dropping its lease
 // and run reference, and reports whether it did. The caller holds s.mu
 // for writing.
-func (s *Store) scrubQuotingJobLocked(j *memorykit.Job, texts []string, now time.Time) bool {
-	if (j.State != memorykit.JobQueued && j.State != memorykit.JobLeased) || !storekit.PayloadQuotes(j.Payload, texts) {
+func (s *Store) scrubQuotingJobLocked(j *storekit.Job, texts []string, now time.Time) bool {
+	if (j.State != storekit.JobQueued && j.State != storekit.JobLeased) || !storekit.PayloadQuotes(j.Payload, texts) {
 		return false
 	}
 	s.changedJob(j.ID)
 	delete(s.jobErased, j.ID)
-	tombstone(j, memorykit.JobFailed)
-	j.LastError = memorykit.ReasonErasedContent
+	tombstone(j, storekit.JobFailed)
+	j.LastError = storekit.ReasonErasedContent
 	j.RunRef = ""
 	j.UpdatedAt = now
 	return true
@@ -108,7 +108,7 @@ func (s *Store) scrubQuotingJobLocked(j *memorykit.Job, texts []string, now time
 // dropRunRefLocked removes the run reference (the Host's turn id) from a
 // job erase or purge scrubbed; it reports whether there was one. The
 // caller holds s.mu for writing.
-func (s *Store) dropRunRefLocked(j *memorykit.Job) bool {
+func (s *Store) dropRunRefLocked(j *storekit.Job) bool {
 	if j.RunRef == "" {
 		return false
 	}
@@ -119,20 +119,20 @@ func (s *Store) dropRunRefLocked(j *memorykit.Job) bool {
 
 // scrubJobLocked scrubs one extraction job for an erase whose key digest
 // is digest (storekit.PurgeAllKeys for a purge). A queued job is finished
-// at once as a failed tombstone with reason memorykit.ReasonErased; a
+// at once as a failed tombstone with reason storekit.ReasonErased; a
 // leased one loses its payload now and is finished when its worker hands
 // it back (erasedHandback), dropping its proposals for the digest. Done and
 // failed jobs hold no content. It reports whether the job was scrubbed
 // now for the first time.
-func (s *Store) scrubJobLocked(j *memorykit.Job, digest string, now time.Time) bool {
+func (s *Store) scrubJobLocked(j *storekit.Job, digest string, now time.Time) bool {
 	s.changedJob(j.ID)
 	switch j.State {
-	case memorykit.JobQueued:
-		tombstone(j, memorykit.JobFailed)
-		j.LastError = memorykit.ReasonErased
+	case storekit.JobQueued:
+		tombstone(j, storekit.JobFailed)
+		j.LastError = storekit.ReasonErased
 		j.UpdatedAt = now
 		return true
-	case memorykit.JobLeased:
+	case storekit.JobLeased:
 		j.Payload = ""
 		j.UpdatedAt = now
 		marks, seen := s.jobErased[j.ID]
@@ -149,16 +149,16 @@ func (s *Store) scrubJobLocked(j *memorykit.Job, digest string, now time.Time) b
 
 // erasedHandback finishes a scrubbed job whose worker hands it back with a
 // failure, a release or an expired lease: it becomes a failed tombstone
-// with reason memorykit.ReasonErased. It reports whether the job was one.
+// with reason storekit.ReasonErased. It reports whether the job was one.
 // The caller holds s.mu for writing and has checked the lease.
-func (s *Store) erasedHandback(j *memorykit.Job, now time.Time) bool {
+func (s *Store) erasedHandback(j *storekit.Job, now time.Time) bool {
 	if _, ok := s.jobErased[j.ID]; !ok {
 		return false
 	}
 	delete(s.jobErased, j.ID)
 	s.changedJob(j.ID)
-	tombstone(j, memorykit.JobFailed)
-	j.LastError = memorykit.ReasonErased
+	tombstone(j, storekit.JobFailed)
+	j.LastError = storekit.ReasonErased
 	j.UpdatedAt = now
 	return true
 }
@@ -166,7 +166,7 @@ func (s *Store) erasedHandback(j *memorykit.Job, now time.Time) bool {
 // erasedCompletion drops the proposals of a scrubbed job that erase
 // removed, and forgets the job's erase marks. The caller holds s.mu for
 // writing and has checked the lease.
-func (s *Store) erasedCompletion(j *memorykit.Job, in []memorykit.NewRecord) ([]memorykit.NewRecord, bool) {
+func (s *Store) erasedCompletion(j *storekit.Job, in []memorykit.NewRecord) ([]memorykit.NewRecord, bool) {
 	keys, ok := s.jobErased[j.ID]
 	if !ok {
 		return in, false
@@ -176,7 +176,7 @@ func (s *Store) erasedCompletion(j *memorykit.Job, in []memorykit.NewRecord) ([]
 	return storekit.DropErasedProposals(s.keyer, j.Scope, keys, in), true
 }
 
-// Purge implements memorykit.Purger.
+// Purge implements storekit.Purger.
 func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
 	const op = "memorystore.purge"
 	if err := live(ctx, op); err != nil {
@@ -217,7 +217,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 	}
 	rep.FinishedAt = now
 	sort.Strings(rep.RecordIDs)
-	rep.Digest = memorykit.PurgeReportDigest(*rep)
+	rep.Digest = storekit.PurgeReportDigest(*rep)
 	delete(s.purges, scope)
 	out := *rep
 	out.RecordIDs = append([]string{}, rep.RecordIDs...)

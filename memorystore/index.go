@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // scopeIndex holds what Recall reads for one Scope, kept up to date by every
@@ -213,7 +214,7 @@ func (s *Store) index(e *entry) {
 	}
 	slot := int32(len(x.docs))
 	x.docs = append(x.docs, e)
-	for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
+	for _, t := range storekit.IndexTerms(e.rec.Key, e.rec.Content) {
 		id := x.intern(t)
 		x.postings[id].add(slot)
 		x.df[id]++
@@ -255,7 +256,7 @@ func (s *Store) unindex(e *entry) {
 	x.docs[e.ix.slot] = nil
 	x.holes++
 	if e.ix.hash == e.rec.ContentHash {
-		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
+		for _, t := range storekit.IndexTerms(e.rec.Key, e.rec.Content) {
 			x.dropTerm(t)
 		}
 	} else {
@@ -309,7 +310,7 @@ func (x *scopeIndex) recountTerms() {
 		if e == nil {
 			continue
 		}
-		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
+		for _, t := range storekit.IndexTerms(e.rec.Key, e.rec.Content) {
 			id := x.intern(t)
 			x.postings[id].add(int32(slot))
 			x.df[id]++

@@ -22,7 +22,7 @@ import (
 // naiveRecall is the reference the index must reproduce: a full scan of
 // the scope's records with float64 similarities, as memorystore computed
 // recall before it had an index.
-func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
+func naiveRecall(s *Store, q storekit.RecallQuery) storekit.RecallResult {
 	now := s.now()
 	var pool []*entry
 	for e := range s.scopes[q.Scope].all() {
@@ -30,7 +30,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 			pool = append(pool, e)
 		}
 	}
-	res := memorykit.RecallResult{Records: map[string]memorykit.Record{}}
+	res := storekit.RecallResult{Records: map[string]memorykit.Record{}}
 	want := map[string]bool{}
 	for _, k := range q.ExactKeys {
 		want[k] = true
@@ -51,7 +51,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 		if i == q.ExactLimit {
 			break
 		}
-		res.Exact = append(res.Exact, memorykit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
+		res.Exact = append(res.Exact, storekit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
 	}
 	var uniq []string
 	seen := map[string]bool{}
@@ -65,7 +65,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 	termsOf := map[*entry]map[string]struct{}{}
 	for _, e := range pool {
 		termsOf[e] = map[string]struct{}{}
-		for _, t := range memorykit.IndexTerms(e.rec.Key, e.rec.Content) {
+		for _, t := range storekit.IndexTerms(e.rec.Key, e.rec.Content) {
 			termsOf[e][t] = struct{}{}
 		}
 	}
@@ -93,7 +93,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 	k, b := storekit.FullTextRule(cands, q.FullTextLimit)
 	res.FullText, res.FullTextBelow = textHits(k), textHits(b)
 	if q.Vector != nil && norm(q.Vector) > 0 {
-		var hits []memorykit.Hit
+		var hits []storekit.Hit
 		for _, e := range pool {
 			emb := e.embeddings.get(q.Profile)
 			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || norm(s.vectorOf(e, emb)) == 0 {
@@ -104,7 +104,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 			for i := range q.Vector {
 				d += float64(q.Vector[i]) * float64(vec[i])
 			}
-			hits = append(hits, memorykit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * norm(vec))})
+			hits = append(hits, storekit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * norm(vec))})
 		}
 		sort.Slice(hits, func(i, j int) bool {
 			if hits[i].Score != hits[j].Score {
@@ -123,7 +123,7 @@ func naiveRecall(s *Store, q memorykit.RecallQuery) memorykit.RecallResult {
 		}
 		res.Vector = hits
 	}
-	for _, hs := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+	for _, hs := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hs {
 			res.Records[h.ID] = s.records[h.ID].rec.Clone()
 		}
@@ -171,13 +171,13 @@ func TestParallelVectorScanUnderWrites(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
+				if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
 					ContentHash: rec.ContentHash, Vector: []float32{1, float32(i), float32(w)}, WorkerID: "w"}); err != nil {
 					t.Error(err)
 					return
 				}
 				if i%10 == 0 {
-					if _, err := s.Forget(ctx, memorykit.Transition{Scope: sc, ID: rec.ID, Actor: actor}); err != nil {
+					if _, err := s.Forget(ctx, storekit.Transition{Scope: sc, ID: rec.ID, Actor: actor}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -190,7 +190,7 @@ func TestParallelVectorScanUnderWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 150; i++ {
-				res, err := s.Recall(ctx, memorykit.RecallQuery{Scope: sc, Terms: []string{"deploy", "note"}, Vector: []float32{1, 2, 3},
+				res, err := s.Recall(ctx, storekit.RecallQuery{Scope: sc, Terms: []string{"deploy", "note"}, Vector: []float32{1, 2, 3},
 					Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3})
 				if err != nil {
 					t.Error(err)
@@ -286,16 +286,16 @@ func indexMatchesFullScan(t *testing.T) {
 		default:
 			id := ids[r.IntN(len(ids))]
 			rec := s.records[id].rec
-			tr := memorykit.Transition{Scope: rec.Scope, ID: id, Actor: actor}
+			tr := storekit.Transition{Scope: rec.Scope, ID: id, Actor: actor}
 			switch {
 			case op < 8 && rec.Status == memorykit.StatusActive:
 				dims := []int{3, 4, 4, 4}[r.IntN(4)]
-				if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: rec.Scope, RecordID: id, Profile: []string{"p", "q"}[r.IntN(2)],
+				if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: rec.Scope, RecordID: id, Profile: []string{"p", "q"}[r.IntN(2)],
 					ContentHash: rec.ContentHash, Vector: vec(dims), WorkerID: "w"}); err != nil {
 					t.Fatal(err)
 				}
 			case op == 8 && (rec.Status == memorykit.StatusActive || rec.Status == memorykit.StatusCandidate):
-				if _, err := s.Correct(ctx, memorykit.Correction{Transition: tr, Content: text(r, 1+r.IntN(8))}); err != nil {
+				if _, err := s.Correct(ctx, storekit.Correction{Transition: tr, Content: text(r, 1+r.IntN(8))}); err != nil {
 					t.Fatal(err)
 				}
 			case op == 9 && rec.Status == memorykit.StatusActive:
@@ -320,8 +320,8 @@ func indexMatchesFullScan(t *testing.T) {
 			continue
 		}
 		checkLookups(t, s)
-		q := memorykit.RecallQuery{Scope: sc, ExactKeys: []string{fmt.Sprintf("k%d", r.IntN(40)), fmt.Sprintf("k%d", r.IntN(40))},
-			Terms: memorykit.SearchTerms(text(r, 1+r.IntN(6)), 16), ExactLimit: 1 + r.IntN(5), FullTextLimit: 1 + r.IntN(5),
+		q := storekit.RecallQuery{Scope: sc, ExactKeys: []string{fmt.Sprintf("k%d", r.IntN(40)), fmt.Sprintf("k%d", r.IntN(40))},
+			Terms: storekit.SearchTerms(text(r, 1+r.IntN(6)), 16), ExactLimit: 1 + r.IntN(5), FullTextLimit: 1 + r.IntN(5),
 			VectorLimit: 1 + r.IntN(6)}
 		if r.IntN(3) > 0 {
 			q.Vector, q.Profile = vec([]int{3, 4, 4}[r.IntN(3)]), []string{"p", "q"}[r.IntN(2)]
@@ -413,12 +413,12 @@ func TestVectorScreenIsExactOnNearTies(t *testing.T) {
 		// within ~1e-7 of each other, below the screen's resolution.
 		j := r.IntN(dims)
 		v[j] = math.Nextafter32(v[j], float32(math.Inf(1-2*r.IntN(2))))
-		if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
+		if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: sc, RecordID: rec.ID, Profile: "p",
 			ContentHash: rec.ContentHash, Vector: v, WorkerID: "w"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	q := memorykit.RecallQuery{Scope: sc, Vector: base, Profile: "p", ExactLimit: 1, FullTextLimit: 1, VectorLimit: 7}
+	q := storekit.RecallQuery{Scope: sc, Vector: base, Profile: "p", ExactLimit: 1, FullTextLimit: 1, VectorLimit: 7}
 	got, err := s.Recall(ctx, q)
 	if err != nil {
 		t.Fatal(err)

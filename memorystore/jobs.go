@@ -10,37 +10,37 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// EnqueueJob implements memorykit.JobStore.
-func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+// EnqueueJob implements storekit.JobStore.
+func (s *Store) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
 	const op = "memorystore.enqueue_job"
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if err := storekit.CheckJob(s.guard, op, j); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if s.purges[j.Scope] != nil {
-		return memorykit.Job{}, storekit.PurgingError(op)
+		return storekit.Job{}, storekit.PurgingError(op)
 	}
 	if old := s.jobs[j.ID]; old != nil {
 		err := memorykit.NewError(op, memorykit.ErrAlreadyExists, "id_taken")
 		if old.Scope == j.Scope {
 			return *old, err
 		}
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	now := s.now()
-	job := &memorykit.Job{
+	job := &storekit.Job{
 		ID:          j.ID,
 		Scope:       j.Scope,
 		RunRef:      j.RunRef,
 		Payload:     j.Payload,
-		State:       memorykit.JobQueued,
+		State:       storekit.JobQueued,
 		MaxAttempts: j.MaxAttempts,
 		MaxReaps:    j.MaxReaps,
 		AvailableAt: now,
@@ -58,20 +58,20 @@ func (s *Store) nextLeaseToken() int64 {
 	return s.leaseSeq
 }
 
-func clearLease(job *memorykit.Job) {
+func clearLease(job *storekit.Job) {
 	job.LeasedBy = ""
 	job.LeaseExpiresAt = time.Time{}
 }
 
 // tombstone ends a job for good, keeping only content-free fields.
-func tombstone(job *memorykit.Job, state memorykit.JobState) {
+func tombstone(job *storekit.Job, state storekit.JobState) {
 	job.State = state
 	job.Payload = ""
 	clearLease(job)
 }
 
-// LeaseJobs implements memorykit.JobStore.
-func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
+// LeaseJobs implements storekit.JobStore.
+func (s *Store) LeaseJobs(ctx context.Context, p storekit.JobLease) ([]storekit.Job, error) {
 	const op = "memorystore.lease_jobs"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -85,9 +85,9 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 		return nil, err
 	}
 	now := s.now()
-	var ready []*memorykit.Job
+	var ready []*storekit.Job
 	for _, j := range s.jobs {
-		if j.State == memorykit.JobQueued && !j.AvailableAt.After(now) {
+		if j.State == storekit.JobQueued && !j.AvailableAt.After(now) {
 			ready = append(ready, j)
 		}
 	}
@@ -102,10 +102,10 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 		ready = ready[:p.Max]
 	}
 	expiry := stamp(now.Add(p.TTL))
-	out := make([]memorykit.Job, 0, len(ready))
+	out := make([]storekit.Job, 0, len(ready))
 	for _, j := range ready {
 		s.changedJob(j.ID)
-		j.State = memorykit.JobLeased
+		j.State = storekit.JobLeased
 		j.Attempt++
 		j.LeasedBy = p.WorkerID
 		j.LeaseExpiresAt = expiry
@@ -116,11 +116,11 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 	return out, nil
 }
 
-// CompleteJob implements memorykit.JobStore. Every candidate is checked
+// CompleteJob implements storekit.JobStore. Every candidate is checked
 // (shape, Scope, Limits and the Host's validator) before anything is
 // stored; one bad candidate fails the whole completion and the job stays
 // leased.
-func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
+func (s *Store) CompleteJob(ctx context.Context, c storekit.JobCompletion) (int, error) {
 	const op = "memorystore.complete_job"
 	if err := live(ctx, op); err != nil {
 		return 0, err
@@ -190,33 +190,33 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 		created++
 	}
 	s.changedJob(job.ID)
-	tombstone(job, memorykit.JobDone)
+	tombstone(job, storekit.JobDone)
 	job.Candidates = created
 	job.UpdatedAt = now
 	return created, nil
 }
 
-// FailJob implements memorykit.JobStore. A zero RetryAt means now.
-func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.Job, error) {
+// FailJob implements storekit.JobStore. A zero RetryAt means now.
+func (s *Store) FailJob(ctx context.Context, f storekit.JobFailure) (storekit.Job, error) {
 	const op = "memorystore.fail_job"
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if err := storekit.CheckJobFailure(op, f); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	job := s.jobs[f.JobID]
 	if job == nil {
-		return memorykit.Job{}, notFound(op)
+		return storekit.Job{}, notFound(op)
 	}
 	now := s.now()
 	if err := job.CheckLease(op, f.WorkerID, f.LeaseToken, now); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	s.changedJob(job.ID)
 	if s.erasedHandback(job, now) {
@@ -227,19 +227,19 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 	job.Failures++
 	if !f.Final && job.Failures < job.MaxAttempts {
 		clearLease(job)
-		job.State = memorykit.JobQueued
+		job.State = storekit.JobQueued
 		job.AvailableAt = stamp(f.RetryAt)
 		if job.AvailableAt.IsZero() {
 			job.AvailableAt = now
 		}
 	} else {
-		tombstone(job, memorykit.JobFailed)
+		tombstone(job, storekit.JobFailed)
 	}
 	return *job, nil
 }
 
-// ReleaseJob implements memorykit.JobStore.
-func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
+// ReleaseJob implements storekit.JobStore.
+func (s *Store) ReleaseJob(ctx context.Context, r storekit.JobRelease) error {
 	const op = "memorystore.release_job"
 	if err := live(ctx, op); err != nil {
 		return err
@@ -265,20 +265,20 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 	job.HandBacks++
 	job.UpdatedAt = now
 	if !job.Retries() {
-		job.LastError = memorykit.ReasonHandBackLimit
-		tombstone(job, memorykit.JobFailed)
+		job.LastError = storekit.ReasonHandBackLimit
+		tombstone(job, storekit.JobFailed)
 		return nil
 	}
 	if s.erasedHandback(job, now) {
 		return nil
 	}
 	clearLease(job)
-	job.State = memorykit.JobQueued
+	job.State = storekit.JobQueued
 	job.AvailableAt = now
 	return nil
 }
 
-// ReapJobLeases implements memorykit.JobStore. A lease is expired once
+// ReapJobLeases implements storekit.JobStore. A lease is expired once
 // the clock reaches LeaseExpiresAt.
 func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 	const op = "memorystore.reap_job_leases"
@@ -293,7 +293,7 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 	now := s.now()
 	n := 0
 	for _, job := range s.jobs {
-		if job.State != memorykit.JobLeased || now.Before(job.LeaseExpiresAt) {
+		if job.State != storekit.JobLeased || now.Before(job.LeaseExpiresAt) {
 			continue
 		}
 		n++
@@ -301,56 +301,56 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 		if s.erasedHandback(job, now) {
 			continue
 		}
-		job.LastError = memorykit.ReasonLeaseExpired
+		job.LastError = storekit.ReasonLeaseExpired
 		job.UpdatedAt = now
 		job.Reaps++
 		if job.Retries() {
 			clearLease(job)
-			job.State = memorykit.JobQueued
+			job.State = storekit.JobQueued
 			job.AvailableAt = now
 		} else {
-			tombstone(job, memorykit.JobFailed)
+			tombstone(job, storekit.JobFailed)
 		}
 	}
 	return n, nil
 }
 
-// GetJob implements memorykit.JobStore.
-func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Job, error) {
+// GetJob implements storekit.JobStore.
+func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (storekit.Job, error) {
 	const op = "memorystore.get_job"
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if err := storekit.CheckScopedID(op, scope, id); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	job := s.jobs[id]
 	if job == nil || job.Scope != scope {
-		return memorykit.Job{}, notFound(op)
+		return storekit.Job{}, notFound(op)
 	}
 	return *job, nil
 }
 
-// CountJobs implements memorykit.JobStore.
-func (s *Store) CountJobs(ctx context.Context) (memorykit.JobCounts, error) {
+// CountJobs implements storekit.JobStore.
+func (s *Store) CountJobs(ctx context.Context) (storekit.JobCounts, error) {
 	const op = "memorystore.count_jobs"
 	if err := live(ctx, op); err != nil {
-		return memorykit.JobCounts{}, err
+		return storekit.JobCounts{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var c memorykit.JobCounts
+	var c storekit.JobCounts
 	for _, job := range s.jobs {
 		switch job.State {
-		case memorykit.JobQueued:
+		case storekit.JobQueued:
 			c.Queued++
-		case memorykit.JobLeased:
+		case storekit.JobLeased:
 			c.Leased++
-		case memorykit.JobDone:
+		case storekit.JobDone:
 			c.Done++
-		case memorykit.JobFailed:
+		case storekit.JobFailed:
 			c.Failed++
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// Create implements memorykit.LifecycleStore.
+// Create implements storekit.LifecycleStore.
 func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
 	const op = "memorystore.create"
 	if err := live(ctx, op); err != nil {
@@ -63,7 +63,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 			return memorykit.Record{}, err
 		}
 		if o := in.Expect.KeyOwner; o != nil && s.keyGovernedLocked(in.Scope, in.Key, *o) {
-			return memorykit.Record{}, memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
+			return memorykit.Record{}, memorykit.NewError(op, memorykit.ErrVersionConflict, storekit.ReasonKeyGoverned)
 		}
 	}
 	if err := s.roomLocked(op, 1); err != nil {
@@ -114,7 +114,7 @@ func (s *Store) createLocked(op string, in memorykit.NewRecord, now time.Time) (
 
 // keyGovernedLocked reports whether any record of scope holding the
 // canonical key, under any kind and in any status, governs the key against
-// owner (memorykit.GovernsKeyAgainst). It is the one place memorystore
+// owner (storekit.GovernsKeyAgainst). It is the one place memorystore
 // matches records to a key for that rule (through s.scopes, filled at
 // create). The caller holds s.mu.
 func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memorykit.Actor) bool {
@@ -123,13 +123,13 @@ func (s *Store) keyGovernedLocked(scope memorykit.Scope, key string, owner memor
 		return false
 	}
 	for e := range recs.withKey(key) {
-		if memorykit.GovernsKeyAgainst(e.rec, owner) {
+		if storekit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
 	}
 	// Erased records hold the key's tombstone digest instead of the key.
 	for e := range recs.withKey(s.tombstoneKey(scope, key)) {
-		if e.rec.Status == memorykit.StatusErased && memorykit.GovernsKeyAgainst(e.rec, owner) {
+		if e.rec.Status == memorykit.StatusErased && storekit.GovernsKeyAgainst(e.rec, owner) {
 			return true
 		}
 	}
@@ -168,7 +168,7 @@ func canonical(r memorykit.Record) memorykit.Record {
 func (e *entry) record(action memorykit.Action, actor memorykit.Actor, reason string, now time.Time) {
 	t := e.ownHistory()
 	snap := e.rec.Clone()
-	t.revisions = append(t.revisions, memorykit.Revision{
+	t.revisions = append(t.revisions, storekit.Revision{
 		RecordID:    snap.ID,
 		Version:     snap.Version,
 		Action:      action,
@@ -199,7 +199,7 @@ func (e *entry) supersede(actor memorykit.Actor, reason string, now time.Time) {
 	e.touch(storekit.RuleSupersede, actor, reason, now)
 }
 
-// Get implements memorykit.LifecycleStore.
+// Get implements storekit.LifecycleStore.
 func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
 	const op = "memorystore.get"
 	if err := live(ctx, op); err != nil {
@@ -217,7 +217,7 @@ func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memo
 	return e.rec.Clone(), nil
 }
 
-// FindActive implements memorykit.LifecycleStore. The key is canonicalised
+// FindActive implements storekit.LifecycleStore. The key is canonicalised
 // first, so any spelling of a key finds its record.
 func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
 	const op = "memorystore.find_active"
@@ -237,8 +237,8 @@ func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memo
 	return e.rec.Clone(), nil
 }
 
-// List implements memorykit.LifecycleStore.
-func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+// List implements storekit.LifecycleStore.
+func (s *Store) List(ctx context.Context, f storekit.ListFilter) ([]memorykit.Record, error) {
 	const op = "memorystore.list"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -280,30 +280,30 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	return out, nil
 }
 
-// Activate implements memorykit.LifecycleStore.
-func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+// Activate implements storekit.LifecycleStore.
+func (s *Store) Activate(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "memorystore.activate", t, storekit.RuleActivate)
 }
 
-// Reject implements memorykit.LifecycleStore.
-func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+// Reject implements storekit.LifecycleStore.
+func (s *Store) Reject(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "memorystore.reject", t, storekit.RuleReject)
 }
 
-// Forget implements memorykit.LifecycleStore.
-func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+// Forget implements storekit.LifecycleStore.
+func (s *Store) Forget(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "memorystore.forget", t, storekit.RuleForget)
 }
 
-// Erase implements memorykit.LifecycleStore.
-func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+// Erase implements storekit.LifecycleStore.
+func (s *Store) Erase(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "memorystore.erase", t, storekit.RuleErase)
 }
 
 // begin validates a transition and finds its record under the write lock,
 // checking it against rule r (expected version, starting status). On
 // success the caller holds s.mu and must unlock it.
-func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r storekit.LifecycleRule) (*entry, error) {
+func (s *Store) begin(ctx context.Context, op string, t storekit.Transition, r storekit.LifecycleRule) (*entry, error) {
 	if err := live(ctx, op); err != nil {
 		return nil, err
 	}
@@ -328,7 +328,7 @@ func (s *Store) begin(ctx context.Context, op string, t memorykit.Transition, r 
 
 // target finds a transition's record and checks it against rule r. The
 // caller holds s.mu (read or write).
-func (s *Store) target(op string, t memorykit.Transition, r storekit.LifecycleRule) (*entry, error) {
+func (s *Store) target(op string, t storekit.Transition, r storekit.LifecycleRule) (*entry, error) {
 	e := s.lookup(t.Scope, t.ID)
 	if e == nil {
 		return nil, notFound(op)
@@ -339,7 +339,7 @@ func (s *Store) target(op string, t memorykit.Transition, r storekit.LifecycleRu
 	return e, nil
 }
 
-func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
+func (s *Store) transition(ctx context.Context, op string, t storekit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
@@ -397,11 +397,11 @@ func (s *Store) scrub(e *entry) {
 	}
 }
 
-// Correct implements memorykit.LifecycleStore. The Host's validator runs
+// Correct implements storekit.LifecycleStore. The Host's validator runs
 // without the lock held; kind and key never change, so checking against
 // them before locking is sound, and the version and status are checked
 // again under the lock.
-func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+func (s *Store) Correct(ctx context.Context, c storekit.Correction) (memorykit.Record, error) {
 	const op = "memorystore.correct"
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
@@ -461,8 +461,8 @@ func cloneMap(m map[string]string) map[string]string {
 	return out
 }
 
-// Revisions implements memorykit.LifecycleStore.
-func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+// Revisions implements storekit.LifecycleStore.
+func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]storekit.Revision, error) {
 	const op = "memorystore.revisions"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -477,7 +477,7 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 		return nil, notFound(op)
 	}
 	hist := e.history()
-	out := make([]memorykit.Revision, len(hist))
+	out := make([]storekit.Revision, len(hist))
 	for i, v := range hist {
 		out[i] = v.Clone()
 	}

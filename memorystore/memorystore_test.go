@@ -14,6 +14,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -23,14 +24,14 @@ func TestMain(m *testing.M) {
 
 func harness() storetest.Harness {
 	return storetest.Harness{
-		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 			s, err := memorystore.New(memorystore.Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t)})
 			if err != nil {
 				t.Fatalf("memorystore.New: %v", err)
 			}
 			return s
 		},
-		Dump: func(t *testing.T, s memorykit.Store) string {
+		Dump: func(t *testing.T, s storekit.Store) string {
 			return s.(*memorystore.Store).Dump()
 		},
 	}
@@ -74,7 +75,7 @@ func TestDumpIsDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range []string{"p/one", "p/two"} {
-			if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: p,
+			if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: p,
 				ContentHash: r.ContentHash, Vector: []float32{1, 2}, WorkerID: "w1"}); err != nil {
 				t.Fatal(err)
 			}
@@ -103,18 +104,18 @@ func TestDumpRendersEveryKindOfState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}, Content: "dumpcorrected"}); err != nil {
+	if _, err := s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: scope, ID: r.ID, Actor: actor}, Content: "dumpcorrected"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/leased", WorkerID: "dumpworker", TTL: time.Minute, Max: 1}); err != nil {
+	if _, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p/leased", WorkerID: "dumpworker", TTL: time.Minute, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ := s.Get(ctx, scope, r.ID)
-	if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p/stored", ContentHash: cur.ContentHash,
+	if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p/stored", ContentHash: cur.ContentHash,
 		Vector: []float32{0.625, 1}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "dumpjob", Scope: scope, Payload: "dumppayload", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: "dumpjob", Scope: scope, Payload: "dumppayload", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	d := s.Dump()
@@ -165,29 +166,29 @@ func TestConcurrentMixedOperations(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				tr := memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}
+				tr := storekit.Transition{Scope: scope, ID: r.ID, Actor: actor}
 				switch {
 				case status == memorykit.StatusCandidate && i%2 == 0:
 					_, _ = s.Activate(ctx, tr)
 				case status == memorykit.StatusCandidate:
-					_, _ = s.Correct(ctx, memorykit.Correction{Transition: tr, Content: "fixed"})
+					_, _ = s.Correct(ctx, storekit.Correction{Transition: tr, Content: "fixed"})
 				}
-				tasks, _ := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/x", WorkerID: worker, TTL: time.Second, Max: 3})
+				tasks, _ := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p/x", WorkerID: worker, TTL: time.Second, Max: 3})
 				for _, task := range tasks {
-					_ = s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
+					_ = s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
 						ContentHash: task.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: worker, LeaseToken: task.LeaseToken})
 				}
-				_, _ = s.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, fmt.Sprintf("%d-%d", w, i)),
+				_, _ = s.EnqueueJob(ctx, storekit.NewJob{ID: storekit.ExtractionJobID(scope, fmt.Sprintf("%d-%d", w, i)),
 					Scope: scope, Payload: "turn", MaxAttempts: 2, MaxReaps: 2})
-				jobs, _ := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Second, Max: 2})
+				jobs, _ := s.LeaseJobs(ctx, storekit.JobLease{WorkerID: worker, TTL: time.Second, Max: 2})
 				for _, j := range jobs {
 					if i%2 == 0 {
-						_, _ = s.CompleteJob(ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: worker, LeaseToken: j.LeaseToken})
+						_, _ = s.CompleteJob(ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: worker, LeaseToken: j.LeaseToken})
 					} else {
-						_, _ = s.FailJob(ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: worker, LeaseToken: j.LeaseToken, Reason: "flaky"})
+						_, _ = s.FailJob(ctx, storekit.JobFailure{JobID: j.ID, WorkerID: worker, LeaseToken: j.LeaseToken, Reason: "flaky"})
 					}
 				}
-				_, _ = s.Recall(ctx, memorykit.RecallQuery{Scope: scope, ExactKeys: []string{key}, Terms: []string{"content"},
+				_, _ = s.Recall(ctx, storekit.RecallQuery{Scope: scope, ExactKeys: []string{key}, Terms: []string{"content"},
 					Vector: []float32{1, 0}, Profile: "p/x", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 				if i%10 == 0 {
 					clk.Add(2 * time.Second)
@@ -203,7 +204,7 @@ func TestConcurrentMixedOperations(t *testing.T) {
 		active := map[string]int{}
 		after := ""
 		for {
-			page, err := s.List(ctx, memorykit.ListFilter{Scope: scope, Limit: storetest.Limits().MaxListSize, AfterID: after})
+			page, err := s.List(ctx, storekit.ListFilter{Scope: scope, Limit: storetest.Limits().MaxListSize, AfterID: after})
 			if err != nil {
 				t.Fatal(err)
 			}

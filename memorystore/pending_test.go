@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // fullScanLease is what LeaseEmbeddings leased before the pending index: a
@@ -87,27 +88,27 @@ func TestPendingIndexMatchesFullScan(t *testing.T) {
 				ids = append(ids, rec.ID)
 			}
 		case op == 3:
-			recs, err := s.CreateBatch(ctx, []memorykit.BatchItem{{Record: memorykit.NewRecord{Scope: sc, Kind: memorykit.KindFact,
+			recs, err := s.CreateBatch(ctx, []storekit.BatchItem{{Record: memorykit.NewRecord{Scope: sc, Kind: memorykit.KindFact,
 				Key: fmt.Sprintf("b%d", step), Content: "batched", Status: memorykit.StatusActive, Actor: actor},
-				Embedding: &memorykit.BatchEmbedding{Profile: "p", Vector: vec()}}})
+				Embedding: &storekit.BatchEmbedding{Profile: "p", Vector: vec()}}})
 			if err == nil {
 				ids = append(ids, recs[0].ID)
 			}
 		case op == 4:
-			_, _ = s.Activate(ctx, memorykit.Transition{Scope: sc, ID: pick(), Actor: actor})
+			_, _ = s.Activate(ctx, storekit.Transition{Scope: sc, ID: pick(), Actor: actor})
 		case op == 5:
-			_, _ = s.Reject(ctx, memorykit.Transition{Scope: sc, ID: pick(), Actor: actor})
+			_, _ = s.Reject(ctx, storekit.Transition{Scope: sc, ID: pick(), Actor: actor})
 		case op == 6:
-			_, _ = s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: sc, ID: pick(), Actor: actor},
+			_, _ = s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: sc, ID: pick(), Actor: actor},
 				Content: fmt.Sprintf("corrected %d", step)})
 		case op == 7:
-			_, _ = s.Forget(ctx, memorykit.Transition{Scope: sc, ID: pick(), Actor: actor})
+			_, _ = s.Forget(ctx, storekit.Transition{Scope: sc, ID: pick(), Actor: actor})
 		case op == 8 && rng.IntN(4) == 0:
-			_, _ = s.Erase(ctx, memorykit.Transition{Scope: sc, ID: pick(), Actor: actor})
+			_, _ = s.Erase(ctx, storekit.Transition{Scope: sc, ID: pick(), Actor: actor})
 		case op == 9:
 			id := pick()
 			if rec, err := s.Get(ctx, sc, id); err == nil {
-				_ = s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: sc, RecordID: id, Profile: profiles[rng.IntN(2)],
+				_ = s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: sc, RecordID: id, Profile: profiles[rng.IntN(2)],
 					ContentHash: rec.ContentHash, Vector: vec(), WorkerID: "w"})
 			}
 		case op == 10 && rng.IntN(8) == 0:
@@ -118,7 +119,7 @@ func TestPendingIndexMatchesFullScan(t *testing.T) {
 			s.mu.Lock()
 			want := fullScanLease(s, p, max)
 			s.mu.Unlock()
-			tasks, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: p, WorkerID: "w", TTL: time.Minute, Max: max})
+			tasks, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: p, WorkerID: "w", TTL: time.Minute, Max: max})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +133,7 @@ func TestPendingIndexMatchesFullScan(t *testing.T) {
 			// Hand some leases back, fail others, so lease states vary.
 			for _, task := range tasks {
 				if rng.IntN(2) == 0 {
-					_ = s.ReleaseEmbedding(ctx, memorykit.EmbeddingRelease{Scope: sc, RecordID: task.RecordID, Profile: p,
+					_ = s.ReleaseEmbedding(ctx, storekit.EmbeddingRelease{Scope: sc, RecordID: task.RecordID, Profile: p,
 						ContentHash: task.ContentHash, WorkerID: "w", RetryAt: clk.Now().Add(time.Duration(rng.IntN(3)) * time.Second)})
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // The journal: the seam a persisting store (sqlitestore) uses to keep a
@@ -63,7 +64,7 @@ func (s *Store) changedJob(id string) {
 type Image struct {
 	Records []RecordImage
 	Jobs    []JobImage
-	// Purges are the unfinished purges (see memorykit.Purger), one per
+	// Purges are the unfinished purges (see storekit.Purger), one per
 	// Scope.
 	Purges []memorykit.PurgeReport
 	// LeaseSeq is the last fencing token issued.
@@ -77,7 +78,7 @@ type RecordImage struct {
 	// written. It is ignored by NewJournaled.
 	Lifecycle  bool
 	Record     memorykit.Record
-	Revisions  []memorykit.Revision
+	Revisions  []storekit.Revision
 	Embeddings []EmbeddingImage
 	Leases     []LeaseImage
 	Tokens     []TokenImage
@@ -116,7 +117,7 @@ type TokenImage struct {
 // JobImage is one extraction job, with the key digests an erase marked on
 // it while it was leased.
 type JobImage struct {
-	Job        memorykit.Job
+	Job        storekit.Job
 	ErasedKeys []string
 }
 
@@ -134,7 +135,7 @@ type Changes struct {
 // from its file) that keeps a journal of every change for TakeChanges. The
 // image must be one a journaled Store produced: records are trusted, not
 // validated again, except that their keys are brought to the current form
-// of memorykit.NormalizeKey: records whose keys now coincide are resolved
+// of storekit.NormalizeKey: records whose keys now coincide are resolved
 // as a newer write would have (the older active one superseded), and every
 // record re-keyed so is in the first TakeChanges.
 func NewJournaled(cfg Config, img Image) (*Store, error) {
@@ -189,7 +190,7 @@ func (s *Store) restoreRecord(ri RecordImage) {
 		// Anything but a create the record still describes exactly is kept
 		// as it is, even no revision at all (a derived trail would read
 		// as a create).
-		e.trail = &trail{revisions: make([]memorykit.Revision, 0, len(ri.Revisions))}
+		e.trail = &trail{revisions: make([]storekit.Revision, 0, len(ri.Revisions))}
 		for _, v := range ri.Revisions {
 			e.trail.revisions = append(e.trail.revisions, v.Clone())
 		}
@@ -269,7 +270,7 @@ func (s *Store) imageLocked(e *entry, lifecycle bool) RecordImage {
 	if lifecycle {
 		ri.Record = e.rec.Clone()
 		hist := e.history()
-		ri.Revisions = make([]memorykit.Revision, len(hist))
+		ri.Revisions = make([]storekit.Revision, len(hist))
 		for i, v := range hist {
 			ri.Revisions[i] = v.Clone()
 		}

@@ -12,24 +12,24 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// Recall implements memorykit.RecallStore. All three channels read one
+// Recall implements storekit.RecallStore. All three channels read one
 // consistent snapshot of the Scope, and only records that are
 // Recallable(q.Scope, now) take part in any of them. They read the scope's
 // index (see scopeIndex): exact keys and full-text terms are looked up, not
 // scanned for, and the vector channel scans only the scope's current
 // vectors of the profile.
-func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (s *Store) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	const op = "memorystore.recall"
 	if err := live(ctx, op); err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	if err := storekit.CheckRecallQuery(op, q); err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	now := s.now()
-	var res memorykit.RecallResult
+	var res storekit.RecallResult
 	x := s.indexes[q.Scope]
 	if x == nil {
 		res.Records = make(map[string]memorykit.Record)
@@ -65,10 +65,10 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 		res.Vector = x.vectorHits(vecStop, dorm, q.Vector, q.Profile, q.VectorLimit)
 	}
 	if ftStop.stopped || vecStop.stopped {
-		return memorykit.RecallResult{}, interrupted(op, ctx)
+		return storekit.RecallResult{}, interrupted(op, ctx)
 	}
 	res.Records = make(map[string]memorykit.Record, len(res.Exact)+len(res.FullText)+len(res.Vector))
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hits {
 			res.Records[h.ID] = s.records[h.ID].rec.Clone()
 		}
@@ -89,7 +89,7 @@ func (x *scopeIndex) recallable(dorm map[int32]bool, slot int32) bool {
 }
 
 // exactHits matches canonical keys byte for byte, newest first.
-func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []memorykit.Hit {
+func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []storekit.Hit {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -116,9 +116,9 @@ func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []
 	if len(found) > limit {
 		found = found[:limit]
 	}
-	hits := make([]memorykit.Hit, len(found))
+	hits := make([]storekit.Hit, len(found))
 	for i, r := range found {
-		hits[i] = memorykit.Hit{ID: r.ID, Rank: i + 1, Score: 1}
+		hits[i] = storekit.Hit{ID: r.ID, Rank: i + 1, Score: 1}
 	}
 	return hits
 }
@@ -127,7 +127,7 @@ func (x *scopeIndex) exactHits(dorm map[int32]bool, keys []string, limit int) []
 // query: the number of distinct matched terms and their summed IDF (in
 // query-term order), then applies storekit.FullTextRule. It walks the
 // posting lists of the query terms only.
-func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []string, limit int) (kept, below []memorykit.Hit) {
+func (x *scopeIndex) fullTextHits(g *scanGuard, dorm map[int32]bool, terms []string, limit int) (kept, below []storekit.Hit) {
 	seen := make(map[string]bool, len(terms))
 	var uniq []string
 	for _, t := range terms {
@@ -312,8 +312,8 @@ func (s *scratch) counters(n int) ([]int32, []float64) {
 }
 
 // textHitPair is textHits of kept and of below, the two in one array.
-func textHitPair(kept, below []storekit.FullTextCandidate) (k, b []memorykit.Hit) {
-	all := make([]memorykit.Hit, len(kept)+len(below))
+func textHitPair(kept, below []storekit.FullTextCandidate) (k, b []storekit.Hit) {
+	all := make([]storekit.Hit, len(kept)+len(below))
 	k, b = all[:len(kept):len(kept)], all[len(kept):]
 	fillTextHits(k, kept)
 	fillTextHits(b, below)
@@ -326,19 +326,19 @@ func textHitPair(kept, below []storekit.FullTextCandidate) (k, b []memorykit.Hit
 	return k, b
 }
 
-func textHits(cands []storekit.FullTextCandidate) []memorykit.Hit {
+func textHits(cands []storekit.FullTextCandidate) []storekit.Hit {
 	if len(cands) == 0 {
 		return nil
 	}
-	hits := make([]memorykit.Hit, len(cands))
+	hits := make([]storekit.Hit, len(cands))
 	fillTextHits(hits, cands)
 	return hits
 }
 
 // fillTextHits sets hits[i] to the hit of cands[i], ranked i+1.
-func fillTextHits(hits []memorykit.Hit, cands []storekit.FullTextCandidate) {
+func fillTextHits(hits []storekit.Hit, cands []storekit.FullTextCandidate) {
 	for i, c := range cands {
-		hits[i] = memorykit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
+		hits[i] = storekit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
 	}
 }
 
@@ -348,7 +348,7 @@ func fillTextHits(hits []memorykit.Hit, cands []storekit.FullTextCandidate) {
 // estimated in float32 over the slab; every record that could be among the
 // best limit given float32 rounding (see f32Bound) is then scored exactly
 // in float64, so the result is that of an exact float64 scan.
-func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float32, profile string, limit int) []memorykit.Hit {
+func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float32, profile string, limit int) []storekit.Hit {
 	qn := norm(query)
 	v := x.vectors[vecKey{profile, len(query)}]
 	if qn == 0 || v == nil || limit <= 0 {
@@ -398,7 +398,7 @@ func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float
 		floor = h[0] - bound
 	}
 	type scored struct {
-		hit     memorykit.Hit
+		hit     storekit.Hit
 		updated time.Time
 	}
 	n := 0
@@ -419,7 +419,7 @@ func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float
 			d += float64(query[i]) * float64(vec[i])
 		}
 		rec := &x.docs[v.slots[row]].rec
-		cands = append(cands, scored{memorykit.Hit{ID: rec.ID, Score: d / (qn * v.norms[row])}, rec.UpdatedAt})
+		cands = append(cands, scored{storekit.Hit{ID: rec.ID, Score: d / (qn * v.norms[row])}, rec.UpdatedAt})
 	}
 	// Equal similarities (one text under keys the embedder does not tell
 	// apart) go newer first, then by ID, as in pgstore.
@@ -435,7 +435,7 @@ func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float
 	if len(cands) == 0 {
 		return nil
 	}
-	hits := make([]memorykit.Hit, len(cands))
+	hits := make([]storekit.Hit, len(cands))
 	for i, c := range cands {
 		hits[i] = c.hit
 		hits[i].Rank = i + 1

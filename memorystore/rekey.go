@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // RekeyActor is the actor of the supersede revisions NewJournaled records
@@ -13,7 +14,7 @@ var RekeyActor = memorykit.Actor{Kind: memorykit.ActorOperator, ID: "memorystore
 // RekeyReason is the reason of those supersede revisions.
 const RekeyReason = "key_canonical_form"
 
-// rekeyRestored brings every restored key to memorykit.NormalizeKey's
+// rekeyRestored brings every restored key to storekit.NormalizeKey's
 // current form, so an image written before a change of that form is found
 // by the keys that now canonicalise to its records. When two active
 // records of one Scope and kind end up with the same key, the one updated
@@ -29,7 +30,7 @@ func (s *Store) rekeyRestored() {
 		if e.rec.Status == memorykit.StatusErased {
 			continue
 		}
-		if k := memorykit.NormalizeKey(e.rec.Key); k != e.rec.Key && k != "" {
+		if k := storekit.NormalizeKey(e.rec.Key); k != e.rec.Key && k != "" {
 			todo = append(todo, e)
 		}
 	}
@@ -47,7 +48,7 @@ func (s *Store) rekeyRestored() {
 	})
 	now := s.now()
 	for _, e := range todo {
-		key := memorykit.NormalizeKey(e.rec.Key)
+		key := storekit.NormalizeKey(e.rec.Key)
 		if e.rec.Status == memorykit.StatusActive {
 			if holder := s.activeEntry(activeKey{scope: e.rec.Scope, kind: e.rec.Kind, key: key}); holder != nil {
 				loser := e

@@ -7,6 +7,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // SnapshotEmbedding is one stored vector of a record, as NewSnapshot takes
@@ -161,7 +162,7 @@ func (x *Snapshot) add(recs []memorykit.Record, embs []SnapshotEmbedding, yield 
 
 // Recall ranks q over the snapshot exactly as Store.Recall ranks it over a
 // store holding the same records and vectors.
-func (x *Snapshot) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (x *Snapshot) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	return x.s.Recall(ctx, q)
 }
 

@@ -2,7 +2,7 @@
 //
 // It is the embedded default for a single-process Host and the fast double
 // that tests compose. It follows exactly the contract written on
-// memorykit.Store and checked by the storetest conformance suites; nothing
+// storekit.Store and checked by the storetest conformance suites; nothing
 // survives a restart.
 //
 // A Store is safe for concurrent use. One read/write mutex serialises
@@ -19,6 +19,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Config is what New needs. Every field is required: there is no default
@@ -48,7 +49,7 @@ const DefaultMaxRecords = 1_000_000
 // records must be purged first.
 const ReasonStoreFull = "store_full"
 
-// Store implements memorykit.Store in memory.
+// Store implements storekit.Store in memory.
 type Store struct {
 	// maxRecords is the effective Config.MaxRecords.
 	maxRecords int
@@ -64,7 +65,7 @@ type Store struct {
 	// for List, purges and the KeyOwner rule (keyGovernedLocked).
 	scopes    map[memorykit.Scope]*scopeRecords
 	embStates map[embKey]*embState
-	jobs      map[string]*memorykit.Job
+	jobs      map[string]*storekit.Job
 	// pendingIdx holds, per profile asked about, the records that may
 	// need a vector of it (see pending.go).
 	pendingIdx map[string]map[string]*entry
@@ -97,8 +98,8 @@ type embToken struct {
 }
 
 var (
-	_ memorykit.Store  = (*Store)(nil)
-	_ memorykit.Purger = (*Store)(nil)
+	_ storekit.Store  = (*Store)(nil)
+	_ storekit.Purger = (*Store)(nil)
 )
 
 // entry is one record with its audit trail.
@@ -122,16 +123,16 @@ type entry struct {
 // no reason needs no trail at all until then. Read it with history, change
 // it after ownHistory.
 type trail struct {
-	revisions    []memorykit.Revision
+	revisions    []storekit.Revision
 	createReason string
 }
 
 // history returns e's revisions, oldest first. The caller must not change
 // them (see ownHistory); a lazy create revision shares the record's
 // metadata and sources, so clone before handing it out.
-func (e *entry) history() []memorykit.Revision {
+func (e *entry) history() []storekit.Revision {
 	if e.trail == nil || e.trail.revisions == nil {
-		return []memorykit.Revision{e.createRevision()}
+		return []storekit.Revision{e.createRevision()}
 	}
 	return e.trail.revisions
 }
@@ -144,7 +145,7 @@ func (e *entry) ownHistory() *trail {
 		e.trail = &trail{}
 	}
 	if e.trail.revisions == nil {
-		e.trail.revisions = []memorykit.Revision{e.createRevision().Clone()}
+		e.trail.revisions = []storekit.Revision{e.createRevision().Clone()}
 		e.trail.createReason = ""
 	}
 	return e.trail
@@ -160,9 +161,9 @@ func (e *entry) createReasonOf() string {
 
 // createRevision is the create revision of a record untouched since its
 // create: the revision entry.record would have stored then.
-func (e *entry) createRevision() memorykit.Revision {
+func (e *entry) createRevision() storekit.Revision {
 	r := &e.rec
-	return memorykit.Revision{
+	return storekit.Revision{
 		RecordID:    r.ID,
 		Version:     r.Version,
 		Action:      memorykit.ActionCreate,
@@ -289,7 +290,7 @@ func New(cfg Config) (*Store, error) {
 		scopes:     make(map[memorykit.Scope]*scopeRecords),
 		embStates:  make(map[embKey]*embState),
 		embTokens:  make(map[embKey]embToken),
-		jobs:       make(map[string]*memorykit.Job),
+		jobs:       make(map[string]*storekit.Job),
 		indexes:    make(map[memorykit.Scope]*scopeIndex),
 	}, nil
 }

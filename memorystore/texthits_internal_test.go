@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/storekit"
 )
 
@@ -19,7 +18,7 @@ func TestTextHitPairKeepsListsApart(t *testing.T) {
 	if !reflect.DeepEqual(k, textHits(kept)) || !reflect.DeepEqual(b, textHits(below)) {
 		t.Fatalf("textHitPair = %+v, %+v", k, b)
 	}
-	k = append(k, memorykit.Hit{ID: "mem_x", Rank: 3})
+	k = append(k, storekit.Hit{ID: "mem_x", Rank: 3})
 	if b[0].ID != "mem_c" || len(k) != 3 {
 		t.Fatalf("appending to kept hits changed the below-threshold ones: %+v", b)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestUntouchedCreateStoresNoRevision: a record untouched since its create
@@ -37,7 +38,7 @@ func TestUntouchedCreateStoresNoRevision(t *testing.T) {
 	reasoned := create("reasoned", "user asked")
 	changed := create("changed", "")
 	clk.Add(time.Second)
-	if _, err := s.Forget(ctx, memorykit.Transition{Scope: sc, ID: changed.ID, Actor: actor, Reason: "obsolete"}); err != nil {
+	if _, err := s.Forget(ctx, storekit.Transition{Scope: sc, ID: changed.ID, Actor: actor, Reason: "obsolete"}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := NewJournaled(cfg, s.Image())

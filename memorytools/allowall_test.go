@@ -14,7 +14,7 @@ import (
 // TestNoAllowAllAuthorizerOutsideTests scans every non-test Go file of the
 // module for an Authorize method that grants unconditionally (its body is
 // a bare "return nil"), and for names announcing one. Test doubles live in
-// _test.go files or in internal/testkit, whose Authorizer grants only
+// _test.go files or in internal/testsupport/testkit, whose Authorizer grants only
 // explicit permissions; this test checks that too.
 func TestNoAllowAllAuthorizerOutsideTests(t *testing.T) {
 	root, err := filepath.Abs("..")

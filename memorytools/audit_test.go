@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/memorytools"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestReadNeedsTheModelsReadGrant: read_memory needs PermRead for the
@@ -39,7 +40,7 @@ func TestReadNeedsTheModelsReadGrant(t *testing.T) {
 // failingGet is a Host store whose Get fails with a driver error whose
 // text carries a canary.
 type failingGet struct {
-	memorykit.LifecycleStore
+	storekit.LifecycleStore
 	err error
 }
 

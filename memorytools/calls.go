@@ -12,6 +12,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -98,9 +99,9 @@ func (p *Provider) search(ctx context.Context, raw json.RawMessage) (Result, err
 		MaxItems:      n,
 		MaxTokens:     p.cfg.Limits.MaxResultTokens,
 		MaxEntryRunes: p.cfg.Limits.MaxEntryRunes,
-		Reserve:       memorykit.EstimateTokens(head) + memorykit.EstimateTokens(tail),
+		Reserve:       storekit.EstimateTokens(head) + storekit.EstimateTokens(tail),
 		// One more byte than the entry for the comma that may follow it.
-		Cost: func(e recall.Entry) int { return memorykit.EstimateTokens(renderEntry(e) + ",") },
+		Cost: func(e recall.Entry) int { return storekit.EstimateTokens(renderEntry(e) + ",") },
 	})
 	if err != nil {
 		p.log.Warn("search_memory failed closed", zap.String("reason", memorykit.ReasonCode(err)))
@@ -137,7 +138,7 @@ func (p *Provider) read(ctx context.Context, raw json.RawMessage) (Result, error
 		return Result{}, err
 	}
 	notFound := Result{Content: textNotFound, IsError: true}
-	if memorykit.ValidateID("memorytools.read", "id", a.ID) != nil {
+	if storekit.ValidateID("memorytools.read", "id", a.ID) != nil {
 		return notFound, nil
 	}
 	rec, err := p.cfg.Records.Get(ctx, p.cfg.Scope, a.ID)
@@ -150,7 +151,7 @@ func (p *Provider) read(ctx context.Context, raw json.RawMessage) (Result, error
 		return Result{Content: textUnavailable, IsError: true}, nil
 	case err != nil:
 		p.log.Warn("read_memory failed closed", zap.String("reason", memorykit.ReasonCode(err)))
-		return Result{}, memorykit.Contain("memorytools.read", err)
+		return Result{}, storekit.Contain("memorytools.read", err)
 	}
 	// Only what recall could show may be read: active, effective, same
 	// Scope. Anything else looks exactly like a missing id.
@@ -167,11 +168,11 @@ func (p *Provider) renderRead(rec memorykit.Record) string {
 	l := p.cfg.Limits
 	keyRunes, contentRunes := l.MaxEntryRunes, l.MaxEntryRunes
 	for {
-		key, cutKey := memorykit.TruncateRunes(rec.Key, keyRunes)
-		content, cutContent := memorykit.TruncateRunes(rec.Content, contentRunes)
+		key, cutKey := storekit.TruncateRunes(rec.Key, keyRunes)
+		content, cutContent := storekit.TruncateRunes(rec.Content, contentRunes)
 		e := recall.Entry{ID: rec.ID, Kind: rec.Kind, Key: key, Content: content, Truncated: cutKey || cutContent}
 		out := `{"note":` + marshal(resultNote) + `,"truncated":` + boolText(e.Truncated) + `,"memory":` + renderEntry(e) + `}`
-		if memorykit.EstimateTokens(out) <= l.MaxResultTokens || (keyRunes == 0 && contentRunes == 0) {
+		if storekit.EstimateTokens(out) <= l.MaxResultTokens || (keyRunes == 0 && contentRunes == 0) {
 			return out
 		}
 		if contentRunes > 0 {
@@ -238,7 +239,7 @@ const candidateNote = "Someone else has written, reviewed or removed memory unde
 // emits a content-free write.failed event and returns the fixed text.
 func (p *Provider) notSaved(reason string) Result {
 	p.failed.Store(true)
-	if memorykit.CheckReasonCode("", reason) != nil {
+	if storekit.CheckReasonCode("", reason) != nil {
 		reason = "arguments_invalid"
 	}
 	p.cfg.Events.Emit(memorykit.Event{

@@ -14,9 +14,10 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -26,7 +27,7 @@ func memoryBackend() testkit.Backend { return testkit.Backends()[0] }
 
 type bundle struct {
 	clk    *clock.Mock
-	store  memorykit.Store
+	store  storekit.Store
 	emb    memorykit.Embedder
 	az     *testkit.Authorizer
 	sink   *testkit.Sink
@@ -42,7 +43,7 @@ type bundle struct {
 
 type option func(cfg *recall.Config)
 
-func withStore(wrap func(memorykit.RecallStore) memorykit.RecallStore) option {
+func withStore(wrap func(storekit.RecallStore) storekit.RecallStore) option {
 	return func(cfg *recall.Config) { cfg.Store = wrap(cfg.Store) }
 }
 

@@ -12,10 +12,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/writer"
 )
@@ -300,7 +301,7 @@ func TestResultsAreBounded(t *testing.T) {
 		}
 		res := call(t, p, memorytools.SearchMemory, map[string]string{"query": "garnet facts 石榴石"})
 		s := parseSearch(t, res)
-		if tok := memorykit.EstimateTokens(res.Content); tok > l.MaxResultTokens {
+		if tok := storekit.EstimateTokens(res.Content); tok > l.MaxResultTokens {
 			t.Fatalf("%+v: search result costs %d tokens", l, tok)
 		}
 		if len(s.Memories) > l.MaxResults || !s.Truncated {
@@ -319,8 +320,8 @@ func TestResultsAreBounded(t *testing.T) {
 			t.Fatalf("trace %+v", res.Trace)
 		}
 		read := call(t, p, memorytools.ReadMemory, map[string]string{"id": long.ID})
-		if read.IsError || memorykit.EstimateTokens(read.Content) > l.MaxResultTokens || !strings.Contains(read.Content, `"truncated":true`) {
-			t.Fatalf("%+v: read result (%d tokens) %s", l, memorykit.EstimateTokens(read.Content), read.Content)
+		if read.IsError || storekit.EstimateTokens(read.Content) > l.MaxResultTokens || !strings.Contains(read.Content, `"truncated":true`) {
+			t.Fatalf("%+v: read result (%d tokens) %s", l, storekit.EstimateTokens(read.Content), read.Content)
 		}
 	}
 }
@@ -328,7 +329,7 @@ func TestResultsAreBounded(t *testing.T) {
 func TestMinResultTokensFitsTheEmptiestResult(t *testing.T) {
 	// The longest ID and kind with everything else cut away must fit.
 	b := setup(t, memoryBackend())
-	id := "mem_" + strings.Repeat("f", memorykit.MaxIDBytes-4)
+	id := "mem_" + strings.Repeat("f", storekit.MaxIDBytes-4)
 	r := testkit.CreateWith(t, b.store, memorykit.NewRecord{ID: id, Scope: b.scope, Kind: memorykit.KindPreference,
 		Key: strings.Repeat("键", 40), Content: strings.Repeat("长", 1300), Status: memorykit.StatusActive, Actor: testkit.Author})
 	cfg := b.config(false)
@@ -338,12 +339,12 @@ func TestMinResultTokensFitsTheEmptiestResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := call(t, p, memorytools.ReadMemory, map[string]string{"id": r.ID})
-	if res.IsError || memorykit.EstimateTokens(res.Content) > memorytools.MinResultTokens {
-		t.Fatalf("read result of %d tokens: %s", memorykit.EstimateTokens(res.Content), res.Content)
+	if res.IsError || storekit.EstimateTokens(res.Content) > memorytools.MinResultTokens {
+		t.Fatalf("read result of %d tokens: %s", storekit.EstimateTokens(res.Content), res.Content)
 	}
 	res = call(t, p, memorytools.SearchMemory, map[string]string{"query": "长"})
-	if memorykit.EstimateTokens(res.Content) > memorytools.MinResultTokens {
-		t.Fatalf("search result of %d tokens", memorykit.EstimateTokens(res.Content))
+	if storekit.EstimateTokens(res.Content) > memorytools.MinResultTokens {
+		t.Fatalf("search result of %d tokens", storekit.EstimateTokens(res.Content))
 	}
 }
 
@@ -376,7 +377,7 @@ func TestRememberOwnUntouchedRule(t *testing.T) {
 		{"own but reviewed (activated)", func(t *testing.T, b *bundle, _ *memorytools.Provider) *memorykit.Record {
 			c := testkit.CreateWith(t, b.store, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindDecision, Key: "release day",
 				Content: "release on tuesday", Status: memorykit.StatusCandidate, Actor: modelActor})
-			r, err := b.store.Activate(b.ctx, memorykit.Transition{Scope: b.scope, ID: c.ID, Actor: testkit.Reviewer})
+			r, err := b.store.Activate(b.ctx, storekit.Transition{Scope: b.scope, ID: c.ID, Actor: testkit.Reviewer})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -385,7 +386,7 @@ func TestRememberOwnUntouchedRule(t *testing.T) {
 		{"own but corrected", func(t *testing.T, b *bundle, p *memorytools.Provider) *memorykit.Record {
 			remember(t, p, "release on tuesday")
 			a, _ := b.store.FindActive(b.ctx, b.scope, memorykit.KindDecision, "release day")
-			r, err := b.store.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: a.ID, Actor: testkit.Reviewer}, Content: "release on wednesday"})
+			r, err := b.store.Correct(b.ctx, storekit.Correction{Transition: storekit.Transition{Scope: b.scope, ID: a.ID, Actor: testkit.Reviewer}, Content: "release on wednesday"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -513,8 +514,8 @@ func TestSearchAndReadFailClosed(t *testing.T) {
 		t.Fatalf("read without grant: %+v %v", res, err)
 	}
 
-	integrity := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-		return &testkit.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) {
+	integrity := setup(t, memoryBackend(), withStore(func(s storekit.RecallStore) storekit.RecallStore {
+		return &testkit.FaultStore{Inner: s, Edit: func(res *storekit.RecallResult) {
 			for id, rec := range res.Records {
 				rec.Scope.SubjectID = "project-2"
 				res.Records[id] = rec
@@ -526,7 +527,7 @@ func TestSearchAndReadFailClosed(t *testing.T) {
 		t.Fatalf("integrity: %v", err)
 	}
 
-	degraded := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+	degraded := setup(t, memoryBackend(), withStore(func(s storekit.RecallStore) storekit.RecallStore {
 		return &testkit.FaultStore{Inner: s, Err: memorykit.Recoverable(errors.New("down"))}
 	}))
 	res, err := degraded.provider(t, false).Call(b.ctx, memorytools.SearchMemory, json.RawMessage(`{"query":"deploy"}`))

@@ -21,12 +21,13 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/memorytools"
 	mkotel "github.com/goagents/memorykit/otel"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/runtime/runtimetest"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -44,15 +45,15 @@ const storeLatency = 40 * time.Millisecond
 // slowRecall advances the mock clock by storeLatency on every recall, and
 // fails it recoverably while down is set.
 type slowRecall struct {
-	memorykit.RecallStore
+	storekit.RecallStore
 	clk  *clock.Mock
 	down *atomic.Bool
 }
 
-func (s slowRecall) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (s slowRecall) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	s.clk.Add(storeLatency)
 	if s.down.Load() {
-		return memorykit.RecallResult{}, &memorykit.Error{Op: "test.recall", Kind: memorykit.ErrUnavailable, Reason: "store_down", Retry: true}
+		return storekit.RecallResult{}, &memorykit.Error{Op: "test.recall", Kind: memorykit.ErrUnavailable, Reason: "store_down", Retry: true}
 	}
 	return s.RecallStore.Recall(ctx, q)
 }
@@ -431,31 +432,31 @@ func TestScriptedSessionMetricsAndSpans(t *testing.T) {
 }
 
 // bareEmbeddings and bareLifecycle hide a store's batch methods.
-type bareEmbeddings struct{ memorykit.EmbeddingStore }
-type bareLifecycle struct{ memorykit.LifecycleStore }
+type bareEmbeddings struct{ storekit.EmbeddingStore }
+type bareLifecycle struct{ storekit.LifecycleStore }
 
 // TestWrapStoresKeepsBatchInterfaces: the embedding worker puts a batch in
-// one call only when its store implements memorykit.EmbeddingBatchPutter,
-// so the decorators must keep that (and memorykit.BatchCreator) exactly
+// one call only when its store implements storekit.EmbeddingBatchPutter,
+// so the decorators must keep that (and storekit.BatchCreator) exactly
 // when the wrapped store has it.
 func TestWrapStoresKeepsBatchInterfaces(t *testing.T) {
 	clk := testkit.NewClock()
 	tel, _, _ := newTelemetry(t, memorykit.DiscardEvents{})
 	store := testkit.MemStore(t, clk)
 	w := tel.WrapStores(mkruntime.StoresOf(store), clk)
-	if _, ok := w.Embeddings.(memorykit.EmbeddingBatchPutter); !ok {
+	if _, ok := w.Embeddings.(storekit.EmbeddingBatchPutter); !ok {
 		t.Error("wrapped embedding store lost PutEmbeddings")
 	}
-	if _, ok := w.Lifecycle.(memorykit.BatchCreator); !ok {
+	if _, ok := w.Lifecycle.(storekit.BatchCreator); !ok {
 		t.Error("wrapped lifecycle store lost CreateBatch")
 	}
 	bare := mkruntime.StoresOf(store)
 	bare.Embeddings, bare.Lifecycle = bareEmbeddings{store}, bareLifecycle{store}
 	w = tel.WrapStores(bare, clk)
-	if _, ok := w.Embeddings.(memorykit.EmbeddingBatchPutter); ok {
+	if _, ok := w.Embeddings.(storekit.EmbeddingBatchPutter); ok {
 		t.Error("wrapped embedding store grew PutEmbeddings")
 	}
-	if _, ok := w.Lifecycle.(memorykit.BatchCreator); ok {
+	if _, ok := w.Lifecycle.(storekit.BatchCreator); ok {
 		t.Error("wrapped lifecycle store grew CreateBatch")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -266,7 +267,7 @@ func code(reason string) string {
 	if reason == "" {
 		return "none"
 	}
-	if memorykit.CheckReasonCode("", reason) != nil {
+	if storekit.CheckReasonCode("", reason) != nil {
 		return "invalid"
 	}
 	return reason
@@ -348,10 +349,10 @@ func (t *Telemetry) ObserveHealth(src HealthSource) error {
 }
 
 // QueueSource is what ObserveQueue reads: the job store's counts and the
-// embedding store's pending count for one profile. A memorykit.Store
+// embedding store's pending count for one profile. A storekit.Store
 // satisfies it.
 type QueueSource interface {
-	CountJobs(ctx context.Context) (memorykit.JobCounts, error)
+	CountJobs(ctx context.Context) (storekit.JobCounts, error)
 	PendingEmbeddings(ctx context.Context, profile string) (int, error)
 }
 

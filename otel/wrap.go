@@ -11,6 +11,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Span names. Every span is started by a decorator around a part the Host
@@ -38,7 +39,7 @@ const (
 // not listed pass through untouched.
 //
 // The optional batch interfaces survive the wrapping: a wrapped store
-// implements memorykit.BatchCreator or memorykit.EmbeddingBatchPutter
+// implements storekit.BatchCreator or storekit.EmbeddingBatchPutter
 // exactly when the store it wraps does (the embedding worker looks for the
 // latter), and those calls get spans too.
 func (t *Telemetry) WrapStores(s mkruntime.Stores, clk clock.Clock) mkruntime.Stores {
@@ -48,10 +49,10 @@ func (t *Telemetry) WrapStores(s mkruntime.Stores, clk clock.Clock) mkruntime.St
 		Embeddings: embeddingStore{EmbeddingStore: s.Embeddings, t: t},
 		Jobs:       jobStore{JobStore: s.Jobs, t: t},
 	}
-	if b, ok := s.Lifecycle.(memorykit.BatchCreator); ok {
+	if b, ok := s.Lifecycle.(storekit.BatchCreator); ok {
 		out.Lifecycle = batchLifecycleStore{lifecycleStore: out.Lifecycle.(lifecycleStore), batch: b}
 	}
-	if b, ok := s.Embeddings.(memorykit.EmbeddingBatchPutter); ok {
+	if b, ok := s.Embeddings.(storekit.EmbeddingBatchPutter); ok {
 		out.Embeddings = batchEmbeddingStore{embeddingStore: out.Embeddings.(embeddingStore), batch: b}
 	}
 	return out
@@ -82,7 +83,7 @@ func scopeAttrs(s memorykit.Scope) []attribute.KeyValue {
 // id keeps a value only when it is shaped like a memorykit identifier, so
 // a malformed caller-supplied value never reaches a span.
 func id(v string) string {
-	if memorykit.ValidateID("", "", v) != nil {
+	if storekit.ValidateID("", "", v) != nil {
 		return "invalid"
 	}
 	return v
@@ -115,12 +116,12 @@ func outcome(err error) string {
 }
 
 type recallStore struct {
-	memorykit.RecallStore
+	storekit.RecallStore
 	t   *Telemetry
 	clk clock.Clock
 }
 
-func (s recallStore) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (s recallStore) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	attrs := append(scopeAttrs(q.Scope),
 		AttrExactKeys.Int(len(q.ExactKeys)), AttrTerms.Int(len(q.Terms)), AttrVector.Bool(q.Vector != nil))
 	ctx, span := s.t.tracer.Start(ctx, SpanRecall, trace.WithAttributes(attrs...))
@@ -147,7 +148,7 @@ func (s recallStore) Recall(ctx context.Context, q memorykit.RecallQuery) (memor
 }
 
 type lifecycleStore struct {
-	memorykit.LifecycleStore
+	storekit.LifecycleStore
 	t *Telemetry
 }
 
@@ -171,8 +172,8 @@ func (s lifecycleStore) Create(ctx context.Context, in memorykit.NewRecord) (mem
 	return r, err
 }
 
-func (s lifecycleStore) transition(ctx context.Context, action string, t memorykit.Transition,
-	do func(context.Context, memorykit.Transition) (memorykit.Record, error)) (memorykit.Record, error) {
+func (s lifecycleStore) transition(ctx context.Context, action string, t storekit.Transition,
+	do func(context.Context, storekit.Transition) (memorykit.Record, error)) (memorykit.Record, error) {
 	ctx, span := s.start(ctx, action, t.Scope, AttrRecordID.String(id(t.ID)), AttrActorKind.String(kindOf(t.Actor.Kind)))
 	r, err := do(ctx, t)
 	recordAttrs(span, r, err)
@@ -180,23 +181,23 @@ func (s lifecycleStore) transition(ctx context.Context, action string, t memoryk
 	return r, err
 }
 
-func (s lifecycleStore) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s lifecycleStore) Activate(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "activate", t, s.LifecycleStore.Activate)
 }
 
-func (s lifecycleStore) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s lifecycleStore) Reject(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "reject", t, s.LifecycleStore.Reject)
 }
 
-func (s lifecycleStore) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s lifecycleStore) Forget(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "forget", t, s.LifecycleStore.Forget)
 }
 
-func (s lifecycleStore) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s lifecycleStore) Erase(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "erase", t, s.LifecycleStore.Erase)
 }
 
-func (s lifecycleStore) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+func (s lifecycleStore) Correct(ctx context.Context, c storekit.Correction) (memorykit.Record, error) {
 	ctx, span := s.start(ctx, "correct", c.Scope, AttrRecordID.String(id(c.ID)), AttrActorKind.String(kindOf(c.Actor.Kind)))
 	r, err := s.LifecycleStore.Correct(ctx, c)
 	recordAttrs(span, r, err)
@@ -205,11 +206,11 @@ func (s lifecycleStore) Correct(ctx context.Context, c memorykit.Correction) (me
 }
 
 type embeddingStore struct {
-	memorykit.EmbeddingStore
+	storekit.EmbeddingStore
 	t *Telemetry
 }
 
-func (s embeddingStore) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+func (s embeddingStore) LeaseEmbeddings(ctx context.Context, p storekit.EmbeddingLease) ([]storekit.EmbeddingTask, error) {
 	ctx, span := s.t.tracer.Start(ctx, SpanEmbedLease, trace.WithAttributes(AttrWorkerID.String(id(p.WorkerID))))
 	tasks, err := s.EmbeddingStore.LeaseEmbeddings(ctx, p)
 	span.SetAttributes(AttrCount.Int(len(tasks)))
@@ -217,7 +218,7 @@ func (s embeddingStore) LeaseEmbeddings(ctx context.Context, p memorykit.Embeddi
 	return tasks, err
 }
 
-func (s embeddingStore) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+func (s embeddingStore) PutEmbedding(ctx context.Context, p storekit.EmbeddingPut) error {
 	ctx, span := s.t.tracer.Start(ctx, SpanEmbedPut, trace.WithAttributes(
 		append(scopeAttrs(p.Scope), AttrRecordID.String(id(p.RecordID)), AttrWorkerID.String(id(p.WorkerID)))...))
 	err := s.EmbeddingStore.PutEmbedding(ctx, p)
@@ -229,10 +230,10 @@ func (s embeddingStore) PutEmbedding(ctx context.Context, p memorykit.EmbeddingP
 // in batches.
 type batchLifecycleStore struct {
 	lifecycleStore
-	batch memorykit.BatchCreator
+	batch storekit.BatchCreator
 }
 
-func (s batchLifecycleStore) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+func (s batchLifecycleStore) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
 	ctx, span := s.t.tracer.Start(ctx, SpanWriteBatch, trace.WithAttributes(AttrCount.Int(len(items))))
 	recs, err := s.batch.CreateBatch(ctx, items)
 	end(span, err)
@@ -243,10 +244,10 @@ func (s batchLifecycleStore) CreateBatch(ctx context.Context, items []memorykit.
 // embeddings in batches.
 type batchEmbeddingStore struct {
 	embeddingStore
-	batch memorykit.EmbeddingBatchPutter
+	batch storekit.EmbeddingBatchPutter
 }
 
-func (s batchEmbeddingStore) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+func (s batchEmbeddingStore) PutEmbeddings(ctx context.Context, puts []storekit.EmbeddingPut) ([]error, error) {
 	ctx, span := s.t.tracer.Start(ctx, SpanEmbedPutBatch, trace.WithAttributes(AttrCount.Int(len(puts))))
 	errs, err := s.batch.PutEmbeddings(ctx, puts)
 	failed := 0
@@ -261,11 +262,11 @@ func (s batchEmbeddingStore) PutEmbeddings(ctx context.Context, puts []memorykit
 }
 
 type jobStore struct {
-	memorykit.JobStore
+	storekit.JobStore
 	t *Telemetry
 }
 
-func (s jobStore) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+func (s jobStore) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
 	ctx, span := s.t.tracer.Start(ctx, SpanJobEnqueue, trace.WithAttributes(
 		append(scopeAttrs(j.Scope), AttrJobID.String(id(j.ID)))...))
 	job, err := s.JobStore.EnqueueJob(ctx, j)
@@ -273,7 +274,7 @@ func (s jobStore) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit
 	return job, err
 }
 
-func (s jobStore) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
+func (s jobStore) LeaseJobs(ctx context.Context, p storekit.JobLease) ([]storekit.Job, error) {
 	ctx, span := s.t.tracer.Start(ctx, SpanJobLease, trace.WithAttributes(AttrWorkerID.String(id(p.WorkerID))))
 	jobs, err := s.JobStore.LeaseJobs(ctx, p)
 	span.SetAttributes(AttrCount.Int(len(jobs)))
@@ -281,7 +282,7 @@ func (s jobStore) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memory
 	return jobs, err
 }
 
-func (s jobStore) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
+func (s jobStore) CompleteJob(ctx context.Context, c storekit.JobCompletion) (int, error) {
 	ctx, span := s.t.tracer.Start(ctx, SpanJobComplete, trace.WithAttributes(
 		AttrJobID.String(id(c.JobID)), AttrWorkerID.String(id(c.WorkerID))))
 	n, err := s.JobStore.CompleteJob(ctx, c)
@@ -290,7 +291,7 @@ func (s jobStore) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (i
 	return n, err
 }
 
-func (s jobStore) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.Job, error) {
+func (s jobStore) FailJob(ctx context.Context, f storekit.JobFailure) (storekit.Job, error) {
 	ctx, span := s.t.tracer.Start(ctx, SpanJobFail, trace.WithAttributes(
 		AttrJobID.String(id(f.JobID)), AttrWorkerID.String(id(f.WorkerID))))
 	job, err := s.JobStore.FailJob(ctx, f)
@@ -329,10 +330,10 @@ func (x extractor) Extract(ctx context.Context, in memorykit.ExtractionInput) ([
 }
 
 // Purge passes a project purge to the wrapped store, in a span, when that
-// store is a memorykit.Purger; otherwise it answers ErrInvalidConfig with
+// store is a storekit.Purger; otherwise it answers ErrInvalidConfig with
 // reason "purge_unsupported", as the runtime does for such a store.
 func (s lifecycleStore) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
-	p, ok := s.LifecycleStore.(memorykit.Purger)
+	p, ok := s.LifecycleStore.(storekit.Purger)
 	if !ok {
 		return memorykit.PurgeReport{}, memorykit.NewError("otel.purge", memorykit.ErrInvalidConfig, "purge_unsupported")
 	}
@@ -346,10 +347,10 @@ func (s lifecycleStore) Purge(ctx context.Context, scope memorykit.Scope, actor 
 }
 
 // PendingEmbeddingsIn passes a per-Scope pending count to the wrapped store
-// when it is a memorykit.ScopedPendingCounter; otherwise it answers
+// when it is a storekit.ScopedPendingCounter; otherwise it answers
 // ErrInvalidConfig with reason "pending_in_scope_unsupported".
 func (s embeddingStore) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
-	c, ok := s.EmbeddingStore.(memorykit.ScopedPendingCounter)
+	c, ok := s.EmbeddingStore.(storekit.ScopedPendingCounter)
 	if !ok {
 		return 0, memorykit.NewError("otel.pending_embeddings_in", memorykit.ErrInvalidConfig, "pending_in_scope_unsupported")
 	}

@@ -15,8 +15,8 @@ import (
 )
 
 var (
-	_ memorykit.BatchCreator         = (*Store)(nil)
-	_ memorykit.EmbeddingBatchPutter = (*Store)(nil)
+	_ storekit.BatchCreator         = (*Store)(nil)
+	_ storekit.EmbeddingBatchPutter = (*Store)(nil)
 )
 
 // batchRow is one validated batch item with everything the statements need.
@@ -24,14 +24,14 @@ type batchRow struct {
 	in        memorykit.NewRecord
 	meta, src any
 	terms     pgtype.TSVector // search_tsv
-	emb       *memorykit.BatchEmbedding
+	emb       *storekit.BatchEmbedding
 	rec       memorykit.Record // the record as the batch leaves it
 	// superseder is the index of the later item that supersedes this one
 	// inside the batch, or -1.
 	superseder int
 }
 
-// CreateBatch implements memorykit.BatchCreator in one transaction: the
+// CreateBatch implements storekit.BatchCreator in one transaction: the
 // items are validated as Create validates them, then the transaction takes
 // the key locks of every active item (in lock-key order, so two batches
 // cannot deadlock), reads and locks the records currently holding those
@@ -39,7 +39,7 @@ type batchRow struct {
 // pre-existing holders with one UPDATE and writes the records, their
 // revisions and their embeddings with COPY. The records trigger (migration
 // 0002) updates the recall layout once per statement.
-func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+func (s *Store) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
 	const op = "pgstore.create_batch"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([
 // checkBatchItems validates the batch as Create would (the WriteGuard's
 // CheckBatch, with pgvector's dimension bound), before any database work,
 // and prepares each item's statement values.
-func (s *Store) checkBatchItems(ctx context.Context, op string, items []memorykit.BatchItem) ([]batchRow, error) {
+func (s *Store) checkBatchItems(ctx context.Context, op string, items []storekit.BatchItem) ([]batchRow, error) {
 	checked, err := storekit.CheckBatch(ctx, s.guard, op, items, maxDims)
 	if err != nil {
 		return nil, err
@@ -85,9 +85,9 @@ func (s *Store) checkBatchItems(ctx context.Context, op string, items []memoryki
 			return nil, storekit.BatchItemError(i, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err))
 		}
 		if emb := items[i].Embedding; emb != nil {
-			r.emb = &memorykit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
+			r.emb = &storekit.BatchEmbedding{Profile: emb.Profile, Vector: append([]float32(nil), emb.Vector...)}
 		}
-		r.terms = termsValue(tags.of(in.Scope), memorykit.IndexTerms(in.Key, in.Content))
+		r.terms = termsValue(tags.of(in.Scope), storekit.IndexTerms(in.Key, in.Content))
 		rows[i] = r
 	}
 	return rows, nil
@@ -402,7 +402,7 @@ func (s *Store) checkExpect(ctx context.Context, tx pgx.Tx, op string, in memory
 			return err
 		}
 		if governed {
-			return memorykit.NewError(op, memorykit.ErrVersionConflict, memorykit.ReasonKeyGoverned)
+			return memorykit.NewError(op, memorykit.ErrVersionConflict, storekit.ReasonKeyGoverned)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestTermsValueIsFTSTerms: the lexemes a batch sends are exactly
@@ -24,7 +25,7 @@ func TestTermsValueIsFTSTerms(t *testing.T) {
 		scope memorykit.Scope
 		terms []string
 	}{
-		{a, memorykit.IndexTerms("deploy region", "The deploy region is eu-west; 部署区域")},
+		{a, storekit.IndexTerms("deploy region", "The deploy region is eu-west; 部署区域")},
 		{a, []string{"one", long, "two"}},
 		{b, []string{"one", long, "two"}},
 		{a, nil},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestPostgresBatchBumpsScopeVersionOnce: a CreateBatch that supersedes
@@ -46,13 +47,13 @@ func TestPostgresBatchBumpsScopeVersionOnce(t *testing.T) {
 	}
 	old := b.create(t, memorykit.KindFact, "region", "deploys go to eu-west", memorykit.StatusActive)
 	v1 := version()
-	item := func(key, content string) memorykit.BatchItem {
-		return memorykit.BatchItem{
+	item := func(key, content string) storekit.BatchItem {
+		return storekit.BatchItem{
 			Record:    memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindFact, Key: key, Content: content, Status: memorykit.StatusActive, Actor: author},
-			Embedding: &memorykit.BatchEmbedding{Profile: "p", Vector: []float32{1, 0, 0}},
+			Embedding: &storekit.BatchEmbedding{Profile: "p", Vector: []float32{1, 0, 0}},
 		}
 	}
-	recs, err := b.s.CreateBatch(b.ctx, []memorykit.BatchItem{item("region", "deploys go to us-east"), item("owner", "the infra team")})
+	recs, err := b.s.CreateBatch(b.ctx, []storekit.BatchItem{item("region", "deploys go to us-east"), item("owner", "the infra team")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestPostgresBatchBumpsScopeVersionOnce(t *testing.T) {
 			t.Fatalf("change rows %v, want %v", got, want)
 		}
 	}
-	more, err := b.s.CreateBatch(b.ctx, []memorykit.BatchItem{item("owner", "the platform team")})
+	more, err := b.s.CreateBatch(b.ctx, []storekit.BatchItem{item("owner", "the platform team")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -51,13 +52,13 @@ func pgHarness(t *testing.T) storetest.Harness {
 	dsn := testDSN(t)
 	ts := newTxSchemas(t, dsn)
 	return storetest.Harness{
-		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 			return ts.store(t, Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t)})
 		},
-		NewSession: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+		NewSession: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 			return ts.session(t, Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t), MaxConns: 6})
 		},
-		Dump: func(t *testing.T, s memorykit.Store) string {
+		Dump: func(t *testing.T, s storekit.Store) string {
 			t.Helper()
 			d, err := s.(*Store).Dump(context.Background())
 			if err != nil {
@@ -226,9 +227,9 @@ func (ts *txSchemas) session(t *testing.T, cfg Config) *Store {
 
 // pgNew opens a Store on a schema of its own for every case, with the
 // Config changed by edit when it is not nil.
-func pgNew(t *testing.T, edit func(*Config)) func(*testing.T, clock.Clock, *memorykit.WriteGuard) memorykit.Store {
+func pgNew(t *testing.T, edit func(*Config)) func(*testing.T, clock.Clock, *memorykit.WriteGuard) storekit.Store {
 	dsn := testDSN(t)
-	return func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+	return func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 		cfg := Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t), Schema: uniqueSchema(t), MaxConns: 6}
 		if edit != nil {
 			edit(&cfg)

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/plumbing/clockctx"
 )
 
 // connectBackoff sets Open's waits between attempts to connect while the

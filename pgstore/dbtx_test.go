@@ -9,6 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestTxStoreLeavesNothing: a Store on one transaction (the conformance
@@ -44,7 +45,7 @@ func TestTxStoreLeavesNothing(t *testing.T) {
 		}
 		// Registers the profile (ANALYZE included) and takes a lease
 		// token from the sequence.
-		leases, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p", WorkerID: "w", TTL: time.Minute, Max: 5})
+		leases, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p", WorkerID: "w", TTL: time.Minute, Max: 5})
 		if err != nil || len(leases) != 1 || leases[0].LeaseToken != 1 {
 			t.Fatalf("lease: %+v, %v", leases, err)
 		}

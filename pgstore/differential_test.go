@@ -14,6 +14,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // diffVocabulary mixes common and rare words, CJK, and terms that need
@@ -46,7 +47,7 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stores := []memorykit.Store{pg, ms}
+	stores := []storekit.Store{pg, ms}
 	scopes := make([]memorykit.Scope, 3)
 	for i := range scopes {
 		scopes[i], _ = memorykit.ProjectScope("tenant-d", fmt.Sprintf("p%d", i))
@@ -54,7 +55,7 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	const profile = "diff/v1"
 	var ids [][]string
-	both := func(f func(s memorykit.Store) (memorykit.Record, error)) memorykit.Record {
+	both := func(f func(s storekit.Store) (memorykit.Record, error)) memorykit.Record {
 		t.Helper()
 		var recs [2]memorykit.Record
 		for i, s := range stores {
@@ -69,11 +70,11 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 		}
 		return recs[0]
 	}
-	bothBatch := func(its []memorykit.BatchItem) []memorykit.Record {
+	bothBatch := func(its []storekit.BatchItem) []memorykit.Record {
 		t.Helper()
 		var recs [2][]memorykit.Record
 		for i, s := range stores {
-			out, err := s.(memorykit.BatchCreator).CreateBatch(ctx, its)
+			out, err := s.(storekit.BatchCreator).CreateBatch(ctx, its)
 			if err != nil {
 				t.Fatalf("store %d: batch: %v", i, err)
 			}
@@ -112,10 +113,10 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 				next := in
 				next.ID = in.ID + "-b"
 				next.Content = diffText(r, 2+r.IntN(6))
-				rec = bothBatch([]memorykit.BatchItem{{Record: in}, {Record: next}})[0]
+				rec = bothBatch([]storekit.BatchItem{{Record: in}, {Record: next}})[0]
 				ids[si] = append(ids[si], next.ID)
 			} else {
-				rec = both(func(s memorykit.Store) (memorykit.Record, error) { return s.Create(ctx, in) })
+				rec = both(func(s storekit.Store) (memorykit.Record, error) { return s.Create(ctx, in) })
 			}
 			ids[si] = append(ids[si], rec.ID)
 			if rec.Status == memorykit.StatusActive && r.IntN(3) > 0 {
@@ -125,7 +126,7 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 				}
 				vec[0] = 1 // never all zeros
 				for _, s := range stores {
-					if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: profile,
+					if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: profile,
 						ContentHash: rec.ContentHash, Vector: vec, WorkerID: "w"}); err != nil {
 						t.Fatal(err)
 					}
@@ -138,8 +139,8 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 				continue
 			}
 			text := diffText(r, 4)
-			both(func(s memorykit.Store) (memorykit.Record, error) {
-				return s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: id, Actor: reviewer},
+			both(func(s storekit.Store) (memorykit.Record, error) {
+				return s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: scope, ID: id, Actor: reviewer},
 					Content: text})
 			})
 		default:
@@ -147,12 +148,12 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 			rec, _ := pg.Get(ctx, scope, id)
 			switch rec.Status {
 			case memorykit.StatusActive:
-				both(func(s memorykit.Store) (memorykit.Record, error) {
-					return s.Forget(ctx, memorykit.Transition{Scope: scope, ID: id, Actor: reviewer})
+				both(func(s storekit.Store) (memorykit.Record, error) {
+					return s.Forget(ctx, storekit.Transition{Scope: scope, ID: id, Actor: reviewer})
 				})
 			case memorykit.StatusCandidate:
-				both(func(s memorykit.Store) (memorykit.Record, error) {
-					return s.Activate(ctx, memorykit.Transition{Scope: scope, ID: id, Actor: reviewer})
+				both(func(s storekit.Store) (memorykit.Record, error) {
+					return s.Activate(ctx, storekit.Transition{Scope: scope, ID: id, Actor: reviewer})
 				})
 			}
 		}
@@ -170,15 +171,15 @@ func TestPostgresMatchesMemorystore(t *testing.T) {
 				text += fmt.Sprintf(" filler%d", i)
 			}
 		}
-		q := memorykit.RecallQuery{
+		q := storekit.RecallQuery{
 			Scope: scope, ExactKeys: []string{fmt.Sprintf("key %d", r.IntN(12)), fmt.Sprintf("key %d", r.IntN(12))},
-			Terms: memorykit.SearchTerms(text, nTerms), Vector: []float32{1, float32(r.IntN(3)), -1, 0.5}, Profile: profile,
+			Terms: storekit.SearchTerms(text, nTerms), Vector: []float32{1, float32(r.IntN(3)), -1, 0.5}, Profile: profile,
 			ExactLimit: 1 + r.IntN(4), FullTextLimit: 1 + r.IntN(6), VectorLimit: 1 + r.IntN(5),
 		}
 		if qi%7 == 0 {
 			q.Terms = append(q.Terms, `it's`, `a\b`, "", "the")
 		}
-		var res [2]memorykit.RecallResult
+		var res [2]storekit.RecallResult
 		for i, s := range stores {
 			var err error
 			if res[i], err = s.Recall(ctx, q); err != nil {
@@ -223,7 +224,7 @@ func testPruningMatches(t *testing.T, small int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stores := []memorykit.BatchCreator{pg, ms}
+	stores := []storekit.BatchCreator{pg, ms}
 	scope, _ := memorykit.ProjectScope("tenant-p", "pruning")
 	other, _ := memorykit.ProjectScope("tenant-p", "other")
 	common := []string{"the", "and", "is", "of", "we", "team", "数据"}
@@ -246,7 +247,7 @@ func testPruningMatches(t *testing.T, small int) {
 		return strings.Join(w, " ")
 	}
 	for b := 0; b < 8; b++ {
-		var its []memorykit.BatchItem
+		var its []storekit.BatchItem
 		for i := 0; i < 100; i++ {
 			sc := scope
 			if i%10 == 9 {
@@ -260,7 +261,7 @@ func testPruningMatches(t *testing.T, small int) {
 			case 1:
 				in.EffectiveUntil = clk.Now().Add(time.Duration(1+r.IntN(20)) * time.Second)
 			}
-			its = append(its, memorykit.BatchItem{Record: in})
+			its = append(its, storekit.BatchItem{Record: in})
 		}
 		for i, s := range stores {
 			if _, err := s.CreateBatch(ctx, its); err != nil {
@@ -271,11 +272,11 @@ func testPruningMatches(t *testing.T, small int) {
 	}
 	for qi := 0; qi < 150; qi++ {
 		n := 1 + r.IntN(10)
-		q := memorykit.RecallQuery{Scope: scope, Terms: memorykit.SearchTerms(text(n), 32),
+		q := storekit.RecallQuery{Scope: scope, Terms: storekit.SearchTerms(text(n), 32),
 			ExactLimit: 1, FullTextLimit: 1 + r.IntN(8), VectorLimit: 1}
-		var res [2]memorykit.RecallResult
+		var res [2]storekit.RecallResult
 		for i, s := range stores {
-			if res[i], err = s.(memorykit.RecallStore).Recall(ctx, q); err != nil {
+			if res[i], err = s.(storekit.RecallStore).Recall(ctx, q); err != nil {
 				t.Fatalf("store %d: %v", i, err)
 			}
 		}

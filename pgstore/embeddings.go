@@ -29,11 +29,11 @@ import (
 const noCurrentEmbedding = `(SELECT e.content_hash FROM {schema}.embeddings e
 	       WHERE e.record_id = r.id AND e.profile = $1) IS DISTINCT FROM r.content_hash`
 
-// LeaseEmbeddings implements memorykit.EmbeddingStore. Records are leased
+// LeaseEmbeddings implements storekit.EmbeddingStore. Records are leased
 // in ID order across every Scope, or only p.Scope's when it is set. A lease blocks the record until it is
 // released, the vector is stored, or ReapEmbeddingLeases returns it after
 // expiry.
-func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+func (s *Store) LeaseEmbeddings(ctx context.Context, p storekit.EmbeddingLease) ([]storekit.EmbeddingTask, error) {
 	const op = "pgstore.lease_embeddings"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -56,10 +56,10 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		return nil, mapErr(op, err)
 	}
 	defer rows.Close()
-	tasks := make([]memorykit.EmbeddingTask, 0)
+	tasks := make([]storekit.EmbeddingTask, 0)
 	for rows.Next() {
 		var (
-			t                  memorykit.EmbeddingTask
+			t                  storekit.EmbeddingTask
 			subjectType        string
 			key, content, hash string
 		)
@@ -70,7 +70,7 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 		t.Scope.SubjectType = memorykit.SubjectType(subjectType)
 		t.Profile = p.Profile
 		t.ContentHash = hash
-		t.Text = memorykit.EmbeddingText(key, content)
+		t.Text = storekit.EmbeddingText(key, content)
 		tasks = append(tasks, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -79,9 +79,9 @@ func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease)
 	return tasks, nil
 }
 
-// PutEmbedding implements memorykit.EmbeddingStore: one put, stored as
+// PutEmbedding implements storekit.EmbeddingStore: one put, stored as
 // PutEmbeddings stores each.
-func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+func (s *Store) PutEmbedding(ctx context.Context, p storekit.EmbeddingPut) error {
 	const op = "pgstore.put_embedding"
 	if err := live(ctx, op); err != nil {
 		return err
@@ -89,17 +89,17 @@ func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) erro
 	if err := storekit.CheckEmbeddingPut(op, p, maxDims); err != nil {
 		return err
 	}
-	errs, err := s.putValidated(ctx, op, []memorykit.EmbeddingPut{p})
+	errs, err := s.putValidated(ctx, op, []storekit.EmbeddingPut{p})
 	if err != nil {
 		return err
 	}
 	return errs[0]
 }
 
-// PutEmbeddings implements memorykit.EmbeddingBatchPutter in one
+// PutEmbeddings implements storekit.EmbeddingBatchPutter in one
 // transaction of four statements, whatever the number of puts (see
 // putValidated).
-func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+func (s *Store) PutEmbeddings(ctx context.Context, puts []storekit.EmbeddingPut) ([]error, error) {
 	const op = "pgstore.put_embeddings"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 		return nil, err
 	}
 	errs := make([]error, len(puts))
-	valid := make([]memorykit.EmbeddingPut, 0, len(puts))
+	valid := make([]storekit.EmbeddingPut, 0, len(puts))
 	at := make([]int, 0, len(puts))
 	for i, p := range puts {
 		if err := storekit.CheckEmbeddingPut(op, p, maxDims); err != nil {
@@ -143,7 +143,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 // share-locked and current until the commit, so the vectors are live; the
 // records trigger (migration 0002) clears live when a record leaves that
 // state.
-func (s *Store) putValidated(ctx context.Context, op string, puts []memorykit.EmbeddingPut) ([]error, error) {
+func (s *Store) putValidated(ctx context.Context, op string, puts []storekit.EmbeddingPut) ([]error, error) {
 	ids := make([]string, 0, len(puts))
 	for _, p := range puts {
 		ids = append(ids, p.RecordID)
@@ -215,7 +215,7 @@ func (s *Store) lockPutRecords(ctx context.Context, tx pgx.Tx, ids []string) (ma
 // last accepted put of each record and profile (earlier ones are
 // overwritten by it, as in a sequence of PutEmbedding calls), in key
 // order, like the locks.
-func judgePuts(op string, puts []memorykit.EmbeddingPut, recs map[string]putRecord, tokens map[[2]string]leaseToken) ([]error, []int) {
+func judgePuts(op string, puts []storekit.EmbeddingPut, recs map[string]putRecord, tokens map[[2]string]leaseToken) ([]error, []int) {
 	type target struct{ id, profile string }
 	errs := make([]error, len(puts))
 	last := make(map[target]int)
@@ -228,7 +228,7 @@ func judgePuts(op string, puts []memorykit.EmbeddingPut, recs map[string]putReco
 		case c.status != string(memorykit.StatusActive) || c.hash != p.ContentHash:
 			errs[i] = memorykit.NewError(op, memorykit.ErrStale, "content_changed")
 		case leased && t.hash == p.ContentHash && t.token > p.LeaseToken:
-			errs[i] = memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+			errs[i] = memorykit.NewError(op, memorykit.ErrLeaseLost, storekit.ReasonStaleLeaseToken)
 		default:
 			last[target{p.RecordID, p.Profile}] = i
 		}
@@ -248,7 +248,7 @@ func judgePuts(op string, puts []memorykit.EmbeddingPut, recs map[string]putReco
 
 // writePuts writes the kept puts: their lease rows become "stored", their
 // queue rows go, and their vectors are upserted.
-func (s *Store) writePuts(ctx context.Context, tx pgx.Tx, puts []memorykit.EmbeddingPut, keep []int, now time.Time) error {
+func (s *Store) writePuts(ctx context.Context, tx pgx.Tx, puts []storekit.EmbeddingPut, keep []int, now time.Time) error {
 	var (
 		recIDs, profiles, tenants, types, subjects, hashes = make([]string, len(keep)), make([]string, len(keep)),
 			make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep)), make([]string, len(keep))
@@ -282,7 +282,7 @@ type leaseToken struct {
 
 // embeddingLeaseTokens locks (FOR UPDATE, in key order) and reads the lease
 // rows of the puts' records and profiles.
-func (s *Store) embeddingLeaseTokens(ctx context.Context, tx pgx.Tx, puts []memorykit.EmbeddingPut) (map[[2]string]leaseToken, error) {
+func (s *Store) embeddingLeaseTokens(ctx context.Context, tx pgx.Tx, puts []storekit.EmbeddingPut) (map[[2]string]leaseToken, error) {
 	ids := make([]string, len(puts))
 	profiles := make([]string, len(puts))
 	for i, p := range puts {
@@ -322,9 +322,9 @@ func (s *Store) checkCurrent(ctx context.Context, tx pgx.Tx, op string, scope me
 	return nil
 }
 
-// ReleaseEmbedding implements memorykit.EmbeddingStore. A release for a
+// ReleaseEmbedding implements storekit.EmbeddingStore. A release for a
 // record that is no longer active at r.ContentHash is ErrStale.
-func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelease) error {
+func (s *Store) ReleaseEmbedding(ctx context.Context, r storekit.EmbeddingRelease) error {
 	const op = "pgstore.release_embedding"
 	if err := live(ctx, op); err != nil {
 		return err
@@ -349,22 +349,22 @@ func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelea
 		err = tx.QueryRow(ctx, s.stmt("embedding_lease_token"),
 			r.RecordID, r.Profile, r.ContentHash).Scan(&token)
 		if err == nil && token != r.LeaseToken {
-			return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonStaleLeaseToken)
+			return memorykit.NewError(op, memorykit.ErrLeaseLost, storekit.ReasonStaleLeaseToken)
 		}
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
+		return memorykit.NewError(op, memorykit.ErrLeaseLost, storekit.ReasonNotLeaseHolder)
 	})
 }
 
-// PendingEmbeddings implements memorykit.EmbeddingStore.
+// PendingEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, error) {
 	const op = "pgstore.pending_embeddings"
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := storekit.ValidateProfile(op, profile); err != nil {
 		return 0, err
 	}
 	// A registered profile's queue holds every pending record (see
@@ -378,7 +378,7 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 	return n, nil
 }
 
-// PendingEmbeddingsIn implements memorykit.ScopedPendingCounter. It
+// PendingEmbeddingsIn implements storekit.ScopedPendingCounter. It
 // counts the Scope's records directly (the records index on the Scope
 // bounds the scan), so the answer does not depend on whether the profile
 // is registered.
@@ -390,7 +390,7 @@ func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, 
 	if err := scope.Validate(); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := storekit.ValidateProfile(op, profile); err != nil {
 		return 0, err
 	}
 	var n int
@@ -454,12 +454,12 @@ func (s *Store) registerProfile(ctx context.Context, op, profile string) error {
 	return nil
 }
 
-// DeleteEmbeddings implements memorykit.EmbeddingStore.
+// DeleteEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error) {
 	return s.deleteEmbeddings(ctx, "pgstore.delete_embeddings", profile, &scope)
 }
 
-// DeleteAllEmbeddings implements memorykit.EmbeddingStore.
+// DeleteAllEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) DeleteAllEmbeddings(ctx context.Context, profile string) (int, error) {
 	return s.deleteEmbeddings(ctx, "pgstore.delete_all_embeddings", profile, nil)
 }
@@ -470,7 +470,7 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 	if err := live(ctx, op); err != nil {
 		return 0, err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := storekit.ValidateProfile(op, profile); err != nil {
 		return 0, err
 	}
 	all := scope == nil
@@ -493,7 +493,7 @@ func (s *Store) deleteEmbeddings(ctx context.Context, op, profile string, scope 
 	return n, nil
 }
 
-// ReapEmbeddingLeases implements memorykit.EmbeddingStore. A lease is
+// ReapEmbeddingLeases implements storekit.EmbeddingStore. A lease is
 // expired once the clock reaches its expiry.
 func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
 	const op = "pgstore.reap_embedding_leases"
@@ -520,7 +520,7 @@ type ScopeCounts struct {
 	// current embedding of the profile, parked ones included.
 	PendingEmbeddings int
 	// Jobs counts the Scope's extraction jobs by state.
-	Jobs memorykit.JobCounts
+	Jobs storekit.JobCounts
 }
 
 // CountScope returns the ScopeCounts of one Scope for an embedding
@@ -530,7 +530,7 @@ func (s *Store) CountScope(ctx context.Context, profile string, scope memorykit.
 	if err := live(ctx, op); err != nil {
 		return ScopeCounts{}, err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := storekit.ValidateProfile(op, profile); err != nil {
 		return ScopeCounts{}, err
 	}
 	if err := scope.Validate(); err != nil {

@@ -128,7 +128,7 @@ func (s *Store) dropRunRefs(ctx context.Context, tx pgx.Tx, scope memorykit.Scop
 
 // finishQuotingJobs finishes every unfinished job of scope, other than
 // own, whose payload quotes texts (storekit.PayloadQuotes) as a failed
-// tombstone with reason memorykit.ReasonErasedContent: payload, lease,
+// tombstone with reason storekit.ReasonErasedContent: payload, lease,
 // erase marks and run reference cleared. The rows are locked and matched
 // in Go, so all three stores apply one rule.
 func (s *Store) finishQuotingJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, own, texts []string, now time.Time) error {
@@ -157,7 +157,7 @@ func (s *Store) finishQuotingJobs(ctx context.Context, tx pgx.Tx, scope memoryki
 	if err := rows.Err(); err != nil || len(hit) == 0 {
 		return err
 	}
-	_, err = tx.Exec(ctx, s.stmt("finish_quoting_jobs"), hit, memorykit.ReasonErasedContent, now)
+	_, err = tx.Exec(ctx, s.stmt("finish_quoting_jobs"), hit, storekit.ReasonErasedContent, now)
 	return err
 }
 
@@ -170,9 +170,9 @@ func (s *Store) erasureJobs(ctx context.Context, tx pgx.Tx, rec memorykit.Record
 		return nil, nil, err
 	}
 	defer rows.Close()
-	var revs []memorykit.Revision
+	var revs []storekit.Revision
 	for rows.Next() {
-		var v memorykit.Revision
+		var v storekit.Revision
 		var action string
 		var src []byte
 		if err := rows.Scan(&action, &v.Reason, &src, &v.Content); err != nil {
@@ -203,7 +203,7 @@ func (s *Store) scrubRows(ctx context.Context, tx pgx.Tx, ids []string) (erasure
 // scrubJobs scrubs extraction jobs of scope for an erase whose key digest
 // is digest (storekit.PurgeAllKeys for a purge); ids nil means every job
 // of the Scope. A queued job becomes a failed tombstone with reason
-// memorykit.ReasonErased; a leased one loses its payload now and records
+// storekit.ReasonErased; a leased one loses its payload now and records
 // the digest, and is finished when its worker hands it back. It returns
 // the ids of the jobs scrubbed for the first time.
 func (s *Store) scrubJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope, ids []string, digest string, now time.Time) ([]string, error) {
@@ -212,7 +212,7 @@ func (s *Store) scrubJobs(ctx context.Context, tx pgx.Tx, scope memorykit.Scope,
 	}
 	var out []string
 	err := tx.QueryRow(ctx, s.stmt("scrub_jobs"),
-		scope.TenantID, string(scope.SubjectType), scope.SubjectID, ids, digest, now, memorykit.ReasonErased).Scan(&out)
+		scope.TenantID, string(scope.SubjectType), scope.SubjectID, ids, digest, now, storekit.ReasonErased).Scan(&out)
 	return out, err
 }
 
@@ -225,12 +225,12 @@ func (s *Store) erasedKeys(ctx context.Context, tx pgx.Tx, jobID string) ([]stri
 
 // erasedHandback finishes a scrubbed job whose worker hands it back with a
 // failure or a release: it becomes a failed tombstone with reason
-// memorykit.ReasonErased. It reports whether the job was one; the caller's
+// storekit.ReasonErased. It reports whether the job was one; the caller's
 // tx holds the job's row lock and has checked the lease.
-func (s *Store) erasedHandback(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (memorykit.Job, bool, error) {
-	j, err := scanJob(tx.QueryRow(ctx, s.stmt("erased_handback"), jobID, memorykit.ReasonErased, now))
+func (s *Store) erasedHandback(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (storekit.Job, bool, error) {
+	j, err := scanJob(tx.QueryRow(ctx, s.stmt("erased_handback"), jobID, storekit.ReasonErased, now))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return memorykit.Job{}, false, nil
+		return storekit.Job{}, false, nil
 	}
 	return j, err == nil, err
 }
@@ -240,7 +240,7 @@ func (s *Store) erasedHandback(ctx context.Context, tx pgx.Tx, jobID string, now
 // purge), and holds the completion off with ErrPurging while a purge of the
 // job's Scope runs and candidates remain. The caller's tx holds the job's
 // row lock and has checked the lease.
-func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string, job memorykit.Job, in []T, key func(T) string) ([]T, error) {
+func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string, job storekit.Job, in []T, key func(T) string) ([]T, error) {
 	marks, err := s.erasedKeys(ctx, tx, job.ID)
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string
 		}
 		out := make([]T, 0, len(in))
 		for _, c := range in {
-			if !drop[storekit.PurgeAllKeys] && !drop[s.tombstoneKey(job.Scope, memorykit.NormalizeKey(key(c)))] {
+			if !drop[storekit.PurgeAllKeys] && !drop[s.tombstoneKey(job.Scope, storekit.NormalizeKey(key(c)))] {
 				out = append(out, c)
 			}
 		}
@@ -267,16 +267,16 @@ func erasedCompletion[T any](ctx context.Context, s *Store, tx pgx.Tx, op string
 }
 
 // reapErased finishes scrubbed jobs whose lease expired as failed
-// tombstones with reason memorykit.ReasonErased.
+// tombstones with reason storekit.ReasonErased.
 func (s *Store) reapErased(ctx context.Context, now time.Time) (int, error) {
-	tag, err := s.pool.Exec(ctx, s.stmt("reap_erased"), now, memorykit.ReasonErased)
+	tag, err := s.pool.Exec(ctx, s.stmt("reap_erased"), now, storekit.ReasonErased)
 	if err != nil {
 		return 0, err
 	}
 	return int(tag.RowsAffected()), nil
 }
 
-// Purge implements memorykit.Purger. Each step is its own transaction and
+// Purge implements storekit.Purger. Each step is its own transaction and
 // adds its counts to the Scope's purges row in the same transaction, so a
 // purge cut off anywhere resumes where it stopped and reports the union.
 // After the last step, and before the purge is marked finished, the
@@ -350,7 +350,7 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 			return err
 		}
 		rep.FinishedAt = now
-		rep.Digest = memorykit.PurgeReportDigest(rep)
+		rep.Digest = storekit.PurgeReportDigest(rep)
 		_, err = tx.Exec(ctx, s.stmt("finish_purge"), append(sc, now, rep.Digest)...)
 		return err
 	})
@@ -447,7 +447,7 @@ func (s *Store) readPurge(ctx context.Context, tx pgx.Tx, scope memorykit.Scope)
 // migrations do not have, so Open and New do it; once no such row is left
 // it costs one read of the erased rows and writes nothing.
 func (s *Store) digestLegacyTombstones(ctx context.Context, op string) error {
-	rows, err := s.pool.Query(ctx, s.stmt("legacy_tombstones"), memorykit.TombstoneKeyPrefix+"%")
+	rows, err := s.pool.Query(ctx, s.stmt("legacy_tombstones"), storekit.TombstoneKeyPrefix+"%")
 	if err != nil {
 		return mapErr(op, err)
 	}
@@ -463,7 +463,7 @@ func (s *Store) digestLegacyTombstones(ctx context.Context, op string) error {
 			return mapErr(op, err)
 		}
 		scope := memorykit.Scope{TenantID: tenant, SubjectType: memorykit.SubjectType(subjectType), SubjectID: subject}
-		todo = append(todo, legacy{id: id, key: s.tombstoneKey(scope, memorykit.NormalizeKey(key))})
+		todo = append(todo, legacy{id: id, key: s.tombstoneKey(scope, storekit.NormalizeKey(key))})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

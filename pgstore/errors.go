@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // mapErr turns a driver error into a *memorykit.Error at the package
@@ -25,7 +26,7 @@ func mapErr(op string, err error) error {
 	}
 	var me *memorykit.Error
 	if errors.As(err, &me) {
-		return memorykit.Contain(op, me)
+		return storekit.Contain(op, me)
 	}
 	unavailable := func(reason string, retry bool) *memorykit.Error {
 		return &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: reason, Err: err, Retry: retry}

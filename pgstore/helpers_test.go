@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 	"github.com/goagents/memorykit/storetest"
 )
 

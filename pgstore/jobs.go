@@ -12,17 +12,17 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// EnqueueJob implements memorykit.JobStore.
-func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+// EnqueueJob implements storekit.JobStore.
+func (s *Store) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
 	const op = "pgstore.enqueue_job"
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if err := storekit.CheckJob(s.guard, op, j); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	now := s.now()
-	var job memorykit.Job
+	var job storekit.Job
 	conflict := false
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
 		if err := s.holdScope(ctx, tx, op, j.Scope); err != nil {
@@ -38,7 +38,7 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 		return err
 	})
 	if err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if !conflict {
 		return job, nil
@@ -48,17 +48,17 @@ func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.J
 	if gerr == nil {
 		return old, taken
 	}
-	return memorykit.Job{}, taken
+	return storekit.Job{}, taken
 }
 
 func leaseLost(op string) error {
-	return memorykit.NewError(op, memorykit.ErrLeaseLost, memorykit.ReasonNotLeaseHolder)
+	return memorykit.NewError(op, memorykit.ErrLeaseLost, storekit.ReasonNotLeaseHolder)
 }
 
-// LeaseJobs implements memorykit.JobStore. Queued jobs are claimed with
+// LeaseJobs implements storekit.JobStore. Queued jobs are claimed with
 // FOR UPDATE SKIP LOCKED, so any number of workers in any number of
 // processes share the queue and each job is held by at most one of them.
-func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
+func (s *Store) LeaseJobs(ctx context.Context, p storekit.JobLease) ([]storekit.Job, error) {
 	const op = "pgstore.lease_jobs"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memoryki
 		return nil, mapErr(op, err)
 	}
 	defer rows.Close()
-	out := make([]memorykit.Job, 0)
+	out := make([]storekit.Job, 0)
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -101,23 +101,23 @@ const jobColsJ = `j.id, j.tenant_id, j.subject_type, j.subject_id, j.payload, j.
 // jobByID reads a job in any Scope, optionally locking it.
 func (s *Store) jobByID(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, id string, lock bool) (memorykit.Job, bool, error) {
+}, id string, lock bool) (storekit.Job, bool, error) {
 	name := "job_by_id"
 	if lock {
 		name = "job_by_id_for_update"
 	}
 	j, err := scanJob(q.QueryRow(ctx, s.stmt(name), id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return memorykit.Job{}, false, nil
+		return storekit.Job{}, false, nil
 	}
 	return j, err == nil, err
 }
 
-// CompleteJob implements memorykit.JobStore. Every candidate is checked
+// CompleteJob implements storekit.JobStore. Every candidate is checked
 // (shape, Scope, Limits and the Host's validator) before the transaction;
 // one bad candidate fails the whole completion and the job stays leased.
 // Candidates whose ID exists are skipped (ON CONFLICT DO NOTHING).
-func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
+func (s *Store) CompleteJob(ctx context.Context, c storekit.JobCompletion) (int, error) {
 	const op = "pgstore.complete_job"
 	if err := live(ctx, op); err != nil {
 		return 0, err
@@ -197,7 +197,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 				string(in.Kind), in.Key, in.Content, p.meta, p.src, string(in.Status),
 				storekit.ContentHash(in.Content), p.from, p.until,
 				string(in.Actor.Kind), in.Actor.ID, now,
-				ftsTerms(in.Scope, memorykit.IndexTerms(in.Key, in.Content)), in.Reason))
+				ftsTerms(in.Scope, storekit.IndexTerms(in.Key, in.Content)), in.Reason))
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue // the ID exists: a retried job's candidate
 			}
@@ -222,7 +222,7 @@ func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int
 // statement (one round trip): the lease check and the update are the same
 // atomic step. Only when it changes nothing does a second read tell a
 // missing job from a lost lease.
-func (s *Store) completeEmpty(ctx context.Context, op string, c memorykit.JobCompletion) error {
+func (s *Store) completeEmpty(ctx context.Context, op string, c storekit.JobCompletion) error {
 	now := s.now()
 	tag, err := s.pool.Exec(ctx, s.stmt("complete_empty"),
 		c.JobID, c.WorkerID, now, c.LeaseToken)
@@ -244,21 +244,21 @@ func (s *Store) completeEmpty(ctx context.Context, op string, c memorykit.JobCom
 	return leaseLost(op)
 }
 
-// FailJob implements memorykit.JobStore. A zero RetryAt means now.
-func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.Job, error) {
+// FailJob implements storekit.JobStore. A zero RetryAt means now.
+func (s *Store) FailJob(ctx context.Context, f storekit.JobFailure) (storekit.Job, error) {
 	const op = "pgstore.fail_job"
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if err := storekit.CheckJobFailure(op, f); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	now := s.now()
 	retryAt := pgTime(f.RetryAt)
 	if f.RetryAt.IsZero() {
 		retryAt = now
 	}
-	var out memorykit.Job
+	var out storekit.Job
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
 		job, found, err := s.jobByID(ctx, tx, f.JobID, true)
 		if err != nil {
@@ -279,13 +279,13 @@ func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.
 		return err
 	})
 	if err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	return out, nil
 }
 
-// ReleaseJob implements memorykit.JobStore.
-func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
+// ReleaseJob implements storekit.JobStore.
+func (s *Store) ReleaseJob(ctx context.Context, r storekit.JobRelease) error {
 	const op = "pgstore.release_job"
 	if err := live(ctx, op); err != nil {
 		return err
@@ -310,12 +310,12 @@ func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
 			return err
 		}
 		retry := job.Reaps+job.HandBacks+1 < job.MaxReaps
-		_, err = tx.Exec(ctx, s.stmt("release_job"), r.JobID, now, retry, memorykit.ReasonHandBackLimit)
+		_, err = tx.Exec(ctx, s.stmt("release_job"), r.JobID, now, retry, storekit.ReasonHandBackLimit)
 		return err
 	})
 }
 
-// ReapJobLeases implements memorykit.JobStore. A lease is expired once the
+// ReapJobLeases implements storekit.JobStore. A lease is expired once the
 // clock reaches LeaseExpiresAt.
 func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 	const op = "pgstore.reap_job_leases"
@@ -327,43 +327,43 @@ func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
-	tag, err := s.pool.Exec(ctx, s.stmt("reap_job_leases"), now, memorykit.ReasonLeaseExpired)
+	tag, err := s.pool.Exec(ctx, s.stmt("reap_job_leases"), now, storekit.ReasonLeaseExpired)
 	if err != nil {
 		return 0, mapErr(op, err)
 	}
 	return erased + int(tag.RowsAffected()), nil
 }
 
-// GetJob implements memorykit.JobStore.
-func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Job, error) {
+// GetJob implements storekit.JobStore.
+func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (storekit.Job, error) {
 	const op = "pgstore.get_job"
 	if err := live(ctx, op); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	if err := storekit.CheckScopedID(op, scope, id); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, s.stmt("get_job"),
 		id, scope.TenantID, string(scope.SubjectType), scope.SubjectID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return memorykit.Job{}, notFound(op)
+		return storekit.Job{}, notFound(op)
 	}
 	if err != nil {
-		return memorykit.Job{}, mapErr(op, err)
+		return storekit.Job{}, mapErr(op, err)
 	}
 	return j, nil
 }
 
-// CountJobs implements memorykit.JobStore.
-func (s *Store) CountJobs(ctx context.Context) (memorykit.JobCounts, error) {
+// CountJobs implements storekit.JobStore.
+func (s *Store) CountJobs(ctx context.Context) (storekit.JobCounts, error) {
 	const op = "pgstore.count_jobs"
 	if err := live(ctx, op); err != nil {
-		return memorykit.JobCounts{}, err
+		return storekit.JobCounts{}, err
 	}
-	var c memorykit.JobCounts
+	var c storekit.JobCounts
 	err := s.pool.QueryRow(ctx, s.stmt("count_jobs")).Scan(&c.Queued, &c.Leased, &c.Done, &c.Failed)
 	if err != nil {
-		return memorykit.JobCounts{}, mapErr(op, err)
+		return storekit.JobCounts{}, mapErr(op, err)
 	}
 	return c, nil
 }

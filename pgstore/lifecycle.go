@@ -20,7 +20,7 @@ func (s *Store) touch(ctx context.Context, tx pgx.Tx, stmt string, rec memorykit
 	return scanRecord(tx.QueryRow(ctx, s.stmt(stmt), args...))
 }
 
-// Create implements memorykit.LifecycleStore. It is a batch of one: after
+// Create implements storekit.LifecycleStore. It is a batch of one: after
 // CheckNew it takes the path of CreateBatch (writeBatch), with errors
 // reported without an item position.
 func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
@@ -39,7 +39,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 	if r.src, err = encodeSources(in.Sources); err != nil {
 		return memorykit.Record{}, memorykit.WrapError(op, memorykit.ErrInvalidInput, "sources_encoding", err)
 	}
-	r.terms = termsValue(scopeTag(in.Scope), memorykit.IndexTerms(in.Key, in.Content))
+	r.terms = termsValue(scopeTag(in.Scope), storekit.IndexTerms(in.Key, in.Content))
 	rows := []batchRow{r}
 	now := s.now()
 	err = s.inTx(ctx, op, func(tx pgx.Tx) error {
@@ -60,7 +60,7 @@ func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.R
 }
 
 // keyGoverned reports whether any record of scope holding the canonical
-// key governs it against owner (see memorykit.GovernsKeyAgainst). It is
+// key governs it against owner (see storekit.GovernsKeyAgainst). It is
 // the one place pgstore matches records to a key for that rule. The caller
 // holds the key's advisory lock, which every active create and activation
 // of the key takes whatever its kind, so two governed creates of one key
@@ -82,7 +82,7 @@ func (s *Store) activeForUpdate(ctx context.Context, tx pgx.Tx, scope memorykit.
 	return rec, err == nil, err
 }
 
-// Get implements memorykit.LifecycleStore.
+// Get implements storekit.LifecycleStore.
 func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
 	const op = "pgstore.get"
 	if err := live(ctx, op); err != nil {
@@ -102,7 +102,7 @@ func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memo
 	return rec, nil
 }
 
-// FindActive implements memorykit.LifecycleStore. The key is canonicalised
+// FindActive implements storekit.LifecycleStore. The key is canonicalised
 // first, so any spelling of a key finds its record.
 func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
 	const op = "pgstore.find_active"
@@ -124,8 +124,8 @@ func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memo
 	return rec, nil
 }
 
-// List implements memorykit.LifecycleStore.
-func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+// List implements storekit.LifecycleStore.
+func (s *Store) List(ctx context.Context, f storekit.ListFilter) ([]memorykit.Record, error) {
 	const op = "pgstore.list"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -159,33 +159,33 @@ func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.R
 	return out, nil
 }
 
-// Activate implements memorykit.LifecycleStore. Activations and active
+// Activate implements storekit.LifecycleStore. Activations and active
 // creates of one Scope and key (of any kind) serialise on a transaction advisory
 // lock, so concurrent activations leave exactly one active record.
-func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s *Store) Activate(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "pgstore.activate", t, storekit.RuleActivate)
 }
 
-// Reject implements memorykit.LifecycleStore.
-func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+// Reject implements storekit.LifecycleStore.
+func (s *Store) Reject(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "pgstore.reject", t, storekit.RuleReject)
 }
 
-// Forget implements memorykit.LifecycleStore.
-func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+// Forget implements storekit.LifecycleStore.
+func (s *Store) Forget(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "pgstore.forget", t, storekit.RuleForget)
 }
 
-// Erase implements memorykit.LifecycleStore. The record, every revision
+// Erase implements storekit.LifecycleStore. The record, every revision
 // snapshot, its embeddings and its embedding lease rows are scrubbed in one
 // transaction.
-func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s *Store) Erase(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return s.transition(ctx, "pgstore.erase", t, storekit.RuleErase)
 }
 
 // lockTarget locks a transition's record and checks it against rule r
 // (expected version, starting status).
-func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memorykit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
+func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t storekit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
 	if err := s.holdScope(ctx, tx, op, t.Scope); err != nil {
 		return memorykit.Record{}, err
 	}
@@ -199,7 +199,7 @@ func (s *Store) lockTarget(ctx context.Context, tx pgx.Tx, op string, t memoryki
 	return rec, r.Check(op, t, rec)
 }
 
-func (s *Store) transition(ctx context.Context, op string, t memorykit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
+func (s *Store) transition(ctx context.Context, op string, t storekit.Transition, r storekit.LifecycleRule) (memorykit.Record, error) {
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
 	}
@@ -256,10 +256,10 @@ func (s *Store) transition(ctx context.Context, op string, t memorykit.Transitio
 	return out, nil
 }
 
-// Correct implements memorykit.LifecycleStore. The Host's validator runs
+// Correct implements storekit.LifecycleStore. The Host's validator runs
 // outside the transaction; kind and key never change, and the version and
 // status are checked again under the row lock.
-func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+func (s *Store) Correct(ctx context.Context, c storekit.Correction) (memorykit.Record, error) {
 	const op = "pgstore.correct"
 	if err := live(ctx, op); err != nil {
 		return memorykit.Record{}, err
@@ -297,7 +297,7 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 		}
 		out, err = s.touch(ctx, tx, "touch_correct", rec, storekit.RuleCorrect, c.Actor, c.Reason, now,
 			c.Content, storekit.ContentHash(c.Content), src, c.Metadata != nil, meta,
-			ftsTerms(rec.Scope, memorykit.IndexTerms(rec.Key, c.Content)))
+			ftsTerms(rec.Scope, storekit.IndexTerms(rec.Key, c.Content)))
 		return err
 	})
 	if err != nil {
@@ -307,8 +307,8 @@ func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.
 	return out, nil
 }
 
-// Revisions implements memorykit.LifecycleStore.
-func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+// Revisions implements storekit.LifecycleStore.
+func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]storekit.Revision, error) {
 	const op = "pgstore.revisions"
 	if err := live(ctx, op); err != nil {
 		return nil, err
@@ -323,7 +323,7 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 		return nil, mapErr(op, err)
 	}
 	defer rows.Close()
-	var out []memorykit.Revision
+	var out []storekit.Revision
 	for rows.Next() {
 		rev, err := scanRevision(rows)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // holdRow locks one row of the store's schema FOR UPDATE in an open
@@ -36,13 +37,13 @@ func TestPostgresReapSkipsLockedRows(t *testing.T) {
 	b := setup(t)
 	var ids []string
 	for i := range 3 {
-		id := memorykit.ExtractionJobID(b.scope, fmt.Sprintf("run/turn-%d", i))
+		id := storekit.ExtractionJobID(b.scope, fmt.Sprintf("run/turn-%d", i))
 		ids = append(ids, id)
-		if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: id, Scope: b.scope, Payload: "p", MaxAttempts: 3, MaxReaps: 3}); err != nil {
+		if _, err := b.s.EnqueueJob(b.ctx, storekit.NewJob{ID: id, Scope: b.scope, Payload: "p", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	jobs, err := b.s.LeaseJobs(b.ctx, memorykit.JobLease{WorkerID: "w1", TTL: time.Minute, Max: 3})
+	jobs, err := b.s.LeaseJobs(b.ctx, storekit.JobLease{WorkerID: "w1", TTL: time.Minute, Max: 3})
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("lease jobs: %d, %v", len(jobs), err)
 	}
@@ -50,7 +51,7 @@ func TestPostgresReapSkipsLockedRows(t *testing.T) {
 	for i := range 3 {
 		b.create(t, memorykit.KindFact, fmt.Sprintf("k%d", i), "some content", memorykit.StatusActive)
 	}
-	tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: 3})
+	tasks, err := b.s.LeaseEmbeddings(b.ctx, storekit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: 3})
 	if err != nil || len(tasks) != 3 {
 		t.Fatalf("lease embeddings: %d, %v", len(tasks), err)
 	}
@@ -86,11 +87,11 @@ func TestPostgresReapSkipsLockedRows(t *testing.T) {
 		t.Fatalf("reap embedding leases with one row held: %d, %v (after %v); want 2", n, err, time.Since(start))
 	}
 	held, err := b.s.GetJob(ctx, b.scope, ids[0])
-	if err != nil || held.State != memorykit.JobLeased {
+	if err != nil || held.State != storekit.JobLeased {
 		t.Fatalf("the held job: %+v, %v; want it still leased", held, err)
 	}
 	for _, id := range ids[1:] {
-		if j, err := b.s.GetJob(ctx, b.scope, id); err != nil || j.State != memorykit.JobQueued {
+		if j, err := b.s.GetJob(ctx, b.scope, id); err != nil || j.State != storekit.JobQueued {
 			t.Fatalf("reaped job %s: %+v, %v", id, j, err)
 		}
 	}
@@ -144,18 +145,18 @@ func TestPostgresSessionTimeouts(t *testing.T) {
 		}
 		scope, _ := memorykit.ProjectScope("tenant-a", "project-1")
 		b := &bundle{s: s, clk: clk, schema: s.schema, ctx: context.Background(), scope: scope}
-		id := memorykit.ExtractionJobID(scope, "run/turn")
-		if _, err := s.EnqueueJob(b.ctx, memorykit.NewJob{ID: id, Scope: scope, Payload: "p", MaxAttempts: 3, MaxReaps: 3}); err != nil {
+		id := storekit.ExtractionJobID(scope, "run/turn")
+		if _, err := s.EnqueueJob(b.ctx, storekit.NewJob{ID: id, Scope: scope, Payload: "p", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 			t.Fatal(err)
 		}
-		jobs, err := s.LeaseJobs(b.ctx, memorykit.JobLease{WorkerID: "w1", TTL: time.Minute, Max: 1})
+		jobs, err := s.LeaseJobs(b.ctx, storekit.JobLease{WorkerID: "w1", TTL: time.Minute, Max: 1})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("lease: %d, %v", len(jobs), err)
 		}
 		holdRow(t, b, "jobs", "id = $1", id)
 		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 		defer cancel()
-		err = s.ReleaseJob(ctx, memorykit.JobRelease{JobID: id, WorkerID: "w1", LeaseToken: jobs[0].LeaseToken})
+		err = s.ReleaseJob(ctx, storekit.JobRelease{JobID: id, WorkerID: "w1", LeaseToken: jobs[0].LeaseToken})
 		me := wantKind(t, err, memorykit.ErrUnavailable)
 		if !memorykit.IsRecoverable(err) || me.Reason != "sqlstate_55p03" || ctx.Err() != nil {
 			t.Fatalf("a lock wait past lock_timeout: %v (reason %q, ctx %v); want recoverable sqlstate_55p03", err, me.Reason, ctx.Err())

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestPostgresMigrateUpAndDown: a schema at version 8 holding records is
@@ -25,7 +26,7 @@ func TestPostgresMigrateUpAndDown(t *testing.T) {
 	scope, _ := memorykit.ProjectScope("tenant-d", "p1")
 	b := &bundle{s: s, clk: clk, schema: schema, ctx: ctx, scope: scope}
 	r := b.create(t, memorykit.KindFact, "deploy", "the api runs in eu-west-1", memorykit.StatusActive)
-	if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p", ContentHash: r.ContentHash,
+	if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p", ContentHash: r.ContentHash,
 		Vector: []float32{1, 0, 0}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}

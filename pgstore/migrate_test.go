@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestPostgresMigratesVersion1Forward builds a history on a current store,
@@ -33,7 +34,7 @@ func TestPostgresMigratesVersion1Forward(t *testing.T) {
 		return r
 	}
 	put := func(r memorykit.Record, v []float32) {
-		if err := cur.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: r.Scope, RecordID: r.ID, Profile: "p", ContentHash: r.ContentHash, Vector: v, WorkerID: "w"}); err != nil {
+		if err := cur.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: r.Scope, RecordID: r.ID, Profile: "p", ContentHash: r.ContentHash, Vector: v, WorkerID: "w"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,16 +49,16 @@ func TestPostgresMigratesVersion1Forward(t *testing.T) {
 	e := mk(sc2, "old", "an old note about the ledger", memorykit.StatusActive)
 	put(e, []float32{0, 0, 1})
 	clk.Add(time.Second)
-	if _, err := cur.Forget(ctx, memorykit.Transition{Scope: sc2, ID: e.ID, Actor: author}); err != nil {
+	if _, err := cur.Forget(ctx, storekit.Transition{Scope: sc2, ID: e.ID, Actor: author}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cur.Erase(ctx, memorykit.Transition{Scope: sc2, ID: e.ID, Actor: author}); err != nil {
+	if _, err := cur.Erase(ctx, storekit.Transition{Scope: sc2, ID: e.ID, Actor: author}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cur.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: sc1, ID: b.ID, Actor: author}, Content: "the backup runs hourly"}); err != nil {
+	if _, err := cur.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: sc1, ID: b.ID, Actor: author}, Content: "the backup runs hourly"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cur.Activate(ctx, memorykit.Transition{Scope: sc1, ID: c.ID, Actor: author}); err != nil {
+	if _, err := cur.Activate(ctx, storekit.Transition{Scope: sc1, ID: c.ID, Actor: author}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cur.Create(ctx, memorykit.NewRecord{Scope: sc2, Kind: memorykit.KindFact, Key: "later", Content: "the ledger moves later",
@@ -126,7 +127,7 @@ func TestPostgresMigratesVersion1Forward(t *testing.T) {
 	}
 	for _, sc := range []memorykit.Scope{sc1, sc2} {
 		for _, text := range []string{"the api", "ledger postgres", "backup hourly", "東京", "pager the"} {
-			q := memorykit.RecallQuery{Scope: sc, ExactKeys: memorykit.ExactKeys(text, 4), Terms: memorykit.SearchTerms(text, 8),
+			q := storekit.RecallQuery{Scope: sc, ExactKeys: storekit.ExactKeys(text, 4), Terms: storekit.SearchTerms(text, 8),
 				Vector: []float32{1, 0.5, 0.1}, Profile: "p", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
 			want, err := cur.Recall(ctx, q)
 			if err != nil {
@@ -148,7 +149,7 @@ func TestPostgresMigratesVersion1Forward(t *testing.T) {
 	if got, want := mb.queueRows(t, "p"), mb.pendingRecords(t, "p"); len(want) == 0 || !slices.Equal(got, want) {
 		t.Fatalf("queue after migration %v, pending records %v", got, want)
 	}
-	lease := memorykit.EmbeddingLease{Profile: "p", WorkerID: "w", TTL: time.Minute, Max: 10}
+	lease := storekit.EmbeddingLease{Profile: "p", WorkerID: "w", TTL: time.Minute, Max: 10}
 	want, err := cur.LeaseEmbeddings(ctx, lease)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // queueRows returns the record IDs queued for profile (migration 0004).
@@ -66,19 +67,19 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 			t.Fatalf("%s: PendingEmbeddings = %d, %v; want %d", step, n, err, len(b.pendingRecords(t, profile)))
 		}
 	}
-	lease := func(max int) []memorykit.EmbeddingTask {
+	lease := func(max int) []storekit.EmbeddingTask {
 		t.Helper()
-		tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: max})
+		tasks, err := b.s.LeaseEmbeddings(b.ctx, storekit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: max})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tasks
 	}
-	put := func(tasks ...memorykit.EmbeddingTask) {
+	put := func(tasks ...storekit.EmbeddingTask) {
 		t.Helper()
-		puts := make([]memorykit.EmbeddingPut, len(tasks))
+		puts := make([]storekit.EmbeddingPut, len(tasks))
 		for i, tk := range tasks {
-			puts[i] = memorykit.EmbeddingPut{Scope: tk.Scope, RecordID: tk.RecordID, Profile: tk.Profile,
+			puts[i] = storekit.EmbeddingPut{Scope: tk.Scope, RecordID: tk.RecordID, Profile: tk.Profile,
 				ContentHash: tk.ContentHash, Vector: []float32{1, float32(i)}, WorkerID: "w1", LeaseToken: tk.LeaseToken}
 		}
 		errs, err := b.s.PutEmbeddings(b.ctx, puts)
@@ -107,7 +108,7 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 
 	d := b.create(t, memorykit.KindFact, "d", "delta", memorykit.StatusActive)
 	check("after a create", true)
-	if _, err := b.s.Activate(b.ctx, memorykit.Transition{Scope: b.scope, ID: cand.ID, Actor: author, Reason: "ok"}); err != nil {
+	if _, err := b.s.Activate(b.ctx, storekit.Transition{Scope: b.scope, ID: cand.ID, Actor: author, Reason: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	check("after an activation", true)
@@ -117,26 +118,26 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 		t.Fatalf("queue not empty: %v", got)
 	}
 
-	if _, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: a.ID,
+	if _, err := b.s.Correct(b.ctx, storekit.Correction{Transition: storekit.Transition{Scope: b.scope, ID: a.ID,
 		Actor: author, Reason: "fix"}, Content: "alpha, corrected"}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a correction", true)
-	if _, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: d.ID, Actor: author, Reason: "old"}); err != nil {
+	if _, err := b.s.Forget(b.ctx, storekit.Transition{Scope: b.scope, ID: d.ID, Actor: author, Reason: "old"}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a forget", true)
 
 	// A batch: items with a vector of the profile are not queued.
-	items := []memorykit.BatchItem{
+	items := []storekit.BatchItem{
 		{Record: memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "e", Content: "echo",
 			Status: memorykit.StatusActive, Actor: author, Reason: "import"},
-			Embedding: &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{0, 1}}},
+			Embedding: &storekit.BatchEmbedding{Profile: profile, Vector: []float32{0, 1}}},
 		{Record: memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "f", Content: "foxtrot",
 			Status: memorykit.StatusActive, Actor: author, Reason: "import"}},
 		{Record: memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "g", Content: "golf",
 			Status: memorykit.StatusActive, Actor: author, Reason: "import"},
-			Embedding: &memorykit.BatchEmbedding{Profile: "test/other-v1", Vector: []float32{0, 1}}},
+			Embedding: &storekit.BatchEmbedding{Profile: "test/other-v1", Vector: []float32{0, 1}}},
 	}
 	if _, err := b.s.CreateBatch(b.ctx, items); err != nil {
 		t.Fatal(err)
@@ -160,15 +161,15 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 	}
 	put(lease(20)...)
 	check("after the rebuild", true)
-	if _, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: a.ID,
+	if _, err := b.s.Correct(b.ctx, storekit.Correction{Transition: storekit.Transition{Scope: b.scope, ID: a.ID,
 		Actor: author, Reason: "fix"}, Content: "alpha, corrected again"}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a second correction", true)
-	if _, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: a.ID, Actor: author, Reason: "old"}); err != nil {
+	if _, err := b.s.Forget(b.ctx, storekit.Transition{Scope: b.scope, ID: a.ID, Actor: author, Reason: "old"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.s.Erase(b.ctx, memorykit.Transition{Scope: b.scope, ID: a.ID, Actor: author, Reason: "gdpr"}); err != nil {
+	if _, err := b.s.Erase(b.ctx, storekit.Transition{Scope: b.scope, ID: a.ID, Actor: author, Reason: "gdpr"}); err != nil {
 		t.Fatal(err)
 	}
 	check("after forget and erase", true)
@@ -195,30 +196,30 @@ func TestPostgresCountScope(t *testing.T) {
 	for _, k := range []string{"x", "y", "z"} {
 		mk(other, k, memorykit.StatusActive)
 	}
-	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: a.ID, Profile: profile,
+	if err := b.s.PutEmbedding(b.ctx, storekit.EmbeddingPut{Scope: b.scope, RecordID: a.ID, Profile: profile,
 		ContentHash: a.ContentHash, Vector: []float32{1, 0}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, sc := range []memorykit.Scope{b.scope, other, other} {
-		if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%d", i), Scope: sc, Payload: "turn", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+		if _, err := b.s.EnqueueJob(b.ctx, storekit.NewJob{ID: fmt.Sprintf("job-%d", i), Scope: sc, Payload: "turn", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.s.LeaseJobs(b.ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); err != nil {
+	if _, err := b.s.LeaseJobs(b.ctx, storekit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.s.CountScope(b.ctx, profile, b.scope)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ScopeCounts{PendingEmbeddings: 1, Jobs: memorykit.JobCounts{Leased: 1}}); got != want {
+	if want := (ScopeCounts{PendingEmbeddings: 1, Jobs: storekit.JobCounts{Leased: 1}}); got != want {
 		t.Fatalf("CountScope = %+v, want %+v", got, want)
 	}
 	got, err = b.s.CountScope(b.ctx, profile, other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ScopeCounts{PendingEmbeddings: 3, Jobs: memorykit.JobCounts{Queued: 2}}); got != want {
+	if want := (ScopeCounts{PendingEmbeddings: 3, Jobs: storekit.JobCounts{Queued: 2}}); got != want {
 		t.Fatalf("CountScope(other) = %+v, want %+v", got, want)
 	}
 	all, err := b.s.PendingEmbeddings(b.ctx, profile)
@@ -247,7 +248,7 @@ func TestPostgresProfileRegistrationGivesWayToLongWriters(t *testing.T) {
 	if _, err := tx.Exec(b.ctx, `LOCK TABLE `+quoteIdent(b.schema)+`.records IN ROW EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	lease := memorykit.EmbeddingLease{Profile: "test/late-v1", WorkerID: "w", TTL: time.Minute, Max: 5}
+	lease := storekit.EmbeddingLease{Profile: "test/late-v1", WorkerID: "w", TTL: time.Minute, Max: 5}
 	_, err = b.s.LeaseEmbeddings(b.ctx, lease)
 	if me := wantKind(t, err, memorykit.ErrUnavailable); !memorykit.IsRecoverable(err) {
 		t.Fatalf("lease while a writer holds records: %v (%+v), want a recoverable error", err, me)

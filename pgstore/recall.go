@@ -15,17 +15,17 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// Recall implements memorykit.RecallStore in one statement (one round
+// Recall implements storekit.RecallStore in one statement (one round
 // trip). When that statement fails with a server error and a vector was
 // asked for, recall runs again without the vector channel and reports the
 // failure in VectorErr, so exact and full-text recall stay available.
-func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (s *Store) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	const op = "pgstore.recall"
 	if err := live(ctx, op); err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	if err := storekit.CheckRecallQuery(op, q); err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	now := s.now()
 	// A zero query vector has no cosine similarity, and no stored vector
@@ -37,7 +37,7 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 			return res, nil
 		}
 		if ctx.Err() != nil {
-			return memorykit.RecallResult{}, mapErr(op, ctx.Err())
+			return storekit.RecallResult{}, mapErr(op, ctx.Err())
 		}
 		// Not cacheable, or the load failed: the SQL path answers.
 		s.cache.sqlRecalls.Add(1)
@@ -48,12 +48,12 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 	}
 	var pe *pgconn.PgError
 	if !useVector || ctx.Err() != nil || !errors.As(err, &pe) {
-		return memorykit.RecallResult{}, mapErr(op, withCtx(ctx, err))
+		return storekit.RecallResult{}, mapErr(op, withCtx(ctx, err))
 	}
 	vecErr := mapErr(op, err)
 	res, err = s.recall(ctx, q, now, false)
 	if err != nil {
-		return memorykit.RecallResult{}, mapErr(op, withCtx(ctx, err))
+		return storekit.RecallResult{}, mapErr(op, withCtx(ctx, err))
 	}
 	res.VectorErr = vecErr
 	return res, nil
@@ -62,20 +62,20 @@ func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.
 // recall runs the recall statement and ranks what it returns, in three
 // phases: send the statement (sendRecall), read its rows by channel
 // (readRecallRows), rank each channel (rankRecall).
-func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Time, useVector bool) (memorykit.RecallResult, error) {
+func (s *Store) recall(ctx context.Context, q storekit.RecallQuery, now time.Time, useVector bool) (storekit.RecallResult, error) {
 	br := s.sendRecall(ctx, q, now, useVector)
 	defer func() { _ = br.Close() }()
 	if _, err := br.Exec(); err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	defer rows.Close()
 	got, err := readRecallRows(rows, q)
 	if err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	return rankRecall(q, got), nil
 }
@@ -88,7 +88,7 @@ func (s *Store) recall(ctx context.Context, q memorykit.RecallQuery, now time.Ti
 // plan does not depend on them: every scan it makes is chosen by the
 // indexes alone (see recallsql.go); starting workers or compiling would
 // cost more than the statement. The caller closes the results.
-func (s *Store) sendRecall(ctx context.Context, q memorykit.RecallQuery, now time.Time, useVector bool) pgx.BatchResults {
+func (s *Store) sendRecall(ctx context.Context, q storekit.RecallQuery, now time.Time, useVector bool) pgx.BatchResults {
 	keys := q.ExactKeys
 	if keys == nil {
 		keys = []string{}
@@ -122,14 +122,14 @@ type recallRows struct {
 	records map[string]memorykit.Record
 	exact   []memorykit.Record
 	ftCands []storekit.FullTextCandidate
-	vecHits []memorykit.Hit
+	vecHits []storekit.Hit
 }
 
 // readRecallRows reads every row of the recall statement: exact hits,
 // full-text candidates and vector rows (scored by cosine similarity in
 // float64, like memorystore; a row whose vector is missing, zero or of
 // another dimension is skipped).
-func readRecallRows(rows pgx.Rows, q memorykit.RecallQuery) (recallRows, error) {
+func readRecallRows(rows pgx.Rows, q storekit.RecallQuery) (recallRows, error) {
 	got := recallRows{records: make(map[string]memorykit.Record)}
 	qn := norm(q.Vector)
 	for rows.Next() {
@@ -168,7 +168,7 @@ func readRecallRows(rows pgx.Rows, q memorykit.RecallQuery) (recallRows, error) 
 			for i := range q.Vector {
 				dot += float64(q.Vector[i]) * float64(v[i])
 			}
-			got.vecHits = append(got.vecHits, memorykit.Hit{ID: rec.ID, Score: dot / (qn * en)})
+			got.vecHits = append(got.vecHits, storekit.Hit{ID: rec.ID, Score: dot / (qn * en)})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -179,14 +179,14 @@ func readRecallRows(rows pgx.Rows, q memorykit.RecallQuery) (recallRows, error) 
 
 // rankRecall orders and cuts each channel to its limit and collects the
 // records the hits name.
-func rankRecall(q memorykit.RecallQuery, got recallRows) memorykit.RecallResult {
-	res := memorykit.RecallResult{Records: make(map[string]memorykit.Record)}
+func rankRecall(q storekit.RecallQuery, got recallRows) storekit.RecallResult {
+	res := storekit.RecallResult{Records: make(map[string]memorykit.Record)}
 	res.Exact = rankExact(got.exact, q.ExactLimit)
 	kept, below := storekit.FullTextRule(got.ftCands, q.FullTextLimit)
 	res.FullText = textHits(kept)
 	res.FullTextBelow = textHits(below)
 	res.Vector = rankVector(got.vecHits, got.records, q.VectorLimit)
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hits {
 			res.Records[h.ID] = got.records[h.ID]
 		}
@@ -195,7 +195,7 @@ func rankRecall(q memorykit.RecallQuery, got recallRows) memorykit.RecallResult 
 }
 
 // rankExact ranks exact hits newer first, then by ID, up to limit.
-func rankExact(exact []memorykit.Record, limit int) []memorykit.Hit {
+func rankExact(exact []memorykit.Record, limit int) []storekit.Hit {
 	sort.Slice(exact, func(i, j int) bool {
 		a, b := exact[i], exact[j]
 		if !a.UpdatedAt.Equal(b.UpdatedAt) {
@@ -206,9 +206,9 @@ func rankExact(exact []memorykit.Record, limit int) []memorykit.Hit {
 	if len(exact) > limit {
 		exact = exact[:limit]
 	}
-	var hits []memorykit.Hit
+	var hits []storekit.Hit
 	for i, r := range exact {
-		hits = append(hits, memorykit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
+		hits = append(hits, storekit.Hit{ID: r.ID, Rank: i + 1, Score: 1})
 	}
 	return hits
 }
@@ -217,7 +217,7 @@ func rankExact(exact []memorykit.Record, limit int) []memorykit.Hit {
 // Equal similarities (the same text under two keys a hash embedder does
 // not tell apart, for instance) go newer first, then by ID, as memorystore
 // orders them.
-func rankVector(hits []memorykit.Hit, records map[string]memorykit.Record, limit int) []memorykit.Hit {
+func rankVector(hits []storekit.Hit, records map[string]memorykit.Record, limit int) []storekit.Hit {
 	sort.Slice(hits, func(i, j int) bool {
 		a, b := hits[i], hits[j]
 		if a.Score != b.Score {
@@ -248,13 +248,13 @@ func fetchLimit(limit int) int {
 	return limit + vectorSlack
 }
 
-func textHits(cands []storekit.FullTextCandidate) []memorykit.Hit {
+func textHits(cands []storekit.FullTextCandidate) []storekit.Hit {
 	if len(cands) == 0 {
 		return nil
 	}
-	hits := make([]memorykit.Hit, len(cands))
+	hits := make([]storekit.Hit, len(cands))
 	for i, c := range cands {
-		hits[i] = memorykit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
+		hits[i] = storekit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
 	}
 	return hits
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // recallCache is the optional in-process recall index of a Store (see
@@ -369,7 +370,7 @@ const joinLoadWait = 20 * time.Millisecond
 // longer than that (a 10k Scope in 0.6 s), so the wait is capped: at worst
 // the recall costs joinLoadWait more than the SQL path, well inside a
 // recall deadline such as RecallPolicyV1's 500 ms. Recall deadlines are
-// cancellations on the injected clock (internal/clockctx) with no
+// cancellations on the injected clock (internal/plumbing/clockctx) with no
 // Deadline to plan by, so the wait ends with ctx, and the recall with it.
 func (c *recallCache) joinLoad(ctx context.Context, l *bgLoad, version int64) (*memorystore.Snapshot, bool) {
 	t := c.clk.Timer(joinLoadWait)
@@ -525,12 +526,12 @@ func (c *recallCache) usage() (int64, int) {
 // cachedRecall serves q from the cache, loading or refreshing the Scope
 // when its cached snapshot is missing or stale. errNotCached (or any load
 // failure while ctx is live) sends the caller to the SQL path.
-func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVector bool) (memorykit.RecallResult, error) {
+func (s *Store) cachedRecall(ctx context.Context, q storekit.RecallQuery, useVector bool) (storekit.RecallResult, error) {
 	c := s.cache
 	ticket := c.tickets.Add(1)
 	snap, ok, err := s.recallWritten(ctx, q.Scope, ticket)
 	if err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	if !useVector {
 		q.Vector, q.Profile = nil, ""
@@ -544,10 +545,10 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 			}
 			version = v
 		} else if version, err = s.scopeVersion(ctx, q.Scope); err != nil {
-			return memorykit.RecallResult{}, err
+			return storekit.RecallResult{}, err
 		}
 		if snap, err = s.recallSnapshot(ctx, q.Scope, version); err != nil {
-			return memorykit.RecallResult{}, err
+			return storekit.RecallResult{}, err
 		}
 	}
 	return snap.Recall(ctx, q)
@@ -562,7 +563,7 @@ func (s *Store) cachedRecall(ctx context.Context, q memorykit.RecallQuery, useVe
 // the version is returned and the ranking dropped, and the recall goes on
 // the usual way (refresh, then rank). Snapshots are safe to rank in while
 // a refresh changes them, and a refresh only moves them forward.
-func (s *Store) rankWhileReading(ctx context.Context, q memorykit.RecallQuery, cs *cachedScope, cached int64) (memorykit.RecallResult, int64, bool, error) {
+func (s *Store) rankWhileReading(ctx context.Context, q storekit.RecallQuery, cs *cachedScope, cached int64) (storekit.RecallResult, int64, bool, error) {
 	// The round trip waits on another goroutine, and the ranking runs on
 	// the caller's: a Host that gives its recalls a thread of lower CPU
 	// priority (the example Host's work pool) keeps the CPU work there.
@@ -582,10 +583,10 @@ func (s *Store) rankWhileReading(ctx context.Context, q memorykit.RecallQuery, c
 	res, rankErr := cs.snap.Recall(ctx, q)
 	r := <-done
 	if r.err != nil {
-		return memorykit.RecallResult{}, 0, false, r.err
+		return storekit.RecallResult{}, 0, false, r.err
 	}
 	if r.version > cached || rankErr != nil {
-		return memorykit.RecallResult{}, r.version, false, nil
+		return storekit.RecallResult{}, r.version, false, nil
 	}
 	s.cache.speculated.Add(1)
 	s.cache.get(q.Scope, r.version) // marks the Scope recently used

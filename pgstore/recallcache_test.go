@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // openCached opens a Store with its own pool and a recall cache of budget
@@ -62,7 +63,7 @@ func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: "p/v1",
+	if err := b.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: "p/v1",
 		ContentHash: rec.ContentHash, Vector: []float32{1, 0, 0}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"deploy target", "other"}, Terms: memorykit.SearchTerms("zebra canary", 8),
+	q := storekit.RecallQuery{Scope: scope, ExactKeys: []string{"deploy target", "other"}, Terms: storekit.SearchTerms("zebra canary", 8),
 		Vector: []float32{1, 0, 0}, Profile: "p/v1", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
 	res, err := a.Recall(ctx, q) // in SQL, while the Scope loads
 	if err != nil {
@@ -100,7 +101,7 @@ func TestRecallCacheSeesEraseFromAnotherStore(t *testing.T) {
 			t.Fatalf("after %s the content is still served", what)
 		}
 	}
-	tr := memorykit.Transition{Scope: scope, ID: rec.ID, Actor: reviewer, Reason: "erase"}
+	tr := storekit.Transition{Scope: scope, ID: rec.ID, Actor: reviewer, Reason: "erase"}
 	if _, err := b.Forget(ctx, tr); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 			vec[i] = float32(r.IntN(7) - 3)
 		}
 		vec[0] = 1
-		if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: profile,
+		if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: rec.ID, Profile: profile,
 			ContentHash: rec.ContentHash, Vector: vec, WorkerID: "w"}); err != nil {
 			t.Fatal(err)
 		}
@@ -186,8 +187,8 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 		si := r.IntN(len(scopes))
 		scope := scopes[si]
 		w := hosts[r.IntN(len(hosts))]
-		tr := func() memorykit.Transition {
-			return memorykit.Transition{Scope: scope, ID: ids[si][r.IntN(len(ids[si]))], Actor: reviewer, Reason: "diff"}
+		tr := func() storekit.Transition {
+			return storekit.Transition{Scope: scope, ID: ids[si][r.IntN(len(ids[si]))], Actor: reviewer, Reason: "diff"}
 		}
 		switch op := r.IntN(20); {
 		case op < 5 || len(ids[si]) == 0:
@@ -206,7 +207,7 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 				next := in
 				next.ID = in.ID + "-b"
 				next.Content = diffText(r, 2+r.IntN(6))
-				out, err := w.CreateBatch(ctx, []memorykit.BatchItem{{Record: in}, {Record: next}})
+				out, err := w.CreateBatch(ctx, []storekit.BatchItem{{Record: in}, {Record: next}})
 				if err != nil {
 					t.Fatalf("step %d: batch: %v", step, err)
 				}
@@ -232,7 +233,7 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 			if rec.Status != memorykit.StatusActive && rec.Status != memorykit.StatusCandidate {
 				continue
 			}
-			rec, err = w.Correct(ctx, memorykit.Correction{Transition: tx, Content: diffText(r, 4)})
+			rec, err = w.Correct(ctx, storekit.Correction{Transition: tx, Content: diffText(r, 4)})
 			if err != nil {
 				t.Fatalf("step %d: correct: %v", step, err)
 			}
@@ -296,9 +297,9 @@ func testRecallCacheMatchesSQL(t *testing.T, seed uint64, steps int) {
 		// A recall after every step, through either host, compared with
 		// the reference.
 		text := diffText(r, 1+r.IntN(8))
-		q := memorykit.RecallQuery{
+		q := storekit.RecallQuery{
 			Scope: scopes[r.IntN(len(scopes))], ExactKeys: []string{fmt.Sprintf("key %d", r.IntN(12)), fmt.Sprintf("key %d", r.IntN(12))},
-			Terms: memorykit.SearchTerms(text, 16), Vector: []float32{1, float32(r.IntN(3)), -1, 0.5}, Profile: profile,
+			Terms: storekit.SearchTerms(text, 16), Vector: []float32{1, float32(r.IntN(3)), -1, 0.5}, Profile: profile,
 			ExactLimit: 1 + r.IntN(4), FullTextLimit: 1 + r.IntN(6), VectorLimit: 1 + r.IntN(5),
 		}
 		if step%11 == 0 {
@@ -439,9 +440,9 @@ func TestRecallCacheConcurrentRecalls(t *testing.T) {
 	for i := range scopes {
 		scopes[i], _ = memorykit.ProjectScope("tenant-y", fmt.Sprintf("c%d", i))
 	}
-	query := func(i int) memorykit.RecallQuery {
-		return memorykit.RecallQuery{Scope: scopes[i%len(scopes)], ExactKeys: []string{"key 1"},
-			Terms: memorykit.SearchTerms("deploy pipeline database", 8), ExactLimit: 3, FullTextLimit: 5, VectorLimit: 3}
+	query := func(i int) storekit.RecallQuery {
+		return storekit.RecallQuery{Scope: scopes[i%len(scopes)], ExactKeys: []string{"key 1"},
+			Terms: storekit.SearchTerms("deploy pipeline database", 8), ExactLimit: 3, FullTextLimit: 5, VectorLimit: 3}
 	}
 	done := make(chan struct{})
 	errs := make(chan error, 4)
@@ -511,7 +512,7 @@ func TestRecallCacheRoundTrips(t *testing.T) {
 		}
 	}
 	add("api")
-	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"api"}, Terms: memorykit.SearchTerms("which eu region", 16),
+	q := storekit.RecallQuery{Scope: scope, ExactKeys: []string{"api"}, Terms: storekit.SearchTerms("which eu region", 16),
 		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
 	recall := func(wantTrips, wantHits int) {
 		t.Helper()
@@ -599,7 +600,7 @@ func TestRecallCacheQueuesColdScopes(t *testing.T) {
 		}))
 	}
 	for _, sc := range scopes {
-		res, err := s.Recall(ctx, memorykit.RecallQuery{Scope: sc, ExactKeys: []string{"region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+		res, err := s.Recall(ctx, storekit.RecallQuery{Scope: sc, ExactKeys: []string{"region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 		if err != nil {
 			t.Fatal(err)
 		}

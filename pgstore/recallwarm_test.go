@@ -11,25 +11,26 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // warmItems is a batch of n active notes in each of scopes, with vectors.
-func warmItems(scopes []memorykit.Scope, n int) []memorykit.BatchItem {
-	var its []memorykit.BatchItem
+func warmItems(scopes []memorykit.Scope, n int) []storekit.BatchItem {
+	var its []storekit.BatchItem
 	for _, sc := range scopes {
 		for i := 0; i < n; i++ {
-			its = append(its, memorykit.BatchItem{
+			its = append(its, storekit.BatchItem{
 				Record: memorykit.NewRecord{Scope: sc, Kind: memorykit.KindNote, Key: fmt.Sprintf("turn %d", i),
 					Content: fmt.Sprintf("we moved the standup to room %d after the deploy review", i), Status: memorykit.StatusActive, Actor: author},
-				Embedding: &memorykit.BatchEmbedding{Profile: "p/v1", Vector: []float32{1, float32(i), 0}},
+				Embedding: &storekit.BatchEmbedding{Profile: "p/v1", Vector: []float32{1, float32(i), 0}},
 			})
 		}
 	}
 	return its
 }
 
-func warmQuery(sc memorykit.Scope) memorykit.RecallQuery {
-	return memorykit.RecallQuery{Scope: sc, ExactKeys: []string{"turn 1"}, Terms: memorykit.SearchTerms("which room is the standup in", 16),
+func warmQuery(sc memorykit.Scope) storekit.RecallQuery {
+	return storekit.RecallQuery{Scope: sc, ExactKeys: []string{"turn 1"}, Terms: storekit.SearchTerms("which room is the standup in", 16),
 		Vector: []float32{1, 1, 0}, Profile: "p/v1", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
 }
 
@@ -91,7 +92,7 @@ func TestRecallCacheWrittenScopeOneRoundTrip(t *testing.T) {
 	other := openCached(t, schema, clk, 64<<20)
 	s, tracer := tracedStore(t, schema, clk, 1, false)
 	scope, _ := memorykit.ProjectScope("tenant-w", "trips")
-	q := memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"api"}, Terms: memorykit.SearchTerms("which eu region", 16),
+	q := storekit.RecallQuery{Scope: scope, ExactKeys: []string{"api"}, Terms: storekit.SearchTerms("which eu region", 16),
 		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
 	recall := func(what string, wantTrips, wantHits int) {
 		t.Helper()
@@ -121,17 +122,17 @@ func TestRecallCacheWrittenScopeOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	recall("after a create", 1, 2)
-	if _, err := s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: wk.ID, Actor: reviewer,
+	if _, err := s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: scope, ID: wk.ID, Actor: reviewer,
 		Reason: "moved", ExpectVersion: wk.Version}, Content: "the worker moved to the eu west region"}); err != nil {
 		t.Fatal(err)
 	}
 	recall("after a correction", 1, 2)
-	if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: api.ID, Profile: "p/v1",
+	if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: api.ID, Profile: "p/v1",
 		ContentHash: api.ContentHash, Vector: []float32{1, 0, 0}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	recall("after an embedding put", 1, 2)
-	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: api.ID, Actor: reviewer, Reason: "gone"}); err != nil {
+	if _, err := s.Forget(ctx, storekit.Transition{Scope: scope, ID: api.ID, Actor: reviewer, Reason: "gone"}); err != nil {
 		t.Fatal(err)
 	}
 	recall("after a forget", 1, 1)
@@ -294,7 +295,7 @@ func TestRecallCacheJoinsRunningLoad(t *testing.T) {
 	}
 	s.cache.joining = func(sc memorykit.Scope) { joined <- sc }
 	type result struct {
-		res memorykit.RecallResult
+		res storekit.RecallResult
 		err error
 	}
 	recallAsync := func(ctx context.Context, sc memorykit.Scope) <-chan result {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // dataSteps are Go steps that run in a migration's transaction right after
@@ -38,7 +39,7 @@ func rekeyStep(reason string) func(ctx context.Context, tx pgx.Tx, schema, ext s
 	}
 }
 
-// rekeyRecords brings every stored key to memorykit.NormalizeKey's current
+// rekeyRecords brings every stored key to storekit.NormalizeKey's current
 // form and recomputes the record's full-text terms, which include the
 // key. When two active records of one Scope and kind end up with the same
 // key, the one updated last stays active and the other is superseded by
@@ -83,7 +84,7 @@ func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.T
 		return err
 	}
 	for _, r := range todo {
-		key := memorykit.NormalizeKey(r.key)
+		key := storekit.NormalizeKey(r.key)
 		if key == r.key || key == "" {
 			continue
 		}
@@ -110,7 +111,7 @@ func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.T
 		scope := memorykit.Scope{TenantID: r.tenant, SubjectType: memorykit.SubjectType(r.subjectType), SubjectID: r.subjectID}
 		if _, err := tx.Exec(ctx, q(`UPDATE {schema}.records SET key = $2,
 				search_tsv = CASE WHEN status = 'erased' THEN search_tsv ELSE array_to_tsvector($3::text[]) END
-			WHERE id = $1`), r.id, key, ftsTerms(scope, memorykit.IndexTerms(key, r.content))); err != nil {
+			WHERE id = $1`), r.id, key, ftsTerms(scope, storekit.IndexTerms(key, r.content))); err != nil {
 			return err
 		}
 	}

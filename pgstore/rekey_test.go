@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestPostgresMigratesKeysToCanonicalForm plants keys in the form the
@@ -48,10 +49,10 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 	folded := mk(memorykit.KindNote, "sharp", memorykit.StatusActive)
 	setKey(folded.ID, "straße")
 	gone := mk(memorykit.KindFact, "gone", memorykit.StatusActive)
-	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: gone.ID, Actor: author}); err != nil {
+	if _, err := s.Forget(ctx, storekit.Transition{Scope: scope, ID: gone.ID, Actor: author}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: gone.ID, Actor: author}); err != nil {
+	if _, err := s.Erase(ctx, storekit.Transition{Scope: scope, ID: gone.ID, Actor: author}); err != nil {
 		t.Fatal(err)
 	}
 	setKey(gone.ID, "gone\u00adkey")
@@ -113,7 +114,7 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 	if r, err := m.FindActive(ctx, scope, memorykit.KindNote, "STRASSE"); err != nil || r.ID != folded.ID || r.Key != "strasse" {
 		t.Fatalf("FindActive(STRASSE) = %s %+q, %v; want %s", r.ID, r.Key, err, folded.ID)
 	}
-	res, err := m.Recall(ctx, memorykit.RecallQuery{Scope: scope, Terms: []string{"strasse"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	res, err := m.Recall(ctx, storekit.RecallQuery{Scope: scope, Terms: []string{"strasse"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	if err != nil || len(res.FullText) != 1 || res.FullText[0].ID != folded.ID {
 		t.Fatalf("full text for the new key = %+v, %v", res.FullText, err)
 	}
@@ -129,8 +130,8 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 	owner := memorykit.Actor{Kind: memorykit.ActorModel, ID: "model-1"}
 	_, err = m.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindDecision, Key: "Straße", Content: "x",
 		Status: memorykit.StatusActive, Actor: owner, Expect: &memorykit.ActiveExpectation{None: true, KeyOwner: &owner}})
-	if memorykit.ReasonCode(err) != memorykit.ReasonKeyGoverned {
-		t.Fatalf("model create over the migrated key: %v, want %s", err, memorykit.ReasonKeyGoverned)
+	if memorykit.ReasonCode(err) != storekit.ReasonKeyGoverned {
+		t.Fatalf("model create over the migrated key: %v, want %s", err, storekit.ReasonKeyGoverned)
 	}
 }
 
@@ -201,18 +202,18 @@ func TestPostgresMigratesLookAlikeKeys(t *testing.T) {
 	if r := get(other.ID); r.Key != "other" || r.Version != other.Version {
 		t.Fatalf("an ASCII key was touched: %+q version %d", r.Key, r.Version)
 	}
-	active, err := m.List(ctx, memorykit.ListFilter{Scope: scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Key: "deploy region", Limit: 10})
+	active, err := m.List(ctx, storekit.ListFilter{Scope: scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Key: "deploy region", Limit: 10})
 	if err != nil || len(active) != 1 {
 		t.Fatalf("active records of the one key: %d, %v; want 1", len(active), err)
 	}
-	res, err := m.Recall(ctx, memorykit.RecallQuery{Scope: scope, Terms: []string{"deploy"}, ExactKeys: []string{"deploy region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	res, err := m.Recall(ctx, storekit.RecallQuery{Scope: scope, Terms: []string{"deploy"}, ExactKeys: []string{"deploy region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	if err != nil || len(res.Exact) != 1 || res.Exact[0].ID != spoof.ID {
 		t.Fatalf("exact recall of the one key = %+v, %v", res.Exact, err)
 	}
 	owner := memorykit.Actor{Kind: memorykit.ActorModel, ID: "model-1"}
 	_, err = m.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindDecision, Key: "deplοy region", Content: "x",
 		Status: memorykit.StatusActive, Actor: owner, Expect: &memorykit.ActiveExpectation{None: true, KeyOwner: &owner}})
-	if memorykit.ReasonCode(err) != memorykit.ReasonKeyGoverned {
-		t.Fatalf("model create over the migrated key: %v, want %s", err, memorykit.ReasonKeyGoverned)
+	if memorykit.ReasonCode(err) != storekit.ReasonKeyGoverned {
+		t.Fatalf("model create over the migrated key: %v, want %s", err, storekit.ReasonKeyGoverned)
 	}
 }

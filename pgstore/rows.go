@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // recordCols lists the records columns scanRecord reads, in order. Use it
@@ -141,16 +142,16 @@ func decodeSources(b []byte) ([]memorykit.Source, error) {
 // scanRevision reads one revisions row: record_id, version, action,
 // actor_kind, actor_id, reason, status, content_hash, content, metadata,
 // sources, at.
-func scanRevision(row scanner) (memorykit.Revision, error) {
+func scanRevision(row scanner) (storekit.Revision, error) {
 	var (
-		v                         memorykit.Revision
+		v                         storekit.Revision
 		action, actorKind, status string
 		meta, src                 []byte
 		at                        time.Time
 	)
 	if err := row.Scan(&v.RecordID, &v.Version, &action, &actorKind, &v.Actor.ID, &v.Reason, &status,
 		&v.ContentHash, &v.Content, &meta, &src, &at); err != nil {
-		return memorykit.Revision{}, err
+		return storekit.Revision{}, err
 	}
 	v.Action = memorykit.Action(action)
 	v.Actor.Kind = memorykit.ActorKind(actorKind)
@@ -158,10 +159,10 @@ func scanRevision(row scanner) (memorykit.Revision, error) {
 	v.At = at.UTC()
 	var err error
 	if v.Metadata, err = decodeMetadata(meta); err != nil {
-		return memorykit.Revision{}, err
+		return storekit.Revision{}, err
 	}
 	if v.Sources, err = decodeSources(src); err != nil {
-		return memorykit.Revision{}, err
+		return storekit.Revision{}, err
 	}
 	return v, nil
 }
@@ -171,9 +172,9 @@ const jobCols = `id, tenant_id, subject_type, subject_id, payload, state, attemp
 	available_at, leased_by, lease_expires_at, last_error, candidates, created_at, updated_at, lease_token,
 	failures, reaps, hand_backs, max_reaps, run_ref`
 
-func scanJob(row scanner) (memorykit.Job, error) {
+func scanJob(row scanner) (storekit.Job, error) {
 	var (
-		j                   memorykit.Job
+		j                   storekit.Job
 		subjectType, state  string
 		avail, created, upd time.Time
 		expires             *time.Time
@@ -181,10 +182,10 @@ func scanJob(row scanner) (memorykit.Job, error) {
 	if err := row.Scan(&j.ID, &j.Scope.TenantID, &subjectType, &j.Scope.SubjectID, &j.Payload, &state,
 		&j.Attempt, &j.MaxAttempts, &avail, &j.LeasedBy, &expires, &j.LastError, &j.Candidates,
 		&created, &upd, &j.LeaseToken, &j.Failures, &j.Reaps, &j.HandBacks, &j.MaxReaps, &j.RunRef); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	j.Scope.SubjectType = memorykit.SubjectType(subjectType)
-	j.State = memorykit.JobState(state)
+	j.State = storekit.JobState(state)
 	j.AvailableAt = avail.UTC()
 	if expires != nil {
 		j.LeaseExpiresAt = expires.UTC()

@@ -1,4 +1,4 @@
-// Package pgstore implements memorykit.Store on PostgreSQL with pgvector,
+// Package pgstore implements storekit.Store on PostgreSQL with pgvector,
 // using pgx/v5.
 //
 // Open creates and owns a connection pool; New wraps a pool the caller owns.
@@ -64,6 +64,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // DefaultSchema is the PostgreSQL schema used when Config.Schema is empty.
@@ -189,7 +190,7 @@ func schemaName(op, schema string) (string, error) {
 	return schema, nil
 }
 
-// Store is a memorykit.Store on PostgreSQL. It is safe for concurrent use,
+// Store is a storekit.Store on PostgreSQL. It is safe for concurrent use,
 // also by several processes sharing one database and schema.
 type Store struct {
 	// pool is the database handle every statement outside the Store's own
@@ -220,8 +221,8 @@ type Store struct {
 }
 
 var (
-	_ memorykit.Store  = (*Store)(nil)
-	_ memorykit.Purger = (*Store)(nil)
+	_ storekit.Store  = (*Store)(nil)
+	_ storekit.Purger = (*Store)(nil)
 )
 
 // Open connects to dsn with a pool the Store creates and owns, migrates the

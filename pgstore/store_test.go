@@ -32,7 +32,7 @@ func TestPostgresTimestampsComeFromTheClock(t *testing.T) {
 		}
 	}
 	b.clk.Add(90 * time.Minute)
-	f, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer})
+	f, err := b.s.Forget(b.ctx, storekit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPostgresConcurrentActivationLeavesOneActive(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = b.s.Activate(b.ctx, memorykit.Transition{Scope: b.scope, ID: cands[i].ID, Actor: reviewer})
+			_, errs[i] = b.s.Activate(b.ctx, storekit.Transition{Scope: b.scope, ID: cands[i].ID, Actor: reviewer})
 		}()
 	}
 	wg.Wait()
@@ -71,14 +71,14 @@ func TestPostgresConcurrentActivationLeavesOneActive(t *testing.T) {
 			t.Fatalf("activation %d: %v", i, err)
 		}
 	}
-	active, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 100})
+	active, err := b.s.List(b.ctx, storekit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(active) != 1 {
 		t.Fatalf("%d active records, want 1", len(active))
 	}
-	sup, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusSuperseded}, Limit: 100})
+	sup, err := b.s.List(b.ctx, storekit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusSuperseded}, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestPostgresConcurrentActiveCreates(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	active, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 100})
+	active, err := b.s.List(b.ctx, storekit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 100})
 	if err != nil || len(active) != 1 {
 		t.Fatalf("%d active records (%v), want 1", len(active), err)
 	}
@@ -154,24 +154,24 @@ func TestPostgresEraseScrubsEveryTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: 10})
+	tasks, err := b.s.LeaseEmbeddings(b.ctx, storekit.EmbeddingLease{Profile: profile, WorkerID: "w1", TTL: time.Minute, Max: 10})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("lease: %v %v", tasks, err)
 	}
-	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: profile,
+	if err := b.s.PutEmbedding(b.ctx, storekit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: profile,
 		ContentHash: r.ContentHash, Vector: []float32{1, 2, 3}, WorkerID: "w1", LeaseToken: tasks[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := b.s.Correct(b.ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer},
+	c, err := b.s.Correct(b.ctx, storekit.Correction{Transition: storekit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer},
 		Content: "new password is " + canary + "-2", Sources: []memorykit.Source{{Kind: "chat", Ref: canary}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second profile leaves a lease row at the corrected hash.
-	if _, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: "test/p2", WorkerID: "w2", TTL: time.Minute, Max: 10}); err != nil {
+	if _, err := b.s.LeaseEmbeddings(b.ctx, storekit.EmbeddingLease{Profile: "test/p2", WorkerID: "w2", TTL: time.Minute, Max: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer}); err != nil {
+	if _, err := b.s.Forget(b.ctx, storekit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer}); err != nil {
 		t.Fatal(err)
 	}
 	before, err := b.s.Dump(b.ctx)
@@ -183,7 +183,7 @@ func TestPostgresEraseScrubsEveryTable(t *testing.T) {
 			t.Fatalf("the dump before erase lacks %q; the test would prove nothing", s)
 		}
 	}
-	e, err := b.s.Erase(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer, Reason: "gdpr request"})
+	e, err := b.s.Erase(b.ctx, storekit.Transition{Scope: b.scope, ID: r.ID, Actor: reviewer, Reason: "gdpr request"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,13 +293,13 @@ func TestPostgresRecallIsOneRoundTrip(t *testing.T) {
 	b := &bundle{s: s, clk: clk, schema: schema, ctx: ctx}
 	b.scope, _ = memorykit.ProjectScope("t1", "p1")
 	r := b.create(t, memorykit.KindFact, "deploy region", "The API runs in eu-west-1", memorykit.StatusActive)
-	if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: "p",
+	if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: "p",
 		ContentHash: r.ContentHash, Vector: []float32{1, 0}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	before := tracer.n.Load()
-	res, err := s.Recall(ctx, memorykit.RecallQuery{
-		Scope: b.scope, ExactKeys: []string{"deploy region"}, Terms: memorykit.SearchTerms("where does the api run", 16),
+	res, err := s.Recall(ctx, storekit.RecallQuery{
+		Scope: b.scope, ExactKeys: []string{"deploy region"}, Terms: storekit.SearchTerms("where does the api run", 16),
 		Vector: []float32{1, 1}, Profile: "p", ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5,
 	})
 	if err != nil {
@@ -330,8 +330,8 @@ func TestPostgresFullTextWeights(t *testing.T) {
 		recs[i] = b.create(t, memorykit.KindNote, fmt.Sprintf("note %d", i), c, memorykit.StatusActive)
 		b.clk.Add(time.Second)
 	}
-	terms := memorykit.SearchTerms("Caroline, the blue 项目", 16)
-	res, err := b.s.Recall(b.ctx, memorykit.RecallQuery{Scope: b.scope, Terms: terms, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	terms := storekit.SearchTerms("Caroline, the blue 项目", 16)
+	res, err := b.s.Recall(b.ctx, storekit.RecallQuery{Scope: b.scope, Terms: terms, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestPostgresFullTextWeights(t *testing.T) {
 	idx := make([]map[string]bool, n)
 	for i, r := range recs {
 		idx[i] = map[string]bool{}
-		for _, term := range memorykit.IndexTerms(r.Key, r.Content) {
+		for _, term := range storekit.IndexTerms(r.Key, r.Content) {
 			idx[i][term] = true
 		}
 	}
@@ -366,7 +366,7 @@ func TestPostgresFullTextWeights(t *testing.T) {
 		}
 	}
 	kept, below := storekit.FullTextRule(cands, 5)
-	check := func(what string, got []memorykit.Hit, want []storekit.FullTextCandidate) {
+	check := func(what string, got []storekit.Hit, want []storekit.FullTextCandidate) {
 		t.Helper()
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d hits, want %d (%v)", what, len(got), len(want), got)
@@ -404,7 +404,7 @@ func TestPostgresEmbeddingLeasesAreExclusive(t *testing.T) {
 			defer wg.Done()
 			worker := fmt.Sprintf("w%d", w)
 			for {
-				tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: "p", WorkerID: worker, TTL: time.Minute, Max: 7})
+				tasks, err := b.s.LeaseEmbeddings(b.ctx, storekit.EmbeddingLease{Profile: "p", WorkerID: worker, TTL: time.Minute, Max: 7})
 				if err != nil {
 					t.Error(err)
 					return
@@ -439,7 +439,7 @@ func TestPostgresEmbeddingLeasesAreExclusive(t *testing.T) {
 	if err != nil || reaped != n {
 		t.Fatalf("reaped %d %v", reaped, err)
 	}
-	tasks, err := b.s.LeaseEmbeddings(b.ctx, memorykit.EmbeddingLease{Profile: "p", WorkerID: "late", TTL: time.Minute, Max: 3})
+	tasks, err := b.s.LeaseEmbeddings(b.ctx, storekit.EmbeddingLease{Profile: "p", WorkerID: "late", TTL: time.Minute, Max: 3})
 	if err != nil || len(tasks) != 3 || tasks[0].Attempt != 2 {
 		t.Fatalf("after reap: %+v %v", tasks, err)
 	}
@@ -454,7 +454,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 	scope, _ := memorykit.ProjectScope("tenant-a", "project-1")
 	const n = 240
 	for i := range n {
-		if _, err := s1.EnqueueJob(ctx, memorykit.NewJob{ID: fmt.Sprintf("job-%04d", i), Scope: scope,
+		if _, err := s1.EnqueueJob(ctx, storekit.NewJob{ID: fmt.Sprintf("job-%04d", i), Scope: scope,
 			Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -472,7 +472,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 			defer wg.Done()
 			worker := fmt.Sprintf("worker-%d", w)
 			for {
-				jobs, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Minute, Max: 7})
+				jobs, err := s.LeaseJobs(ctx, storekit.JobLease{WorkerID: worker, TTL: time.Minute, Max: 7})
 				if err != nil {
 					t.Error(err)
 					return
@@ -486,7 +486,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 						t.Errorf("job %s leased by %s and %s", j.ID, prev, worker)
 					}
 					leased[j.ID] = worker
-					if j.LeasedBy != worker || j.Attempt != 1 || j.State != memorykit.JobLeased ||
+					if j.LeasedBy != worker || j.Attempt != 1 || j.State != storekit.JobLeased ||
 						!j.LeaseExpiresAt.Equal(clk.Now().Add(time.Minute).Truncate(time.Microsecond)) {
 						t.Errorf("leased job: %+v", j)
 					}
@@ -500,7 +500,7 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 		t.Fatalf("%d jobs leased, want %d", len(leased), n)
 	}
 	counts, err := s2.CountJobs(ctx)
-	if err != nil || counts != (memorykit.JobCounts{Leased: n}) {
+	if err != nil || counts != (storekit.JobCounts{Leased: n}) {
 		t.Fatalf("counts %+v %v", counts, err)
 	}
 	// Each worker completes its own jobs through the other store.
@@ -518,15 +518,15 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "intruder", LeaseToken: cur.LeaseToken}); !errors.Is(err, memorykit.ErrLeaseLost) {
+		if _, err := s.CompleteJob(ctx, storekit.JobCompletion{JobID: id, WorkerID: "intruder", LeaseToken: cur.LeaseToken}); !errors.Is(err, memorykit.ErrLeaseLost) {
 			t.Fatalf("a stranger completed %s: %v", id, err)
 		}
-		if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: leased[id], LeaseToken: cur.LeaseToken}); err != nil {
+		if _, err := s.CompleteJob(ctx, storekit.JobCompletion{JobID: id, WorkerID: leased[id], LeaseToken: cur.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	counts, err = s1.CountJobs(ctx)
-	if err != nil || counts != (memorykit.JobCounts{Done: n}) {
+	if err != nil || counts != (storekit.JobCounts{Done: n}) {
 		t.Fatalf("counts %+v %v", counts, err)
 	}
 	j, err := s1.GetJob(ctx, scope, ids[0])
@@ -537,13 +537,13 @@ func TestPostgresSharedJobQueue(t *testing.T) {
 
 func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	b := setup(t)
-	jobID := memorykit.ExtractionJobID(b.scope, "run-1/turn-1")
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "the user said X", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	jobID := storekit.ExtractionJobID(b.scope, "run-1/turn-1")
+	if _, err := b.s.EnqueueJob(b.ctx, storekit.NewJob{ID: jobID, Scope: b.scope, Payload: "the user said X", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
-	lease := func(worker string) memorykit.Job {
+	lease := func(worker string) storekit.Job {
 		t.Helper()
-		jobs, err := b.s.LeaseJobs(b.ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Minute, Max: 5})
+		jobs, err := b.s.LeaseJobs(b.ctx, storekit.JobLease{WorkerID: worker, TTL: time.Minute, Max: 5})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("lease: %v %v", jobs, err)
 		}
@@ -551,7 +551,7 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 	}
 	cand := func(key string) memorykit.NewRecord {
 		return memorykit.NewRecord{
-			ID:    memorykit.CandidateID(b.scope, jobID, memorykit.KindFact, key),
+			ID:    storekit.CandidateID(b.scope, jobID, memorykit.KindFact, key),
 			Scope: b.scope, Kind: memorykit.KindFact, Key: key, Content: "proposed " + key,
 			Status: memorykit.StatusCandidate, Actor: memorykit.Actor{Kind: memorykit.ActorWorker, ID: "x1"},
 		}
@@ -563,47 +563,47 @@ func TestPostgresJobCompletionStoresCandidatesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.clk.Add(2 * time.Minute)
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w1", LeaseToken: first.LeaseToken, Candidates: []memorykit.NewRecord{cand("alpha")}}); !errors.Is(err, memorykit.ErrLeaseLost) {
+	if _, err := b.s.CompleteJob(b.ctx, storekit.JobCompletion{JobID: jobID, WorkerID: "w1", LeaseToken: first.LeaseToken, Candidates: []memorykit.NewRecord{cand("alpha")}}); !errors.Is(err, memorykit.ErrLeaseLost) {
 		t.Fatalf("completion after expiry: %v", err)
 	}
 	if n, err := b.s.ReapJobLeases(b.ctx); err != nil || n != 1 {
 		t.Fatalf("reap %d %v", n, err)
 	}
 	j := lease("w2")
-	if j.Attempt != 2 || j.LastError != memorykit.ReasonLeaseExpired {
+	if j.Attempt != 2 || j.LastError != storekit.ReasonLeaseExpired {
 		t.Fatalf("second lease: %+v", j)
 	}
 	// A bad candidate fails the whole completion and changes nothing.
 	before, _ := b.s.Dump(b.ctx)
 	bad := cand("gamma")
 	bad.Content = "FORBIDDEN"
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
+	if _, err := b.s.CompleteJob(b.ctx, storekit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{cand("beta"), bad}}); !errors.Is(err, memorykit.ErrInvalidInput) {
 		t.Fatalf("bad candidate: %v", err)
 	}
 	wrongScope := cand("delta")
 	wrongScope.Scope.SubjectID = "project-2"
-	if _, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
+	if _, err := b.s.CompleteJob(b.ctx, storekit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{wrongScope}}); !errors.Is(err, memorykit.ErrInvalidInput) {
 		t.Fatalf("foreign-scope candidate: %v", err)
 	}
 	if after, _ := b.s.Dump(b.ctx); after != before {
 		t.Fatal("a refused completion changed the database")
 	}
-	created, err := b.s.CompleteJob(b.ctx, memorykit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
+	created, err := b.s.CompleteJob(b.ctx, storekit.JobCompletion{JobID: jobID, WorkerID: "w2", LeaseToken: j.LeaseToken,
 		Candidates: []memorykit.NewRecord{cand("alpha"), cand("beta")}})
 	if err != nil || created != 1 {
 		t.Fatalf("complete: %d %v", created, err)
 	}
 	j, err = b.s.GetJob(b.ctx, b.scope, jobID)
-	if err != nil || j.State != memorykit.JobDone || j.Candidates != 1 || j.Payload != "" {
+	if err != nil || j.State != storekit.JobDone || j.Candidates != 1 || j.Payload != "" {
 		t.Fatalf("job %+v %v", j, err)
 	}
-	cands, err := b.s.List(b.ctx, memorykit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 10})
+	cands, err := b.s.List(b.ctx, storekit.ListFilter{Scope: b.scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 10})
 	if err != nil || len(cands) != 2 {
 		t.Fatalf("candidates %d %v", len(cands), err)
 	}
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "again", MaxAttempts: 2, MaxReaps: 2}); !errors.Is(err, memorykit.ErrAlreadyExists) {
+	if _, err := b.s.EnqueueJob(b.ctx, storekit.NewJob{ID: jobID, Scope: b.scope, Payload: "again", MaxAttempts: 2, MaxReaps: 2}); !errors.Is(err, memorykit.ErrAlreadyExists) {
 		t.Fatalf("re-enqueue: %v", err)
 	}
 }
@@ -631,7 +631,7 @@ func TestPostgresRecallDegradesWhenOnlyVectorFails(t *testing.T) {
 	b := setup(t)
 	b.s.cache = nil // the SQL path: the cache's vector channel has no statement to fail
 	r := b.create(t, memorykit.KindFact, "deploy region", "the api runs in eu-west-1", memorykit.StatusActive)
-	if err := b.s.PutEmbedding(b.ctx, memorykit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: "p",
+	if err := b.s.PutEmbedding(b.ctx, storekit.EmbeddingPut{Scope: b.scope, RecordID: r.ID, Profile: "p",
 		ContentHash: r.ContentHash, Vector: []float32{1, 0}, WorkerID: "w"}); err != nil {
 		t.Fatal(err)
 	}
@@ -644,7 +644,7 @@ func TestPostgresRecallDegradesWhenOnlyVectorFails(t *testing.T) {
 			t.Fatal("the vector limit was not found in the statement")
 		}
 	}
-	q := memorykit.RecallQuery{Scope: b.scope, ExactKeys: []string{"deploy region"}, Terms: []string{"api"},
+	q := storekit.RecallQuery{Scope: b.scope, ExactKeys: []string{"deploy region"}, Terms: []string{"api"},
 		Vector: []float32{1, 0}, Profile: "p", ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}
 	res, err := b.s.Recall(b.ctx, q)
 	if err != nil {

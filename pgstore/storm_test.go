@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestPostgresDeadlineStormKeepsConnections sends many recalls whose
@@ -34,7 +35,7 @@ func TestPostgresDeadlineStormKeepsConnections(t *testing.T) {
 		Content: "the api runs in eu-west-1", Status: memorykit.StatusActive, Actor: author, Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	query := memorykit.RecallQuery{Scope: scope, Terms: []string{"region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
+	query := storekit.RecallQuery{Scope: scope, Terms: []string{"region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
 
 	// Open every connection of the pool before counting.
 	var wg sync.WaitGroup

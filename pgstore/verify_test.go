@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -16,8 +17,8 @@ import (
 func TestPostgresVerifyErased(t *testing.T) {
 	b := setup(t)
 	const canary = "Tq5canary"
-	jobID := memorykit.ExtractionJobID(b.scope, "run-1/turn-1")
-	if _, err := b.s.EnqueueJob(b.ctx, memorykit.NewJob{ID: jobID, Scope: b.scope, Payload: "said " + canary, MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	jobID := storekit.ExtractionJobID(b.scope, "run-1/turn-1")
+	if _, err := b.s.EnqueueJob(b.ctx, storekit.NewJob{ID: jobID, Scope: b.scope, Payload: "said " + canary, MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := b.s.Create(b.ctx, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindFact, Key: "k " + canary,
@@ -26,7 +27,7 @@ func TestPostgresVerifyErased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.s.Forget(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: author}); err != nil {
+	if _, err := b.s.Forget(b.ctx, storekit.Transition{Scope: b.scope, ID: r.ID, Actor: author}); err != nil {
 		t.Fatal(err)
 	}
 	hits, err := b.s.VerifyErased(b.ctx, b.scope, strings.ToUpper(canary))
@@ -46,7 +47,7 @@ func TestPostgresVerifyErased(t *testing.T) {
 			t.Errorf("no hit in %s: %+v", want, hits)
 		}
 	}
-	if _, err := b.s.Erase(b.ctx, memorykit.Transition{Scope: b.scope, ID: r.ID, Actor: author}); err != nil {
+	if _, err := b.s.Erase(b.ctx, storekit.Transition{Scope: b.scope, ID: r.ID, Actor: author}); err != nil {
 		t.Fatal(err)
 	}
 	b.clk.Add(time.Second)

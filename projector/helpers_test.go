@@ -14,16 +14,17 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type bundle struct {
 	clk    *clock.Mock
-	store  memorykit.Store
+	store  storekit.Store
 	emb    memorykit.Embedder
 	az     *testkit.Authorizer
 	sink   *testkit.Sink
@@ -38,7 +39,7 @@ type bundle struct {
 
 type option func(cfg *recall.Config)
 
-func withStore(wrap func(memorykit.RecallStore) memorykit.RecallStore) option {
+func withStore(wrap func(storekit.RecallStore) storekit.RecallStore) option {
 	return func(cfg *recall.Config) { cfg.Store = wrap(cfg.Store) }
 }
 

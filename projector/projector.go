@@ -9,7 +9,7 @@
 // record ID, kind and key, and all memory text is passed through
 // [Neutralize], so no memory can close the view, open a tag or pose as
 // another role. The whole view (header, entries and footer) fits the
-// policy's token budget as measured by memorykit.EstimateTokens.
+// policy's token budget as measured by storekit.EstimateTokens.
 //
 // Degradation follows the recall engine: when recall degrades (a
 // recoverable failure of the whole store, or the recall deadline passing
@@ -39,6 +39,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Role is who speaks a message.
@@ -171,8 +172,8 @@ func (p *Projector) Project(ctx context.Context, turn Turn) (Projection, error) 
 		Principal: turn.Principal,
 		Scope:     turn.Scope,
 		Query:     query,
-		Reserve:   memorykit.EstimateTokens(header) + memorykit.EstimateTokens(footer),
-		Cost:      func(e recall.Entry) int { return memorykit.EstimateTokens(renderEntry(nonce, e)) },
+		Reserve:   storekit.EstimateTokens(header) + storekit.EstimateTokens(footer),
+		Cost:      func(e recall.Entry) int { return storekit.EstimateTokens(renderEntry(nonce, e)) },
 	})
 	if err != nil {
 		p.log.Warn("projection failed closed", zap.String("reason", memorykit.ReasonCode(err)))
@@ -191,7 +192,7 @@ func (p *Projector) Project(ctx context.Context, turn Turn) (Projection, error) 
 	}
 	b.WriteString(footer)
 	view := b.String()
-	if memorykit.EstimateTokens(view) > policy.MaxTokens {
+	if storekit.EstimateTokens(view) > policy.MaxTokens {
 		// Cannot happen: the estimate of a concatenation never exceeds the
 		// sum of its parts' estimates, which recall kept within budget.
 		return Projection{}, memorykit.NewError(op, memorykit.ErrIntegrity, "view_over_budget")
@@ -200,7 +201,7 @@ func (p *Projector) Project(ctx context.Context, turn Turn) (Projection, error) 
 	out = append(out, msgs[:current]...)
 	out = append(out, Message{Role: RoleUser, Name: ViewName, Content: view})
 	out = append(out, msgs[current:]...)
-	p.log.Debug("memory view injected", zap.Int("entries", len(res.Entries)), zap.Int("tokens", memorykit.EstimateTokens(view)))
+	p.log.Debug("memory view injected", zap.Int("entries", len(res.Entries)), zap.Int("tokens", storekit.EstimateTokens(view)))
 	return Projection{Messages: out, Injected: true, Index: current, Trace: res.Trace}, nil
 }
 

@@ -12,9 +12,10 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func memoryBackend() testkit.Backend { return testkit.Backends()[0] }
@@ -213,7 +214,7 @@ func TestProjectDegradesAndGoesOn(t *testing.T) {
 	msgs := []projector.Message{sys("rules"), user("which deploy region?")}
 	t.Run("store unavailable", func(t *testing.T) {
 		testkit.Each(t, func(t *testing.T, be testkit.Backend) {
-			b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+			b := setup(t, be, withStore(func(s storekit.RecallStore) storekit.RecallStore {
 				return &testkit.FaultStore{Inner: s, Err: memorykit.Recoverable(errors.New("down"))}
 			}))
 			b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
@@ -229,7 +230,7 @@ func TestProjectDegradesAndGoesOn(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 			var bs *testkit.BlockingStore
-			b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+			b := setup(t, be, withStore(func(s storekit.RecallStore) storekit.RecallStore {
 				bs = testkit.NewBlockingStore(s, false)
 				return bs
 			}))
@@ -293,15 +294,15 @@ func TestProjectFailsClosed(t *testing.T) {
 		{"unknown role", nil, func(b *bundle) projector.Turn {
 			return b.turn(projector.Message{Role: "root", Content: "x"}, msgs[0])
 		}, memorykit.ErrInvalidInput},
-		{"store integrity", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-			return &testkit.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) {
+		{"store integrity", withStore(func(s storekit.RecallStore) storekit.RecallStore {
+			return &testkit.FaultStore{Inner: s, Edit: func(res *storekit.RecallResult) {
 				for id, r := range res.Records {
 					r.Status = memorykit.StatusCandidate
 					res.Records[id] = r
 				}
 			}}
 		}), func(b *bundle) projector.Turn { return b.turn(msgs...) }, memorykit.ErrIntegrity},
-		{"store non-recoverable", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		{"store non-recoverable", withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			return &testkit.FaultStore{Inner: s, Err: memorykit.NewError("x", memorykit.ErrInvalidPolicy, "bad")}
 		}), func(b *bundle) projector.Turn { return b.turn(msgs...) }, memorykit.ErrInvalidPolicy},
 	}
@@ -347,7 +348,7 @@ func TestProjectViewNeverExceedsTokenBudget(t *testing.T) {
 				continue
 			}
 			injected++
-			if got := memorykit.EstimateTokens(p.Messages[p.Index].Content); got > budget {
+			if got := storekit.EstimateTokens(p.Messages[p.Index].Content); got > budget {
 				t.Fatalf("budget %d runes %d: view costs %d tokens", budget, entryRunes, got)
 			}
 		}

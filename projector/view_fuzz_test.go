@@ -13,9 +13,10 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // viewTags are the only markup the renderer itself writes inside a view.
@@ -118,7 +119,7 @@ func FuzzMemoryView(f *testing.F) {
 			return // the budget left no room for the entry
 		}
 		view := p.Messages[p.Index].Content
-		if got := memorykit.EstimateTokens(view); got > budget {
+		if got := storekit.EstimateTokens(view); got > budget {
 			t.Fatalf("view costs %d tokens, budget %d", got, budget)
 		}
 		open := `<memory-view nonce="` + nonce + `">` + "\n"

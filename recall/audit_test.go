@@ -8,8 +8,9 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestRecallDropsARecordWhoseWindowEndsDuringTheStoreCall: the store
@@ -24,7 +25,7 @@ func TestRecallDropsARecordWhoseWindowEndsDuringTheStoreCall(t *testing.T) {
 		b := setup(t, be, func(b *bundle, cfg *recall.Config) {
 			clk = b.clk
 			inner := cfg.Store
-			cfg.Store = &testkit.FaultStore{Inner: inner, Edit: func(*memorykit.RecallResult) {
+			cfg.Store = &testkit.FaultStore{Inner: inner, Edit: func(*storekit.RecallResult) {
 				calls++
 				clk.Add(300 * time.Millisecond) // the store call takes 300ms, within the deadline
 			}}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // BenchmarkRecall measures one full recall (authorize, embed, three
@@ -108,7 +109,7 @@ func BenchmarkRecallHeavy(b *testing.B) {
 }
 
 // benchEngine is a recall engine on store that discards events and logs.
-func benchEngine(b *testing.B, store memorykit.RecallStore, emb memorykit.Embedder, az memorykit.Authorizer, policy memorykit.RecallPolicy, clk clock.Clock) *recall.Engine {
+func benchEngine(b *testing.B, store storekit.RecallStore, emb memorykit.Embedder, az memorykit.Authorizer, policy memorykit.RecallPolicy, clk clock.Clock) *recall.Engine {
 	b.Helper()
 	eng, err := recall.New(recall.Config{
 		Store: store, Embedder: emb, Authorizer: az, Policy: policy,

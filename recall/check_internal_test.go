@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestCheckResultMatchesReference runs checkResult and a plain
@@ -23,7 +24,7 @@ func TestCheckResultMatchesReference(t *testing.T) {
 	ids := []string{"mem_a", "mem_b", "mem_c", "mem_d", "mem_e", "bad id"}
 	passed := 0
 	for n := 0; n < 20000; n++ {
-		q := memorykit.RecallQuery{Scope: scope, ExactLimit: 1 + rng.IntN(3), FullTextLimit: 1 + rng.IntN(3), VectorLimit: 1 + rng.IntN(3)}
+		q := storekit.RecallQuery{Scope: scope, ExactLimit: 1 + rng.IntN(3), FullTextLimit: 1 + rng.IntN(3), VectorLimit: 1 + rng.IntN(3)}
 		if rng.IntN(4) > 0 {
 			q.Vector = []float32{1}
 		}
@@ -33,23 +34,23 @@ func TestCheckResultMatchesReference(t *testing.T) {
 			}
 			return ids[rng.IntN(len(ids)-1)]
 		}
-		hits := func(limit int) []memorykit.Hit {
-			var hs []memorykit.Hit
+		hits := func(limit int) []storekit.Hit {
+			var hs []storekit.Hit
 			for i := rng.IntN(limit + 2); i > 0; i-- {
 				rank := len(hs) + 1
 				if rng.IntN(25) == 0 {
 					rank++
 				}
-				hs = append(hs, memorykit.Hit{ID: pick(), Rank: rank})
+				hs = append(hs, storekit.Hit{ID: pick(), Rank: rank})
 			}
 			return hs
 		}
-		res := memorykit.RecallResult{Records: make(map[string]memorykit.Record)}
+		res := storekit.RecallResult{Records: make(map[string]memorykit.Record)}
 		res.Exact, res.FullText, res.FullTextBelow = hits(q.ExactLimit), hits(q.FullTextLimit), hits(q.FullTextLimit)
 		if q.Vector != nil || rng.IntN(10) == 0 {
 			res.Vector = hits(q.VectorLimit)
 		}
-		for _, hs := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+		for _, hs := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
 			for _, h := range hs {
 				if rng.IntN(40) > 0 {
 					res.Records[h.ID] = memorykit.Record{ID: h.ID, Scope: scope, Kind: memorykit.KindNote, Status: memorykit.StatusActive, EffectiveFrom: now}
@@ -120,11 +121,11 @@ func bothRecordErrors(a, b error) bool {
 
 // referenceCheck is checkResult's contract written with one map per
 // question.
-func referenceCheck(op string, q memorykit.RecallQuery, res memorykit.RecallResult, before, after time.Time) error {
+func referenceCheck(op string, q storekit.RecallQuery, res storekit.RecallResult, before, after time.Time) error {
 	bad := func(reason string) error { return memorykit.NewError(op, memorykit.ErrIntegrity, reason) }
 	named := make(map[string]bool)
 	lists := []struct {
-		hits  []memorykit.Hit
+		hits  []storekit.Hit
 		limit int
 	}{{res.Exact, q.ExactLimit}, {res.FullText, q.FullTextLimit}, {res.Vector, q.VectorLimit}}
 	for i, l := range lists {
@@ -163,7 +164,7 @@ func referenceCheck(op string, q memorykit.RecallQuery, res memorykit.RecallResu
 		if kept[h.ID] {
 			return bad("below_threshold_also_kept")
 		}
-		if memorykit.ValidateID(op, "id", h.ID) != nil {
+		if storekit.ValidateID(op, "id", h.ID) != nil {
 			return bad("bad_id")
 		}
 	}
@@ -173,7 +174,7 @@ func referenceCheck(op string, q memorykit.RecallQuery, res memorykit.RecallResu
 			return bad("unnamed_record")
 		case rec.ID != id:
 			return bad("record_id_mismatch")
-		case memorykit.ValidateID(op, "id", id) != nil:
+		case storekit.ValidateID(op, "id", id) != nil:
 			return bad("bad_id")
 		case rec.Scope != q.Scope:
 			return bad("record_out_of_scope")
@@ -192,9 +193,9 @@ func referenceCheck(op string, q memorykit.RecallQuery, res memorykit.RecallResu
 
 // rankIndex, the reference for checkResult's index, maps each record ID to its rank in every channel that returned
 // it (the below-threshold list excluded).
-func rankIndex(res memorykit.RecallResult) map[string]map[memorykit.Channel]int {
+func rankIndex(res storekit.RecallResult) map[string]map[memorykit.Channel]int {
 	out := make(map[string]map[memorykit.Channel]int)
-	add := func(c memorykit.Channel, hits []memorykit.Hit) {
+	add := func(c memorykit.Channel, hits []storekit.Hit) {
 		for _, h := range hits {
 			m := out[h.ID]
 			if m == nil {
@@ -212,7 +213,7 @@ func rankIndex(res memorykit.RecallResult) map[string]map[memorykit.Channel]int 
 
 // belowRank is a record's first place among the matches below the
 // full-text threshold, 0 if it is not there.
-func belowRank(res memorykit.RecallResult, id string) int {
+func belowRank(res storekit.RecallResult, id string) int {
 	for _, h := range res.FullTextBelow {
 		if h.ID == id {
 			return h.Rank

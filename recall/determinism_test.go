@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestRecallOrderIsRepeatable ingests the same batch into two fresh stores
@@ -27,14 +28,14 @@ func TestRecallOrderIsRepeatable(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		run := func() [][]int {
 			b := setup(t, be, withPolicy(func(p *memorykit.RecallPolicy) { p.MaxItems, p.MaxTokens = 12, 4000 }))
-			var its []memorykit.BatchItem
+			var its []storekit.BatchItem
 			for i := range 48 {
-				its = append(its, memorykit.BatchItem{Record: memorykit.NewRecord{
+				its = append(its, storekit.BatchItem{Record: memorykit.NewRecord{
 					Scope: b.scope, Kind: memorykit.KindNote, Key: fmt.Sprintf("turn %03d", i),
 					Content: contents[i%len(contents)], Status: memorykit.StatusActive, Actor: testkit.Author,
 				}})
 			}
-			recs, err := b.store.(memorykit.BatchCreator).CreateBatch(b.ctx, its)
+			recs, err := b.store.(storekit.BatchCreator).CreateBatch(b.ctx, its)
 			if err != nil {
 				t.Fatalf("CreateBatch: %v", err)
 			}

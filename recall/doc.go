@@ -6,8 +6,8 @@
 //
 //  1. authorize PermRead for the principal on the Scope (fail closed);
 //  2. sanitize the query and keep only its last MaxQueryRunes runes; its
-//     full-text terms are [memorykit.SearchTerms] (content terms only,
-//     [memorykit.TermsVersion], recorded in the Trace);
+//     full-text terms are [storekit.SearchTerms] (content terms only,
+//     [storekit.TermsVersion], recorded in the Trace);
 //  3. start one deadline of RecallPolicy.Deadline on the injected clock,
 //     covering the query embedding and the store call together;
 //  4. embed the query; a recoverable embedder failure drops only the
@@ -18,7 +18,7 @@
 //     in the requested Scope, and every hit must name a returned record,
 //     otherwise the call fails closed with ErrIntegrity;
 //  7. fuse the channels with weighted Reciprocal Rank Fusion
-//     ([memorykit.FuseRRFAt]): equal scores go newer EffectiveFrom first,
+//     ([storekit.FuseRRFAt]): equal scores go newer EffectiveFrom first,
 //     then by record ID, so the same data gives the same order every run;
 //  8. apply the item budget, cut long entries to MaxEntryRunes (marking
 //     them truncated) and apply the token budget, skipping entries that do

@@ -13,13 +13,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Config holds an Engine's parts. Every field is required: there is no
 // default store, embedder, authorizer, policy, clock, event sink or logger.
 type Config struct {
 	// Store runs the recall channels.
-	Store memorykit.RecallStore
+	Store storekit.RecallStore
 	// Embedder embeds the query; its Profile and Dimension must equal the
 	// policy's EmbeddingProfile and EmbeddingDimension. With a LexicalOnly
 	// policy there is no vector channel and Embedder must be nil.
@@ -39,7 +40,7 @@ type Config struct {
 
 // Engine runs recall. It is safe for concurrent use.
 type Engine struct {
-	store  memorykit.RecallStore
+	store  storekit.RecallStore
 	emb    memorykit.Embedder
 	az     memorykit.Authorizer
 	policy memorykit.RecallPolicy
@@ -97,7 +98,7 @@ type Request struct {
 	Query string
 	// Keys are optional explicit keys for the exact channel, asked in
 	// addition to those derived from the query. They are canonicalised
-	// with memorykit.NormalizeKey; at most MaxQueryTerms are allowed.
+	// with storekit.NormalizeKey; at most MaxQueryTerms are allowed.
 	Keys []string
 	// MaxItems, MaxTokens and MaxEntryRunes may tighten the policy's
 	// budgets for this request: zero means the policy's value, a positive
@@ -138,8 +139,8 @@ type Entry struct {
 // DefaultCost estimates an entry's tokens as its ID, kind, key and content
 // plus a few tokens of framing.
 func DefaultCost(en Entry) int {
-	return memorykit.EstimateTokens(en.ID) + memorykit.EstimateTokens(string(en.Kind)) +
-		memorykit.EstimateTokens(en.Key) + memorykit.EstimateTokens(en.Content) + 4
+	return storekit.EstimateTokens(en.ID) + storekit.EstimateTokens(string(en.Kind)) +
+		storekit.EstimateTokens(en.Key) + storekit.EstimateTokens(en.Content) + 4
 }
 
 // Result is what one recall returns.
@@ -246,7 +247,7 @@ func (e *Engine) recall(ctx context.Context, op string, req Request) (Result, er
 	}
 	if res.VectorErr != nil {
 		if !memorykit.IsRecoverable(res.VectorErr) {
-			return Result{}, failClosed{memorykit.ContainAs(op, memorykit.ErrIntegrity, "vector_failed", res.VectorErr)}
+			return Result{}, failClosed{storekit.ContainAs(op, memorykit.ErrIntegrity, "vector_failed", res.VectorErr)}
 		}
 		ch := pl.trace.channel(memorykit.ChannelVector)
 		ch.Degraded, ch.Reason = true, memorykit.ReasonCode(res.VectorErr)
@@ -274,13 +275,13 @@ func (e *Engine) plan(ctx context.Context, op string, req Request) (recallPlan, 
 		return recallPlan{}, failClosed{err}
 	}
 	p := e.policy
-	query := memorykit.SanitizeQuery(req.Query, p.MaxQueryRunes)
+	query := storekit.SanitizeQuery(req.Query, p.MaxQueryRunes)
 	pl := recallPlan{
 		c:     c,
 		query: query,
 		trace: Trace{
 			PolicyVersion: p.Version,
-			TermsVersion:  memorykit.TermsVersion,
+			TermsVersion:  storekit.TermsVersion,
 			QueryRunes:    utf8.RuneCountInString(query),
 			QueryCut:      utf8.RuneCountInString(strings.ToValidUTF8(req.Query, "\uFFFD")) > p.MaxQueryRunes,
 			TokenBudget:   c.budget,
@@ -288,8 +289,8 @@ func (e *Engine) plan(ctx context.Context, op string, req Request) (recallPlan, 
 				{Channel: memorykit.ChannelExact}, {Channel: memorykit.ChannelFullText}, {Channel: memorykit.ChannelVector},
 			},
 		},
-		terms:   memorykit.SearchTerms(query, p.MaxQueryTerms),
-		keys:    mergeKeys(explicit, memorykit.ExactKeys(query, p.MaxQueryTerms), p.MaxQueryTerms),
+		terms:   storekit.SearchTerms(query, p.MaxQueryTerms),
+		keys:    mergeKeys(explicit, storekit.ExactKeys(query, p.MaxQueryTerms), p.MaxQueryTerms),
 		blank:   strings.TrimSpace(query) == "",
 		lexical: p.LexicalOnly(),
 	}
@@ -325,14 +326,14 @@ func (e *Engine) queryVector(ctx, dctx context.Context, op string, req Request, 
 		return nil, false, nil
 	default:
 		// The Embedder is the Host's: its error may quote the query.
-		return nil, false, failClosed{memorykit.ContainAs("recall.embed", memorykit.ErrUnavailable, "embed_failed", err)}
+		return nil, false, failClosed{storekit.ContainAs("recall.embed", memorykit.ErrUnavailable, "embed_failed", err)}
 	}
 }
 
 // storeQuery is the store's query for the plan and the query vector.
-func (e *Engine) storeQuery(req Request, pl recallPlan, vector []float32) memorykit.RecallQuery {
+func (e *Engine) storeQuery(req Request, pl recallPlan, vector []float32) storekit.RecallQuery {
 	p := e.policy
-	q := memorykit.RecallQuery{
+	q := storekit.RecallQuery{
 		Scope:         req.Scope,
 		ExactKeys:     pl.keys,
 		Terms:         pl.terms,
@@ -354,7 +355,7 @@ func (e *Engine) storeQuery(req Request, pl recallPlan, vector []float32) memory
 
 // search asks the store. A failure recall degrades on (its own deadline,
 // a recoverable store failure) is reported as the degradation reason.
-func (e *Engine) search(ctx, dctx context.Context, op string, q memorykit.RecallQuery, ownDeadline func() bool) (memorykit.RecallResult, string, error) {
+func (e *Engine) search(ctx, dctx context.Context, op string, q storekit.RecallQuery, ownDeadline func() bool) (storekit.RecallResult, string, error) {
 	res, err := e.store.Recall(dctx, q)
 	switch {
 	case err == nil:
@@ -365,19 +366,19 @@ func (e *Engine) search(ctx, dctx context.Context, op string, q memorykit.Recall
 		// The Runtime's admission turned the recall away: the caller
 		// answers overload (a Host: 503 and Retry-After), not an empty
 		// recall.
-		return res, "", memorykit.Contain(op, err)
+		return res, "", storekit.Contain(op, err)
 	case ownDeadline():
 		return res, "deadline", nil
 	case memorykit.IsRecoverable(err):
 		return res, "store_unavailable", nil
 	default:
-		return res, "", failClosed{memorykit.ContainAs(op, memorykit.ErrUnavailable, "store_failed", err)}
+		return res, "", failClosed{storekit.ContainAs(op, memorykit.ErrUnavailable, "store_failed", err)}
 	}
 }
 
 // choose fuses the channels and applies the budgets. hits is checkResult's
 // index of res.
-func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, hits map[string]hitRanks, now time.Time, trace Trace, start time.Time) Result {
+func (e *Engine) choose(req Request, c caps, res storekit.RecallResult, hits map[string]hitRanks, now time.Time, trace Trace, start time.Time) Result {
 	p := e.policy
 	vecDegraded := trace.channel(memorykit.ChannelVector).Degraded
 	trace.channel(memorykit.ChannelExact).Hits = len(res.Exact)
@@ -393,7 +394,7 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, hits ma
 	exactIDs := ids[:len(ids):len(ids)]
 	ids = appendIDs(ids, res.FullText)
 	textIDs := ids[len(exactIDs):len(ids):len(ids)]
-	rankings := [3]memorykit.Ranking{
+	rankings := [3]storekit.Ranking{
 		{Channel: memorykit.ChannelExact, Weight: p.ExactWeight, IDs: exactIDs},
 		{Channel: memorykit.ChannelFullText, Weight: p.FullTextWeight, IDs: textIDs},
 	}
@@ -405,10 +406,10 @@ func (e *Engine) choose(req Request, c caps, res memorykit.RecallResult, hits ma
 				ids = append(ids, h.ID)
 			}
 		}
-		rankings[n] = memorykit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: ids[mark:]}
+		rankings[n] = storekit.Ranking{Channel: memorykit.ChannelVector, Weight: p.VectorWeight, IDs: ids[mark:]}
 		n++
 	}
-	fused := memorykit.FuseRRFAt(p.RRFK, func(id string) time.Time { return res.Records[id].EffectiveFrom }, rankings[:n]...)
+	fused := storekit.FuseRRFAt(p.RRFK, func(id string) time.Time { return res.Records[id].EffectiveFrom }, rankings[:n]...)
 
 	cost := req.Cost
 	if cost == nil {
@@ -537,7 +538,7 @@ func (e *Engine) explicitKeys(op string, keys []string) ([]string, error) {
 		if !utf8.ValidString(k) {
 			return nil, memorykit.FieldError(op, "keys", "invalid_utf8")
 		}
-		if n := memorykit.NormalizeKey(k); n != "" {
+		if n := storekit.NormalizeKey(k); n != "" {
 			out = append(out, n)
 		}
 	}
@@ -600,10 +601,10 @@ func (e *Engine) embedQuery(ctx context.Context, query string) ([]float32, error
 // and after are the engine's clock readings around it), so a record whose
 // window opens or closes while recall runs is not mistaken for a broken
 // store; choose later drops a record no longer effective.
-func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult, before, after time.Time) (map[string]hitRanks, error) {
+func checkResult(op string, q storekit.RecallQuery, res storekit.RecallResult, before, after time.Time) (map[string]hitRanks, error) {
 	bad := func(reason string) error { return memorykit.NewError(op, memorykit.ErrIntegrity, reason) }
 	channels := [len(rankChannels)]struct {
-		hits  []memorykit.Hit
+		hits  []storekit.Hit
 		limit int
 	}{
 		{res.Exact, q.ExactLimit},
@@ -644,7 +645,7 @@ func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult,
 		if r.ranks[1] != 0 {
 			return nil, bad("below_threshold_also_kept")
 		}
-		if memorykit.ValidateID(op, "id", h.ID) != nil {
+		if storekit.ValidateID(op, "id", h.ID) != nil {
 			return nil, bad("bad_id")
 		}
 		if r.below == 0 {
@@ -658,7 +659,7 @@ func checkResult(op string, q memorykit.RecallQuery, res memorykit.RecallResult,
 			return nil, bad("unnamed_record")
 		case rec.ID != id:
 			return nil, bad("record_id_mismatch")
-		case memorykit.ValidateID(op, "id", id) != nil:
+		case storekit.ValidateID(op, "id", id) != nil:
 			return nil, bad("bad_id")
 		case rec.Scope != q.Scope:
 			return nil, bad("record_out_of_scope")
@@ -719,9 +720,9 @@ func (h hitRanks) channelRanks(fused map[memorykit.Channel]int) map[memorykit.Ch
 }
 
 // entryOf cuts a record to the entry budget.
-func entryOf(rec memorykit.Record, f memorykit.Fused, runes int) Entry {
-	key, cutKey := memorykit.TruncateRunes(rec.Key, runes)
-	content, cutContent := memorykit.TruncateRunes(rec.Content, runes)
+func entryOf(rec memorykit.Record, f storekit.Fused, runes int) Entry {
+	key, cutKey := storekit.TruncateRunes(rec.Key, runes)
+	content, cutContent := storekit.TruncateRunes(rec.Content, runes)
 	ranks := make(map[memorykit.Channel]int, len(f.Ranks))
 	for c, r := range f.Ranks {
 		ranks[c] = r
@@ -749,7 +750,7 @@ func mergeKeys(explicit, derived []string, max int) []string {
 }
 
 // appendIDs appends the hits' record IDs to ids.
-func appendIDs(ids []string, hits []memorykit.Hit) []string {
+func appendIDs(ids []string, hits []storekit.Hit) []string {
 	for _, h := range hits {
 		ids = append(ids, h.ID)
 	}
@@ -758,9 +759,9 @@ func appendIDs(ids []string, hits []memorykit.Hit) []string {
 
 // traceAll lists every record res names with one outcome. index is
 // checkResult's index of res.
-func traceAll(res memorykit.RecallResult, index map[string]hitRanks, o Outcome) []TraceRecord {
+func traceAll(res storekit.RecallResult, index map[string]hitRanks, o Outcome) []TraceRecord {
 	out := make([]TraceRecord, 0, len(index))
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector, res.FullTextBelow} {
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector, res.FullTextBelow} {
 		for _, h := range hits {
 			r := index[h.ID]
 			if r.traced {

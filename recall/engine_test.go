@@ -14,8 +14,9 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func memoryBackend() testkit.Backend { return testkit.Backends()[0] }
@@ -133,7 +134,7 @@ func TestRecallNeverReturnsHiddenRecords(t *testing.T) {
 
 func TestRecallFailsClosedOnAuthorizationAndScope(t *testing.T) {
 	var fs *testkit.FaultStore
-	b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+	b := setup(t, memoryBackend(), withStore(func(s storekit.RecallStore) storekit.RecallStore {
 		fs = &testkit.FaultStore{Inner: s}
 		return fs
 	}))
@@ -200,7 +201,7 @@ func TestRecallVectorEmbedderFailureDropsOnlyVector(t *testing.T) {
 
 func TestRecallStoreVectorErrDropsOnlyVector(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
-		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		b := setup(t, be, withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			return &testkit.FaultStore{Inner: s, VectorErr: recoverable("vector_timeout")}
 		}))
 		match := b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 is the deploy region")
@@ -234,13 +235,13 @@ func TestRecallFailsClosedOnNonRecoverableFailures(t *testing.T) {
 		opt  option
 		want error
 	}{
-		{"store integrity error", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		{"store integrity error", withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			return &testkit.FaultStore{Inner: s, Err: integrity}
 		}), memorykit.ErrIntegrity},
-		{"store untyped error", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		{"store untyped error", withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			return &testkit.FaultStore{Inner: s, Err: errors.New("boom")}
 		}), memorykit.ErrUnavailable},
-		{"store non-recoverable vector error", withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		{"store non-recoverable vector error", withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			return &testkit.FaultStore{Inner: s, VectorErr: integrity}
 		}), memorykit.ErrIntegrity},
 		{"embedder non-recoverable error", withEmbedder(embFail), memorykit.ErrInvalidInput},
@@ -284,7 +285,7 @@ func TestRecallFailureLogs(t *testing.T) {
 		t.Fatalf("unauthorised: %d failed-closed log entries, want 1", n)
 	}
 
-	over := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+	over := setup(t, memoryBackend(), withStore(func(s storekit.RecallStore) storekit.RecallStore {
 		return &testkit.FaultStore{Inner: s, Err: memorykit.NewError("test.admission", memorykit.ErrOverloaded, "overloaded")}
 	}))
 	if _, err := over.eng.Recall(over.ctx, over.req("deploy region")); !errors.Is(err, memorykit.ErrOverloaded) {
@@ -315,7 +316,7 @@ func TestRecallFailureLogs(t *testing.T) {
 
 func TestRecallWholeStoreRecoverableFailureDegrades(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
-		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		b := setup(t, be, withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			return &testkit.FaultStore{Inner: s, Err: memorykit.Recoverable(errors.New("connection reset"))}
 		}))
 		b.add(t, memorykit.KindFact, "deploy region", "eu-west-1")
@@ -334,67 +335,67 @@ func TestRecallWholeStoreRecoverableFailureDegrades(t *testing.T) {
 }
 
 func TestRecallFailsClosedOnStoreIntegrity(t *testing.T) {
-	type edit func(b *bundle, other memorykit.Record, res *memorykit.RecallResult)
+	type edit func(b *bundle, other memorykit.Record, res *storekit.RecallResult)
 	cases := []struct {
 		name string
 		edit edit
 	}{
-		{"record from another project", func(_ *bundle, other memorykit.Record, res *memorykit.RecallResult) {
+		{"record from another project", func(_ *bundle, other memorykit.Record, res *storekit.RecallResult) {
 			for id, r := range res.Records {
 				r.Scope = other.Scope
 				res.Records[id] = r
 				return
 			}
 		}},
-		{"candidate record", func(_ *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
+		{"candidate record", func(_ *bundle, _ memorykit.Record, res *storekit.RecallResult) {
 			for id, r := range res.Records {
 				r.Status = memorykit.StatusCandidate
 				res.Records[id] = r
 			}
 		}},
-		{"erased record", func(_ *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
+		{"erased record", func(_ *bundle, _ memorykit.Record, res *storekit.RecallResult) {
 			for id, r := range res.Records {
 				r.Status = memorykit.StatusErased
 				res.Records[id] = r
 			}
 		}},
-		{"not yet effective", func(b *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
+		{"not yet effective", func(b *bundle, _ memorykit.Record, res *storekit.RecallResult) {
 			for id, r := range res.Records {
 				r.EffectiveFrom = b.clk.Now().Add(time.Minute)
 				res.Records[id] = r
 			}
 		}},
-		{"expired", func(b *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
+		{"expired", func(b *bundle, _ memorykit.Record, res *storekit.RecallResult) {
 			for id, r := range res.Records {
 				r.EffectiveUntil = b.clk.Now().Add(-time.Minute)
 				res.Records[id] = r
 			}
 		}},
-		{"hit without record", func(_ *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
-			res.Exact = append(res.Exact, memorykit.Hit{ID: "mem_ghost", Rank: len(res.Exact) + 1})
+		{"hit without record", func(_ *bundle, _ memorykit.Record, res *storekit.RecallResult) {
+			res.Exact = append(res.Exact, storekit.Hit{ID: "mem_ghost", Rank: len(res.Exact) + 1})
 		}},
-		{"record id mismatch", func(_ *bundle, other memorykit.Record, res *memorykit.RecallResult) {
+		{"record id mismatch", func(_ *bundle, other memorykit.Record, res *storekit.RecallResult) {
 			for id := range res.Records {
 				res.Records[id] = other
 				return
 			}
 		}},
-		{"unnamed record", func(_ *bundle, other memorykit.Record, res *memorykit.RecallResult) {
+		{"unnamed record", func(_ *bundle, other memorykit.Record, res *storekit.RecallResult) {
 			o := other
 			o.Scope = res.Records[res.Exact[0].ID].Scope
 			res.Records[o.ID] = o
 		}},
-		{"duplicate hit", func(_ *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
-			res.FullText = append(res.FullText, memorykit.Hit{ID: res.FullText[0].ID, Rank: len(res.FullText) + 1})
+		{"duplicate hit", func(_ *bundle, _ memorykit.Record, res *storekit.RecallResult) {
+			res.FullText = append(res.FullText, storekit.Hit{ID: res.FullText[0].ID, Rank: len(res.FullText) + 1})
 		}},
-		{"bad rank", func(_ *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
+		{"bad rank", func(_ *bundle, _ memorykit.Record, res *storekit.RecallResult) {
 			res.Exact[0].Rank = 7
 		}},
-		{"over limit", func(b *bundle, _ memorykit.Record, res *memorykit.RecallResult) {
+		{"over limit", func(b *bundle, _ memorykit.Record, res *storekit.RecallResult) {
 			id := res.Exact[0].ID
 			res.Exact = nil
 			for i := 0; i <= b.policy.ExactLimit; i++ {
-				res.Exact = append(res.Exact, memorykit.Hit{ID: id, Rank: i + 1})
+				res.Exact = append(res.Exact, storekit.Hit{ID: id, Rank: i + 1})
 			}
 		}},
 	}
@@ -404,8 +405,8 @@ func TestRecallFailsClosedOnStoreIntegrity(t *testing.T) {
 				bp    *bundle
 				other memorykit.Record
 			)
-			b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-				return &testkit.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) { c.edit(bp, other, res) }}
+			b := setup(t, memoryBackend(), withStore(func(s storekit.RecallStore) storekit.RecallStore {
+				return &testkit.FaultStore{Inner: s, Edit: func(res *storekit.RecallResult) { c.edit(bp, other, res) }}
 			}))
 			bp = b
 			b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 deploy region")
@@ -440,7 +441,7 @@ func recallAsync(ctx context.Context, b *bundle, r recall.Request) <-chan outcom
 func TestRecallDeadlineWhileStoreBlocksDegrades(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		var bs *testkit.BlockingStore
-		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		b := setup(t, be, withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			bs = testkit.NewBlockingStore(s, false)
 			return bs
 		}))
@@ -471,7 +472,7 @@ func TestRecallDeadlineWhileStoreBlocksDegrades(t *testing.T) {
 func TestRecallDeadlinePassedBeforeLateAnswerDropsEverything(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		var bs *testkit.BlockingStore
-		b := setup(t, be, withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+		b := setup(t, be, withStore(func(s storekit.RecallStore) storekit.RecallStore {
 			bs = testkit.NewBlockingStore(s, true)
 			return bs
 		}))
@@ -498,7 +499,7 @@ func TestRecallDeadlineWhileEmbeddingDegradesWithoutStore(t *testing.T) {
 	fe := testkit.NewFaultEmbedder(embedder.NewLocal())
 	fe.Block = true
 	var fs *testkit.FaultStore
-	b := setup(t, memoryBackend(), withEmbedder(fe), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+	b := setup(t, memoryBackend(), withEmbedder(fe), withStore(func(s storekit.RecallStore) storekit.RecallStore {
 		fs = &testkit.FaultStore{Inner: s}
 		return fs
 	}))
@@ -520,7 +521,7 @@ func TestRecallDeadlineWhileEmbeddingDegradesWithoutStore(t *testing.T) {
 
 func TestRecallCallerCancellationIsAnError(t *testing.T) {
 	var bs *testkit.BlockingStore
-	b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+	b := setup(t, memoryBackend(), withStore(func(s storekit.RecallStore) storekit.RecallStore {
 		bs = testkit.NewBlockingStore(s, false)
 		return bs
 	}))
@@ -604,7 +605,7 @@ func TestRecallTokenBudgetSkipsLargeTriesSmaller(t *testing.T) {
 	r.Keys = []string{"quartz"} // big ranks first through the exact channel
 	r.MaxTokens = 40
 	r.Reserve = 10
-	r.Cost = func(e recall.Entry) int { return memorykit.EstimateTokens(e.Content) }
+	r.Cost = func(e recall.Entry) int { return storekit.EstimateTokens(e.Content) }
 	res := b.recall(t, r)
 	if len(res.Entries) != 1 || res.Entries[0].ID != small.ID {
 		t.Fatalf("entries %v", entryIDs(res))
@@ -658,11 +659,11 @@ func TestRecallTokenBudgetProperty(t *testing.T) {
 
 func TestRecallTraceAccountsForEveryRecord(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
-		var seen memorykit.RecallResult
+		var seen storekit.RecallResult
 		b := setup(t, be,
 			withPolicy(func(p *memorykit.RecallPolicy) { p.MaxItems = 2; p.MaxTokens = 60 }),
-			withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
-				return &testkit.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) { seen = *res }}
+			withStore(func(s storekit.RecallStore) storekit.RecallStore {
+				return &testkit.FaultStore{Inner: s, Edit: func(res *storekit.RecallResult) { seen = *res }}
 			}))
 		b.add(t, memorykit.KindFact, "granite quarry north", "granite quarry north opens at dawn")
 		b.add(t, memorykit.KindFact, "granite", "granite quarry north and south both close at dusk "+strings.Repeat("x", 300))
@@ -673,7 +674,7 @@ func TestRecallTraceAccountsForEveryRecord(t *testing.T) {
 		b.add(t, memorykit.KindNote, "unrelated", "bicycle parking rules") // vector only
 		res := b.recall(t, b.req("granite quarry north"))
 		want := map[string]bool{}
-		for _, hits := range [][]memorykit.Hit{seen.Exact, seen.FullText, seen.FullTextBelow, seen.Vector} {
+		for _, hits := range [][]storekit.Hit{seen.Exact, seen.FullText, seen.FullTextBelow, seen.Vector} {
 			for _, h := range hits {
 				want[h.ID] = true
 			}
@@ -743,7 +744,7 @@ func TestRecallNoContentInEventsLogsOrErrors(t *testing.T) {
 
 func TestRecallEmptyQueryAsksNothing(t *testing.T) {
 	var fs *testkit.FaultStore
-	b := setup(t, memoryBackend(), withStore(func(s memorykit.RecallStore) memorykit.RecallStore {
+	b := setup(t, memoryBackend(), withStore(func(s storekit.RecallStore) storekit.RecallStore {
 		fs = &testkit.FaultStore{Inner: s}
 		return fs
 	}))

@@ -13,8 +13,9 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // bundle is one test's engine with everything around it.
 type bundle struct {
 	clk    *clock.Mock
-	store  memorykit.Store
+	store  storekit.Store
 	emb    memorykit.Embedder
 	az     *testkit.Authorizer
 	sink   *testkit.Sink
@@ -37,7 +38,7 @@ type bundle struct {
 // option adjusts an engine's Config before New.
 type option func(b *bundle, cfg *recall.Config)
 
-func withStore(wrap func(memorykit.RecallStore) memorykit.RecallStore) option {
+func withStore(wrap func(storekit.RecallStore) storekit.RecallStore) option {
 	return func(_ *bundle, cfg *recall.Config) { cfg.Store = wrap(cfg.Store) }
 }
 

@@ -8,18 +8,19 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // queryLog records the queries a RecallStore receives.
 type queryLog struct {
-	memorykit.RecallStore
+	storekit.RecallStore
 	mu sync.Mutex
-	qs []memorykit.RecallQuery
+	qs []storekit.RecallQuery
 }
 
-func (l *queryLog) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (l *queryLog) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	l.mu.Lock()
 	l.qs = append(l.qs, q)
 	l.mu.Unlock()
@@ -36,7 +37,7 @@ func TestRecallLexicalOnlyPolicy(t *testing.T) {
 		b := setup(t, be,
 			withEmbedder(nil),
 			withPolicy(func(p *memorykit.RecallPolicy) { *p = memorykit.RecallPolicyLexicalV1() }),
-			withStore(func(s memorykit.RecallStore) memorykit.RecallStore { log.RecallStore = s; return log }),
+			withStore(func(s storekit.RecallStore) storekit.RecallStore { log.RecallStore = s; return log }),
 		)
 		// Records carry no embedding at all: lexical recall needs none.
 		region := testkit.Create(t, b.store, b.scope, memorykit.KindFact, "deploy region", "The API runs in eu-west-1.")

@@ -5,8 +5,9 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestRecallTraceRanksAreTheStoreRanks checks every trace record's Ranks
@@ -25,8 +26,8 @@ func TestRecallTraceRanksAreTheStoreRanks(t *testing.T) {
 			name = "vector_degraded"
 		}
 		t.Run(name, func(t *testing.T) {
-			var got memorykit.RecallResult
-			fs := &testkit.FaultStore{Edit: func(res *memorykit.RecallResult) {
+			var got storekit.RecallResult
+			fs := &testkit.FaultStore{Edit: func(res *storekit.RecallResult) {
 				for i := range res.Vector {
 					res.Vector[i].Score = 0.9 - 0.01*float64(i)
 				}
@@ -39,7 +40,7 @@ func TestRecallTraceRanksAreTheStoreRanks(t *testing.T) {
 				fs.VectorErr = recoverable("vector_timeout")
 			}
 			b := setup(t, memoryBackend(),
-				withStore(func(s memorykit.RecallStore) memorykit.RecallStore { fs.Inner = s; return fs }),
+				withStore(func(s storekit.RecallStore) storekit.RecallStore { fs.Inner = s; return fs }),
 				withPolicy(func(p *memorykit.RecallPolicy) { p.MinVectorSimilarity = floor }))
 			b.add(t, memorykit.KindFact, "deploy region", "eu-west-1 is the deploy region, see the runbook")
 			b.add(t, memorykit.KindNote, "runbook", "the runbook covers every region")
@@ -51,7 +52,7 @@ func TestRecallTraceRanksAreTheStoreRanks(t *testing.T) {
 			b.add(t, memorykit.KindNote, "budget", "quarterly budget review")
 			res := b.recall(t, b.req("deploy region runbook"))
 
-			store := func(hits []memorykit.Hit, id string) int {
+			store := func(hits []storekit.Hit, id string) int {
 				for _, h := range hits {
 					if h.ID == id {
 						return h.Rank
@@ -61,7 +62,7 @@ func TestRecallTraceRanksAreTheStoreRanks(t *testing.T) {
 			}
 			channels := []struct {
 				c    memorykit.Channel
-				hits []memorykit.Hit
+				hits []storekit.Hit
 			}{
 				{memorykit.ChannelExact, got.Exact}, {memorykit.ChannelFullText, got.FullText}, {memorykit.ChannelVector, got.Vector},
 			}
@@ -93,7 +94,7 @@ func TestRecallTraceRanksAreTheStoreRanks(t *testing.T) {
 			}
 
 			listed := make(map[string]bool)
-			for _, hits := range [][]memorykit.Hit{got.Exact, got.FullText, got.Vector, got.FullTextBelow} {
+			for _, hits := range [][]storekit.Hit{got.Exact, got.FullText, got.Vector, got.FullTextBelow} {
 				for _, h := range hits {
 					listed[h.ID] = true
 				}

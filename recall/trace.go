@@ -77,7 +77,7 @@ type ChannelTrace struct {
 type Trace struct {
 	// PolicyVersion is the RecallPolicy version in force.
 	PolicyVersion int
-	// TermsVersion is the memorykit.TermsVersion the query's full-text
+	// TermsVersion is the storekit.TermsVersion the query's full-text
 	// terms were made under.
 	TermsVersion int
 	// QueryRunes is the length of the query actually used, in runes;

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // hintsOp names the hints path in errors.
@@ -116,7 +117,7 @@ func (r *Reviewer) hints(ctx context.Context, p memorykit.Principal, scope memor
 		if stop := fatalHintError(ctx, err); stop != nil {
 			return Candidate{}, stop
 		}
-		code := memorykit.ReasonCode(memorykit.ContainAs(op, memorykit.ErrUnavailable, HintsSupersedeFailed, err))
+		code := memorykit.ReasonCode(storekit.ContainAs(op, memorykit.ErrUnavailable, HintsSupersedeFailed, err))
 		return r.degrade(scope, p, out, code), nil
 	}
 
@@ -132,7 +133,7 @@ func (r *Reviewer) hints(ctx context.Context, p memorykit.Principal, scope memor
 		if stop := fatalHintError(ctx, err); stop != nil {
 			return Candidate{}, stop
 		}
-		code := memorykit.ReasonCode(memorykit.ContainAs(op, memorykit.ErrUnavailable, HintsRecallFailed, err))
+		code := memorykit.ReasonCode(storekit.ContainAs(op, memorykit.ErrUnavailable, HintsRecallFailed, err))
 		return r.degrade(scope, p, out, code), nil
 	}
 	if res.Degraded {
@@ -175,7 +176,7 @@ func fatalHintError(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return memorykit.WrapError(hintsOp, memorykit.ErrUnavailable, "context_done", ctx.Err())
 	case errors.Is(err, memorykit.ErrForbidden), errors.Is(err, memorykit.ErrInvalidScope):
-		return memorykit.Contain(hintsOp, err)
+		return storekit.Contain(hintsOp, err)
 	}
 	return nil
 }

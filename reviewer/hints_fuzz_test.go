@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 )
 
 // FuzzHintsStayInScope stores one candidate with a fuzzed kind, key and

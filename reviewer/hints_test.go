@@ -17,9 +17,10 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/reviewer"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // hintCanary is planted in candidate text and in every failure the hint
@@ -30,7 +31,7 @@ const hintCanary = "CANARY-hint-5e2b"
 // subtest each, every one on a fresh mock clock at storetest.Epoch. The
 // pgstore subtest fails without a database when
 // MEMORYKIT_REQUIRE_POSTGRES=1.
-func eachStore(t *testing.T, fn func(t *testing.T, clk *clock.Mock, s memorykit.Store)) {
+func eachStore(t *testing.T, fn func(t *testing.T, clk *clock.Mock, s storekit.Store)) {
 	t.Run("memorystore", func(t *testing.T) {
 		t.Parallel()
 		clk := testkit.NewClock()
@@ -58,7 +59,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, clk *clock.Mock, s memorykit.
 // needs to look at it.
 type hintBundle struct {
 	clk    *clock.Mock
-	store  memorykit.Store
+	store  storekit.Store
 	emb    memorykit.Embedder
 	az     *testkit.Authorizer
 	sink   *testkit.Sink
@@ -71,13 +72,13 @@ type hintBundle struct {
 
 // hintOptions wrap the parts a test injects faults into.
 type hintOptions struct {
-	recall    func(memorykit.RecallStore) memorykit.RecallStore
-	lifecycle func(memorykit.LifecycleStore) memorykit.LifecycleStore
+	recall    func(storekit.RecallStore) storekit.RecallStore
+	lifecycle func(storekit.LifecycleStore) storekit.LifecycleStore
 	embedder  func(memorykit.Embedder) memorykit.Embedder
 	az        memorykit.Authorizer
 }
 
-func newHintBundle(t *testing.T, clk *clock.Mock, s memorykit.Store, o hintOptions) *hintBundle {
+func newHintBundle(t *testing.T, clk *clock.Mock, s storekit.Store, o hintOptions) *hintBundle {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	b := &hintBundle{
@@ -87,11 +88,11 @@ func newHintBundle(t *testing.T, clk *clock.Mock, s memorykit.Store, o hintOptio
 	}
 	// Review only: the hints must not need PermRead.
 	b.az.Grant("rita", b.scope, memorykit.PermReview)
-	var rs memorykit.RecallStore = s
+	var rs storekit.RecallStore = s
 	if o.recall != nil {
 		rs = o.recall(s)
 	}
-	var ls memorykit.LifecycleStore = s
+	var ls storekit.LifecycleStore = s
 	if o.lifecycle != nil {
 		ls = o.lifecycle(s)
 	}
@@ -236,7 +237,7 @@ func (b *hintBundle) assertOnlyRecallable(t *testing.T, cands []reviewer.Candida
 // under another kind with its reason, similar content, nothing hidden,
 // the same answer twice.
 func TestHintsOnEveryStore(t *testing.T) {
-	eachStore(t, func(t *testing.T, clk *clock.Mock, s memorykit.Store) {
+	eachStore(t, func(t *testing.T, clk *clock.Mock, s storekit.Store) {
 		b := newHintBundle(t, clk, s, hintOptions{})
 		ctx := context.Background()
 		hidden := testkit.PlantHidden(t, s, b.emb, clk, b.scope, "zephyr")
@@ -303,7 +304,7 @@ func TestHintsOnEveryStore(t *testing.T) {
 // TestSupersedesOnlyWhenEffective: an active record outside its effective
 // window is neither Supersedes nor a hint until its window opens.
 func TestSupersedesOnlyWhenEffective(t *testing.T) {
-	eachStore(t, func(t *testing.T, clk *clock.Mock, s memorykit.Store) {
+	eachStore(t, func(t *testing.T, clk *clock.Mock, s storekit.Store) {
 		b := newHintBundle(t, clk, s, hintOptions{})
 		now := clk.Now()
 		future := testkit.CreateWith(t, s, memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindDecision, Key: "launch",
@@ -409,7 +410,7 @@ func TestHintsKeepTheReviewCheck(t *testing.T) {
 }
 
 // failFindActive fails FindActive with an error quoting the canary.
-type failFindActive struct{ memorykit.LifecycleStore }
+type failFindActive struct{ storekit.LifecycleStore }
 
 func (failFindActive) FindActive(context.Context, memorykit.Scope, memorykit.Kind, string) (memorykit.Record, error) {
 	return memorykit.Record{}, errors.New("find active failed on " + hintCanary)
@@ -432,30 +433,30 @@ func TestHintFailuresDegrade(t *testing.T) {
 		calls      int
 	}{
 		{name: "healthy", calls: 2, supersedes: true, opts: func(fs **testkit.FaultStore) hintOptions {
-			return hintOptions{recall: func(s memorykit.RecallStore) memorykit.RecallStore {
+			return hintOptions{recall: func(s storekit.RecallStore) storekit.RecallStore {
 				*fs = &testkit.FaultStore{Inner: s}
 				return *fs
 			}}
 		}},
 		{name: "recoverable store failure", reason: reviewer.HintsRecallDegraded, supersedes: true, degraded: true, calls: 2,
 			opts: func(fs **testkit.FaultStore) hintOptions {
-				return hintOptions{recall: func(s memorykit.RecallStore) memorykit.RecallStore {
+				return hintOptions{recall: func(s storekit.RecallStore) storekit.RecallStore {
 					*fs = &testkit.FaultStore{Inner: s, Err: memorykit.Recoverable(errors.New("store down: " + hintCanary))}
 					return *fs
 				}}
 			}},
 		{name: "store failure", reason: "store_failed", supersedes: true, degraded: true, calls: 2, opts: func(fs **testkit.FaultStore) hintOptions {
-			return hintOptions{recall: func(s memorykit.RecallStore) memorykit.RecallStore {
+			return hintOptions{recall: func(s storekit.RecallStore) storekit.RecallStore {
 				*fs = &testkit.FaultStore{Inner: s, Err: errors.New("store broke: " + hintCanary)}
 				return *fs
 			}}
 		}},
 		{name: "store answers from another scope", supersedes: true, degraded: true, calls: 2, opts: func(fs **testkit.FaultStore) hintOptions {
-			return hintOptions{recall: func(s memorykit.RecallStore) memorykit.RecallStore {
-				*fs = &testkit.FaultStore{Inner: s, Edit: func(res *memorykit.RecallResult) {
+			return hintOptions{recall: func(s storekit.RecallStore) storekit.RecallStore {
+				*fs = &testkit.FaultStore{Inner: s, Edit: func(res *storekit.RecallResult) {
 					res.Records["mem_foreign"] = memorykit.Record{ID: "mem_foreign", Scope: foreignScope, Kind: memorykit.KindFact,
 						Key: "db", Content: hintCanary, Status: memorykit.StatusActive}
-					res.Exact = append([]memorykit.Hit{{ID: "mem_foreign", Rank: 1, Score: 1}}, res.Exact...)
+					res.Exact = append([]storekit.Hit{{ID: "mem_foreign", Rank: 1, Score: 1}}, res.Exact...)
 				}}
 				return *fs
 			}}
@@ -477,8 +478,8 @@ func TestHintFailuresDegrade(t *testing.T) {
 		}},
 		{name: "supersede lookup failure", reason: reviewer.HintsSupersedeFailed, degraded: true, opts: func(fs **testkit.FaultStore) hintOptions {
 			return hintOptions{
-				lifecycle: func(s memorykit.LifecycleStore) memorykit.LifecycleStore { return failFindActive{s} },
-				recall: func(s memorykit.RecallStore) memorykit.RecallStore {
+				lifecycle: func(s storekit.LifecycleStore) storekit.LifecycleStore { return failFindActive{s} },
+				recall: func(s storekit.RecallStore) storekit.RecallStore {
 					*fs = &testkit.FaultStore{Inner: s}
 					return *fs
 				},
@@ -506,7 +507,7 @@ func TestHintFailuresDegrade(t *testing.T) {
 					t.Fatalf("candidate %s: degraded %q, want degraded=%v", c.Record.ID, c.HintsDegraded, tc.degraded)
 				}
 				if tc.degraded {
-					if len(c.Similar) != 0 || memorykit.CheckReasonCode("", c.HintsDegraded) != nil {
+					if len(c.Similar) != 0 || storekit.CheckReasonCode("", c.HintsDegraded) != nil {
 						t.Fatalf("degraded candidate %s: %+v", c.Record.ID, c)
 					}
 					if tc.reason != "" && c.HintsDegraded != tc.reason {
@@ -553,7 +554,7 @@ func TestHintRecallKeepsTheDeadline(t *testing.T) {
 	t.Parallel()
 	clk := testkit.NewClock()
 	var bs *testkit.BlockingStore
-	b := newHintBundle(t, clk, testkit.MemStore(t, clk), hintOptions{recall: func(s memorykit.RecallStore) memorykit.RecallStore {
+	b := newHintBundle(t, clk, testkit.MemStore(t, clk), hintOptions{recall: func(s storekit.RecallStore) storekit.RecallStore {
 		bs = testkit.NewBlockingStore(s, false)
 		return bs
 	}})
@@ -603,7 +604,7 @@ func TestHintsForACancelledCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bs *testkit.BlockingStore
-	b := newHintBundle(t, clk, testkit.MemStore(t, clk), hintOptions{recall: func(s memorykit.RecallStore) memorykit.RecallStore {
+	b := newHintBundle(t, clk, testkit.MemStore(t, clk), hintOptions{recall: func(s storekit.RecallStore) storekit.RecallStore {
 		bs = testkit.NewBlockingStore(s, false)
 		return bs
 	}})
@@ -638,7 +639,7 @@ func TestHintsForACancelledCaller(t *testing.T) {
 // found through another of the candidate's words is a similar key, even
 // when another note has the candidate's key.
 func TestHintReasons(t *testing.T) {
-	eachStore(t, func(t *testing.T, clk *clock.Mock, s memorykit.Store) {
+	eachStore(t, func(t *testing.T, clk *clock.Mock, s storekit.Store) {
 		b := newHintBundle(t, clk, s, hintOptions{})
 		fact := b.add(t, memorykit.StatusActive, memorykit.KindFact, "Deploy", "deploy uses blue green switching")
 		note := b.add(t, memorykit.StatusActive, memorykit.KindNote, "deploy", "deploy checklist lives in the wiki")

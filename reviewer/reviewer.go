@@ -14,7 +14,7 @@
 //
 //   - Supersedes: the active record activation would replace (same Scope,
 //     kind and key, found with the store's own key comparison,
-//     [memorykit.LifecycleStore.FindActive]), shown when it is currently
+//     [storekit.LifecycleStore.FindActive]), shown when it is currently
 //     effective;
 //   - Similar: up to [MaxHints] other active, currently effective records
 //     of the same Scope, ranked by the recall engine (package recall)
@@ -43,11 +43,12 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Config holds a Reviewer's parts. Every field is required.
 type Config struct {
-	Store      memorykit.LifecycleStore
+	Store      storekit.LifecycleStore
 	Authorizer memorykit.Authorizer
 	Events     memorykit.EventSink
 	Clock      clock.Clock
@@ -62,7 +63,7 @@ type Config struct {
 type HintConfig struct {
 	// Store runs the recall channels; usually the same store as
 	// Config.Store.
-	Store memorykit.RecallStore
+	Store storekit.RecallStore
 	// Embedder embeds the candidate for the vector channel; its profile
 	// and dimension must match Policy's.
 	Embedder memorykit.Embedder
@@ -76,7 +77,7 @@ type HintConfig struct {
 
 // Reviewer runs review actions.
 type Reviewer struct {
-	store  memorykit.LifecycleStore
+	store  storekit.LifecycleStore
 	az     memorykit.Authorizer
 	events memorykit.EventSink
 	clock  clock.Clock
@@ -166,8 +167,8 @@ func (r *Reviewer) List(ctx context.Context, p memorykit.Principal, scope memory
 	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
 		return nil, err
 	}
-	recs, err := r.store.List(ctx, memorykit.ListFilter{Scope: scope, Statuses: statuses, Limit: page.Limit, AfterID: page.AfterID})
-	return recs, memorykit.Contain("reviewer.list", err)
+	recs, err := r.store.List(ctx, storekit.ListFilter{Scope: scope, Statuses: statuses, Limit: page.Limit, AfterID: page.AfterID})
+	return recs, storekit.Contain("reviewer.list", err)
 }
 
 // Get returns one record of any status, for review.
@@ -176,16 +177,16 @@ func (r *Reviewer) Get(ctx context.Context, p memorykit.Principal, scope memoryk
 		return memorykit.Record{}, err
 	}
 	rec, err := r.store.Get(ctx, scope, id)
-	return rec, memorykit.Contain("reviewer.get", err)
+	return rec, storekit.Contain("reviewer.get", err)
 }
 
 // History returns a record's audit trail, oldest first.
-func (r *Reviewer) History(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+func (r *Reviewer) History(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, id string) ([]storekit.Revision, error) {
 	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
 		return nil, err
 	}
 	revs, err := r.store.Revisions(ctx, scope, id)
-	return revs, memorykit.Contain("reviewer.history", err)
+	return revs, storekit.Contain("reviewer.history", err)
 }
 
 // Activate turns a candidate active, superseding the active record with the
@@ -211,10 +212,10 @@ func (r *Reviewer) Erase(ctx context.Context, p memorykit.Principal, scope memor
 	return r.transition(ctx, p, scope, d, memorykit.PermErase, memorykit.ActionErase, r.store.Erase)
 }
 
-// Purge erases the whole project Scope (memorykit.Purger): every record in
+// Purge erases the whole project Scope (storekit.Purger): every record in
 // every status, every extraction job, every embedding, and returns the
 // deletion report. It needs PermErase, and a store that implements
-// memorykit.Purger (else ErrInvalidConfig, reason "purge_unsupported").
+// storekit.Purger (else ErrInvalidConfig, reason "purge_unsupported").
 // reason must be a reason code. A purge cut short finishes on the next
 // call; until then writes to the Scope get the recoverable ErrPurging.
 func (r *Reviewer) Purge(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, reason string) (memorykit.PurgeReport, error) {
@@ -222,7 +223,7 @@ func (r *Reviewer) Purge(ctx context.Context, p memorykit.Principal, scope memor
 	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermErase, scope); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
-	pg, ok := r.store.(memorykit.Purger)
+	pg, ok := r.store.(storekit.Purger)
 	if !ok {
 		return memorykit.PurgeReport{}, memorykit.NewError(op, memorykit.ErrInvalidConfig, "purge_unsupported")
 	}
@@ -244,30 +245,30 @@ func (r *Reviewer) Correct(ctx context.Context, p memorykit.Principal, scope mem
 	if err := memorykit.Authorize(ctx, r.az, p, memorykit.PermReview, scope); err != nil {
 		return memorykit.Record{}, err
 	}
-	rec, err := r.store.Correct(ctx, memorykit.Correction{
+	rec, err := r.store.Correct(ctx, storekit.Correction{
 		Transition: r.toTransition(p, scope, c.Decision),
 		Content:    c.Content,
 		Sources:    c.Sources,
 		Metadata:   c.Metadata,
 	})
 	r.emit(scope, p, memorykit.ActionCorrect, c.ID, err)
-	return rec, memorykit.Contain("reviewer.correct", err)
+	return rec, storekit.Contain("reviewer.correct", err)
 }
 
 func (r *Reviewer) transition(ctx context.Context, p memorykit.Principal, scope memorykit.Scope, d Decision,
 	perm memorykit.Permission, action memorykit.Action,
-	do func(context.Context, memorykit.Transition) (memorykit.Record, error),
+	do func(context.Context, storekit.Transition) (memorykit.Record, error),
 ) (memorykit.Record, error) {
 	if err := memorykit.Authorize(ctx, r.az, p, perm, scope); err != nil {
 		return memorykit.Record{}, err
 	}
 	rec, err := do(ctx, r.toTransition(p, scope, d))
 	r.emit(scope, p, action, d.ID, err)
-	return rec, memorykit.Contain("reviewer."+string(action), err)
+	return rec, storekit.Contain("reviewer."+string(action), err)
 }
 
-func (r *Reviewer) toTransition(p memorykit.Principal, scope memorykit.Scope, d Decision) memorykit.Transition {
-	return memorykit.Transition{Scope: scope, ID: d.ID, Actor: p.Actor, Reason: d.Reason, ExpectVersion: d.ExpectVersion}
+func (r *Reviewer) toTransition(p memorykit.Principal, scope memorykit.Scope, d Decision) storekit.Transition {
+	return storekit.Transition{Scope: scope, ID: d.ID, Actor: p.Actor, Reason: d.Reason, ExpectVersion: d.ExpectVersion}
 }
 
 func (r *Reviewer) emit(scope memorykit.Scope, p memorykit.Principal, action memorykit.Action, id string, err error) {
@@ -279,7 +280,7 @@ func (r *Reviewer) emit(scope memorykit.Scope, p memorykit.Principal, action mem
 		Count:  1,
 		Reason: "ok",
 	}.WithScope(scope)
-	if memorykit.ValidateID("", "", id) == nil {
+	if storekit.ValidateID("", "", id) == nil {
 		e.RecordIDs = []string{id}
 	}
 	if err != nil {

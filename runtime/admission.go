@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Admission bounds the request-path store calls one Runtime runs at once,
@@ -289,7 +290,7 @@ func (r *Runtime) Load() Load { return r.admit.load() }
 // admittedLifecycle admits each request-path lifecycle call. It sits
 // under the intake gate, so a draining Runtime refuses before queueing.
 type admittedLifecycle struct {
-	memorykit.LifecycleStore
+	storekit.LifecycleStore
 	a *admitter
 }
 
@@ -317,61 +318,61 @@ func (s admittedLifecycle) FindActive(ctx context.Context, scope memorykit.Scope
 	})
 }
 
-func (s admittedLifecycle) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+func (s admittedLifecycle) List(ctx context.Context, f storekit.ListFilter) ([]memorykit.Record, error) {
 	return run(ctx, s.a.reads, "runtime.list", func() ([]memorykit.Record, error) { return s.LifecycleStore.List(ctx, f) })
 }
 
-func (s admittedLifecycle) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s admittedLifecycle) Activate(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return run(ctx, s.a.writes, "runtime.activate", func() (memorykit.Record, error) { return s.LifecycleStore.Activate(ctx, t) })
 }
 
-func (s admittedLifecycle) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s admittedLifecycle) Reject(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return run(ctx, s.a.writes, "runtime.reject", func() (memorykit.Record, error) { return s.LifecycleStore.Reject(ctx, t) })
 }
 
-func (s admittedLifecycle) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+func (s admittedLifecycle) Correct(ctx context.Context, c storekit.Correction) (memorykit.Record, error) {
 	return run(ctx, s.a.writes, "runtime.correct", func() (memorykit.Record, error) { return s.LifecycleStore.Correct(ctx, c) })
 }
 
-func (s admittedLifecycle) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s admittedLifecycle) Forget(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return run(ctx, s.a.writes, "runtime.forget", func() (memorykit.Record, error) { return s.LifecycleStore.Forget(ctx, t) })
 }
 
-func (s admittedLifecycle) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s admittedLifecycle) Erase(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	return run(ctx, s.a.writes, "runtime.erase", func() (memorykit.Record, error) { return s.LifecycleStore.Erase(ctx, t) })
 }
 
-func (s admittedLifecycle) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
-	return run(ctx, s.a.reads, "runtime.revisions", func() ([]memorykit.Revision, error) {
+func (s admittedLifecycle) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]storekit.Revision, error) {
+	return run(ctx, s.a.reads, "runtime.revisions", func() ([]storekit.Revision, error) {
 		return s.LifecycleStore.Revisions(ctx, scope, id)
 	})
 }
 
 // admittedRecall admits each recall as a read.
 type admittedRecall struct {
-	memorykit.RecallStore
+	storekit.RecallStore
 	a *admitter
 }
 
-func (s admittedRecall) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
-	return run(ctx, s.a.reads, "runtime.recall", func() (memorykit.RecallResult, error) { return s.RecallStore.Recall(ctx, q) })
+func (s admittedRecall) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
+	return run(ctx, s.a.reads, "runtime.recall", func() (storekit.RecallResult, error) { return s.RecallStore.Recall(ctx, q) })
 }
 
 // admittedJobs admits each enqueue as a write; workers use the store
 // directly.
 type admittedJobs struct {
-	memorykit.JobStore
+	storekit.JobStore
 	a *admitter
 }
 
-func (s admittedJobs) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
-	return run(ctx, s.a.writes, "runtime.enqueue", func() (memorykit.Job, error) { return s.JobStore.EnqueueJob(ctx, j) })
+func (s admittedJobs) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
+	return run(ctx, s.a.writes, "runtime.enqueue", func() (storekit.Job, error) { return s.JobStore.EnqueueJob(ctx, j) })
 }
 
 // Purge admits a purge as a write and passes it to the store when it is a
-// memorykit.Purger.
+// storekit.Purger.
 func (s admittedLifecycle) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
-	p, ok := s.LifecycleStore.(memorykit.Purger)
+	p, ok := s.LifecycleStore.(storekit.Purger)
 	if !ok {
 		return memorykit.PurgeReport{}, memorykit.NewError("runtime.purge", memorykit.ErrInvalidConfig, "purge_unsupported")
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 
 	"github.com/goagents/memorykit"
 )

@@ -9,21 +9,22 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/recall"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
 // blockingStore holds every Recall and Create until release is closed,
 // after telling entered.
 type blockingStore struct {
-	memorykit.Store
+	storekit.Store
 	entered chan string
 	release chan struct{}
 }
 
-func (s blockingStore) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (s blockingStore) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	s.entered <- "recall"
 	<-s.release
 	return s.Store.Recall(ctx, q)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedworker"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // roundSignal wakes everyone waiting for the embedding worker's next
@@ -36,7 +37,7 @@ func (s *roundSignal) onRound(embedworker.Round) { s.fire() }
 
 // PendingEmbeddings counts the Scope's active records that still wait for
 // an embedding of the Runtime's profile (parked ones included). It needs a
-// Stores.Embeddings that implements memorykit.ScopedPendingCounter (both
+// Stores.Embeddings that implements storekit.ScopedPendingCounter (both
 // stores do) and is 0 under a LexicalOnly policy, which embeds nothing.
 func (r *Runtime) PendingEmbeddings(ctx context.Context, scope memorykit.Scope) (int, error) {
 	const op = "runtime.pending_embeddings"
@@ -46,13 +47,13 @@ func (r *Runtime) PendingEmbeddings(ctx context.Context, scope memorykit.Scope) 
 	if r.cfg.Embedder == nil {
 		return 0, nil
 	}
-	c, ok := r.cfg.Stores.Embeddings.(memorykit.ScopedPendingCounter)
+	c, ok := r.cfg.Stores.Embeddings.(storekit.ScopedPendingCounter)
 	if !ok {
 		return 0, memorykit.ConfigError(op, "stores.embeddings", "no_scoped_pending_count")
 	}
 	n, err := c.PendingEmbeddingsIn(ctx, scope, r.cfg.Policy.EmbeddingProfile)
 	if err != nil {
-		return 0, memorykit.Contain(op, err)
+		return 0, storekit.Contain(op, err)
 	}
 	return n, nil
 }

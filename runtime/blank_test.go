@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/writer"
 )

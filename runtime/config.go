@@ -7,22 +7,23 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/runtimehooks"
+	"github.com/goagents/memorykit/internal/plumbing/runtimehooks"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
-// Stores are the caller-owned stores a Runtime uses. One memorykit.Store
+// Stores are the caller-owned stores a Runtime uses. One storekit.Store
 // (memorystore or pgstore) fills every field; see StoresOf.
 type Stores struct {
-	Lifecycle  memorykit.LifecycleStore
-	Recall     memorykit.RecallStore
-	Embeddings memorykit.EmbeddingStore
-	Jobs       memorykit.JobStore
+	Lifecycle  storekit.LifecycleStore
+	Recall     storekit.RecallStore
+	Embeddings storekit.EmbeddingStore
+	Jobs       storekit.JobStore
 }
 
 // StoresOf uses one Store for every role.
-func StoresOf(s memorykit.Store) Stores {
+func StoresOf(s storekit.Store) Stores {
 	return Stores{Lifecycle: s, Recall: s, Embeddings: s, Jobs: s}
 }
 
@@ -183,7 +184,7 @@ func (c Config) validate() error {
 	if err := c.Mode.validate(); err != nil {
 		return err
 	}
-	if err := memorykit.ValidateID("runtime.new", "worker_id", c.WorkerID); err != nil {
+	if err := storekit.ValidateID("runtime.new", "worker_id", c.WorkerID); err != nil {
 		return invalid("worker_id", memorykit.ReasonCode(err))
 	}
 	if err := c.Admission.effective().validate(); err != nil {
@@ -234,11 +235,11 @@ func (w Workers) validate() error {
 		{"workers.job_retry", w.JobRetry},
 		{"workers.store_backoff", w.StoreBackoff},
 	} {
-		if err := memorykit.PrefixField("runtime.new", b.name, b.b.Validate()); err != nil {
+		if err := storekit.PrefixField("runtime.new", b.name, b.b.Validate()); err != nil {
 			return err
 		}
 	}
-	if err := memorykit.PrefixField("runtime.new", "workers.restart", w.Restart.Validate()); err != nil {
+	if err := storekit.PrefixField("runtime.new", "workers.restart", w.Restart.Validate()); err != nil {
 		return err
 	}
 	if w.MaxRestarts <= 0 {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"

@@ -16,11 +16,12 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extraction"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/extracttest"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/extracttest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -40,7 +41,7 @@ func (secretValidator) ValidateContent(_ context.Context, c memorykit.ContentChe
 }
 
 // eachOfThree runs fn on memorystore, sqlitestore and pgstore.
-func eachOfThree(t *testing.T, fn func(t *testing.T, clk *clock.Mock, store memorykit.Store)) {
+func eachOfThree(t *testing.T, fn func(t *testing.T, clk *clock.Mock, store storekit.Store)) {
 	testkit.Each(t, func(t *testing.T, be testkit.Backend) {
 		clk := testkit.NewClock()
 		fn(t, clk, be.Open(t, clk))
@@ -97,7 +98,7 @@ func settle(t *testing.T, b *bundle) {
 // records lists every record of scope in any status.
 func records(t *testing.T, b *bundle, scope memorykit.Scope) []memorykit.Record {
 	t.Helper()
-	recs, err := b.store.List(context.Background(), memorykit.ListFilter{Scope: scope, Statuses: []memorykit.Status{
+	recs, err := b.store.List(context.Background(), storekit.ListFilter{Scope: scope, Statuses: []memorykit.Status{
 		memorykit.StatusCandidate, memorykit.StatusActive, memorykit.StatusRejected, memorykit.StatusSuperseded,
 		memorykit.StatusInactive,
 	}, Limit: 100})
@@ -112,7 +113,7 @@ func records(t *testing.T, b *bundle, scope memorykit.Scope) []memorykit.Record 
 // model's update of that key is stored as a candidate, and a reviewer
 // activates it, superseding the old record.
 func TestExtractionEndToEnd(t *testing.T) {
-	eachOfThree(t, func(t *testing.T, clk *clock.Mock, store memorykit.Store) {
+	eachOfThree(t, func(t *testing.T, clk *clock.Mock, store storekit.Store) {
 		ctx := context.Background()
 		cfg, b := configOn(t, clk, store)
 		model := &extracttest.Model{Answer: extracttest.Fixed(extraction.Usage{InputTokens: 321, OutputTokens: 45},

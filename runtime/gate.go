@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Intake states.
@@ -38,7 +39,7 @@ func (g *gate) check(op string) error {
 // every handler (writer, reviewer, tools) answers a typed draining error
 // after Drain without each of them knowing about the runtime.
 type gatedLifecycle struct {
-	memorykit.LifecycleStore
+	storekit.LifecycleStore
 	g *gate
 }
 
@@ -49,12 +50,12 @@ func (s gatedLifecycle) Create(ctx context.Context, in memorykit.NewRecord) (mem
 	return s.LifecycleStore.Create(ctx, in)
 }
 
-// Purge passes a purge to the store when it is a memorykit.Purger.
+// Purge passes a purge to the store when it is a storekit.Purger.
 func (s gatedLifecycle) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
 	if err := s.g.check("runtime.purge"); err != nil {
 		return memorykit.PurgeReport{}, err
 	}
-	p, ok := s.LifecycleStore.(memorykit.Purger)
+	p, ok := s.LifecycleStore.(storekit.Purger)
 	if !ok {
 		return memorykit.PurgeReport{}, memorykit.NewError("runtime.purge", memorykit.ErrInvalidConfig, "purge_unsupported")
 	}
@@ -75,49 +76,49 @@ func (s gatedLifecycle) FindActive(ctx context.Context, scope memorykit.Scope, k
 	return s.LifecycleStore.FindActive(ctx, scope, kind, key)
 }
 
-func (s gatedLifecycle) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+func (s gatedLifecycle) List(ctx context.Context, f storekit.ListFilter) ([]memorykit.Record, error) {
 	if err := s.g.check("runtime.list"); err != nil {
 		return nil, err
 	}
 	return s.LifecycleStore.List(ctx, f)
 }
 
-func (s gatedLifecycle) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s gatedLifecycle) Activate(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	if err := s.g.check("runtime.activate"); err != nil {
 		return memorykit.Record{}, err
 	}
 	return s.LifecycleStore.Activate(ctx, t)
 }
 
-func (s gatedLifecycle) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s gatedLifecycle) Reject(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	if err := s.g.check("runtime.reject"); err != nil {
 		return memorykit.Record{}, err
 	}
 	return s.LifecycleStore.Reject(ctx, t)
 }
 
-func (s gatedLifecycle) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
+func (s gatedLifecycle) Correct(ctx context.Context, c storekit.Correction) (memorykit.Record, error) {
 	if err := s.g.check("runtime.correct"); err != nil {
 		return memorykit.Record{}, err
 	}
 	return s.LifecycleStore.Correct(ctx, c)
 }
 
-func (s gatedLifecycle) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s gatedLifecycle) Forget(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	if err := s.g.check("runtime.forget"); err != nil {
 		return memorykit.Record{}, err
 	}
 	return s.LifecycleStore.Forget(ctx, t)
 }
 
-func (s gatedLifecycle) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (s gatedLifecycle) Erase(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	if err := s.g.check("runtime.erase"); err != nil {
 		return memorykit.Record{}, err
 	}
 	return s.LifecycleStore.Erase(ctx, t)
 }
 
-func (s gatedLifecycle) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
+func (s gatedLifecycle) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]storekit.Revision, error) {
 	if err := s.g.check("runtime.revisions"); err != nil {
 		return nil, err
 	}
@@ -125,26 +126,26 @@ func (s gatedLifecycle) Revisions(ctx context.Context, scope memorykit.Scope, id
 }
 
 type gatedRecall struct {
-	memorykit.RecallStore
+	storekit.RecallStore
 	g *gate
 }
 
-func (s gatedRecall) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (s gatedRecall) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	if err := s.g.check("runtime.recall"); err != nil {
-		return memorykit.RecallResult{}, err
+		return storekit.RecallResult{}, err
 	}
 	return s.RecallStore.Recall(ctx, q)
 }
 
 // gatedJobs gates only enqueueing: workers use the ungated store.
 type gatedJobs struct {
-	memorykit.JobStore
+	storekit.JobStore
 	g *gate
 }
 
-func (s gatedJobs) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+func (s gatedJobs) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
 	if err := s.g.check("runtime.enqueue"); err != nil {
-		return memorykit.Job{}, err
+		return storekit.Job{}, err
 	}
 	return s.JobStore.EnqueueJob(ctx, j)
 }

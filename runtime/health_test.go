@@ -12,10 +12,11 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/runtime/runtimetest"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -33,11 +34,11 @@ func (o *outage) err(op string) error {
 }
 
 type outageEmbeddings struct {
-	memorykit.EmbeddingStore
+	storekit.EmbeddingStore
 	o *outage
 }
 
-func (s outageEmbeddings) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+func (s outageEmbeddings) LeaseEmbeddings(ctx context.Context, p storekit.EmbeddingLease) ([]storekit.EmbeddingTask, error) {
 	if err := s.o.err("test.lease_embeddings"); err != nil {
 		return nil, err
 	}
@@ -52,11 +53,11 @@ func (s outageEmbeddings) ReapEmbeddingLeases(ctx context.Context) (int, error) 
 }
 
 type outageJobs struct {
-	memorykit.JobStore
+	storekit.JobStore
 	o *outage
 }
 
-func (s outageJobs) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
+func (s outageJobs) LeaseJobs(ctx context.Context, p storekit.JobLease) ([]storekit.Job, error) {
 	if err := s.o.err("test.lease_jobs"); err != nil {
 		return nil, err
 	}

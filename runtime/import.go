@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -69,7 +70,7 @@ func (s *Session) Import(ctx context.Context, items []writer.Input) ([]ImportRes
 	}
 	if err := memorykit.Authorize(ctx, r.cfg.Authorizer, caller, memorykit.PermWrite, s.req.Scope); err != nil {
 		s.importFailed(memorykit.ReasonCode(err))
-		return nil, memorykit.Contain(op, err)
+		return nil, storekit.Contain(op, err)
 	}
 	guard := r.cfg.Guard
 	results := make([]ImportResult, len(items))
@@ -105,7 +106,7 @@ func (s *Session) Import(ctx context.Context, items []writer.Input) ([]ImportRes
 // importChunk writes one batch, dropping the items the store refuses.
 func (s *Session) importChunk(ctx context.Context, op string, pos []int, records []memorykit.NewRecord, results []ImportResult) error {
 	r := s.rt
-	bc, ok := r.cfg.Stores.Lifecycle.(memorykit.BatchCreator)
+	bc, ok := r.cfg.Stores.Lifecycle.(storekit.BatchCreator)
 	if !ok {
 		return s.importEach(ctx, op, pos, records, results)
 	}
@@ -114,9 +115,9 @@ func (s *Session) importChunk(ctx context.Context, op string, pos []int, records
 		if err := r.gate.check(op); err != nil {
 			return err
 		}
-		batch := make([]memorykit.BatchItem, len(pos))
+		batch := make([]storekit.BatchItem, len(pos))
 		for j, i := range pos {
-			batch[j] = memorykit.BatchItem{Record: records[i]}
+			batch[j] = storekit.BatchItem{Record: records[i]}
 		}
 		recs, err := bc.CreateBatch(ctx, batch)
 		if err == nil {
@@ -130,7 +131,7 @@ func (s *Session) importChunk(ctx context.Context, op string, pos []int, records
 		}
 		j, ok := batchPosition(err, len(pos))
 		if !ok || memorykit.IsRecoverable(err) || ctx.Err() != nil {
-			return memorykit.Contain(op, err)
+			return storekit.Contain(op, err)
 		}
 		results[pos[j]] = s.reject(err)
 		pos = append(pos[:j], pos[j+1:]...)
@@ -150,7 +151,7 @@ func (s *Session) importEach(ctx context.Context, op string, pos []int, records 
 			results[i] = ImportResult{Outcome: ImportStored, ID: rec.ID}
 			s.importStored([]string{rec.ID})
 		case memorykit.IsRecoverable(err) || ctx.Err() != nil:
-			return memorykit.Contain(op, err)
+			return storekit.Contain(op, err)
 		default:
 			results[i] = s.reject(err)
 		}
@@ -239,18 +240,18 @@ func (s *Session) Get(ctx context.Context, id string) (memorykit.Record, error) 
 		return memorykit.Record{}, err
 	}
 	notFound := &memorykit.Error{Op: op, Kind: memorykit.ErrNotFound, Reason: "not_found"}
-	if err := memorykit.ValidateID(op, "id", id); err != nil {
+	if err := storekit.ValidateID(op, "id", id); err != nil {
 		return memorykit.Record{}, err
 	}
 	if err := memorykit.Authorize(ctx, r.cfg.Authorizer, s.req.Caller, memorykit.PermRead, s.req.Scope); err != nil {
-		return memorykit.Record{}, memorykit.Contain(op, err)
+		return memorykit.Record{}, storekit.Contain(op, err)
 	}
 	rec, err := r.records.Get(ctx, s.req.Scope, id)
 	if errors.Is(err, memorykit.ErrNotFound) {
 		return memorykit.Record{}, notFound
 	}
 	if err != nil {
-		return memorykit.Record{}, memorykit.Contain(op, err)
+		return memorykit.Record{}, storekit.Contain(op, err)
 	}
 	if !rec.Recallable(s.req.Scope, r.cfg.Clock.Now()) {
 		return memorykit.Record{}, notFound

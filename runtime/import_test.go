@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
@@ -18,19 +18,19 @@ import (
 // refuseKey is a store whose CreateBatch refuses, as a store would refuse
 // a taken ID, every item with one key, by its position in the batch.
 type refuseKey struct {
-	memorykit.Store
+	storekit.Store
 	key   string
 	calls int
 }
 
-func (s *refuseKey) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+func (s *refuseKey) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
 	s.calls++
 	for i, it := range items {
 		if it.Record.Key == s.key {
 			return nil, storekit.BatchItemError(i, &memorykit.Error{Op: "test.create_batch", Kind: memorykit.ErrAlreadyExists, Reason: "already_exists"})
 		}
 	}
-	return s.Store.(memorykit.BatchCreator).CreateBatch(ctx, items)
+	return s.Store.(storekit.BatchCreator).CreateBatch(ctx, items)
 }
 
 func running(t *testing.T, cfg mkruntime.Config, b *bundle) (*bundle, *mkruntime.Session) {
@@ -222,16 +222,16 @@ func TestAwaitEmbedded(t *testing.T) {
 // failSecond is a store whose second CreateBatch call fails as an
 // unavailable store does.
 type failSecond struct {
-	memorykit.Store
+	storekit.Store
 	calls int
 }
 
-func (s *failSecond) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+func (s *failSecond) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
 	s.calls++
 	if s.calls == 2 {
 		return nil, memorykit.Recoverable(&memorykit.Error{Op: "test.create_batch", Kind: memorykit.ErrUnavailable, Reason: "connection_lost"})
 	}
-	return s.Store.(memorykit.BatchCreator).CreateBatch(ctx, items)
+	return s.Store.(storekit.BatchCreator).CreateBatch(ctx, items)
 }
 
 // TestImportStopsOnStoreFailure: when the store fails as a whole, Import

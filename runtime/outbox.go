@@ -10,6 +10,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
@@ -53,7 +54,7 @@ func (o Outbox) validate() error {
 	case o.MaxBytes <= 0:
 		return invalid("outbox.max_bytes", "must_be_positive")
 	}
-	return memorykit.PrefixField("runtime.new", "outbox.retry", o.Retry.Validate())
+	return storekit.PrefixField("runtime.new", "outbox.retry", o.Retry.Validate())
 }
 
 // OutboxReport is the outbox's content-free account.

@@ -11,28 +11,29 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/runtime/runtimetest"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 )
 
 // flakyJobs fails EnqueueJob recoverably while down is set and counts the
 // jobs it stored per ID.
 type flakyJobs struct {
-	memorykit.Store
+	storekit.Store
 	down   atomic.Bool
 	mu     sync.Mutex
 	stored map[string]int
 	tries  int
 }
 
-func (f *flakyJobs) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
+func (f *flakyJobs) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
 	f.mu.Lock()
 	f.tries++
 	f.mu.Unlock()
 	if f.down.Load() {
-		return memorykit.Job{}, testkit.DBDown
+		return storekit.Job{}, testkit.DBDown
 	}
 	job, err := f.Store.EnqueueJob(ctx, j)
 	if err == nil {
@@ -128,7 +129,7 @@ func TestOutboxStoresTurnsAfterAnOutage(t *testing.T) {
 	}
 	fj.mu.Lock()
 	for i := 1; i <= 4; i++ {
-		id := memorykit.ExtractionJobID(b.scope, fmt.Sprintf("run-1/turn-%d", i))
+		id := storekit.ExtractionJobID(b.scope, fmt.Sprintf("run-1/turn-%d", i))
 		if fj.stored[id] != 1 {
 			t.Errorf("turn %d stored %d times, want once", i, fj.stored[id])
 		}

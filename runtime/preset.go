@@ -8,6 +8,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorytools"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // WorkersV1 returns the background actors' settings, version 1. Every
@@ -55,9 +56,9 @@ type Essentials struct {
 	// reasons) and the Host's ContentValidator. It must be the guard the
 	// Store was built with.
 	Guard *memorykit.WriteGuard
-	// Store is the one memorykit.Store (memorystore or pgstore) every role
+	// Store is the one storekit.Store (memorystore or pgstore) every role
 	// uses; the Host owns and closes it.
-	Store memorykit.Store
+	Store storekit.Store
 	// Authorizer is the Host's fail-closed project authorizer.
 	Authorizer memorykit.Authorizer
 	// Embedder computes record and query embeddings. The recall policy is

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/recall"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // The extraction worker's related-memory lookup runs the recall engine
@@ -42,8 +43,8 @@ func (a jobScopeAuthorizer) Authorize(ctx context.Context, p memorykit.Principal
 // over job's transcript inside job's Scope, its entries as related
 // memories. A degraded recall is an error (the engine has emitted its
 // content-free event), which the worker turns into no related memories.
-func relatedLookup(engine *recall.Engine, actor memorykit.Actor) func(context.Context, memorykit.Job) ([]memorykit.RelatedMemory, error) {
-	return func(ctx context.Context, job memorykit.Job) ([]memorykit.RelatedMemory, error) {
+func relatedLookup(engine *recall.Engine, actor memorykit.Actor) func(context.Context, storekit.Job) ([]memorykit.RelatedMemory, error) {
+	return func(ctx context.Context, job storekit.Job) ([]memorykit.RelatedMemory, error) {
 		ctx = context.WithValue(ctx, jobScopeKey{}, job.Scope)
 		res, err := engine.Recall(ctx, recall.Request{
 			Principal: memorykit.Principal{TenantID: job.Scope.TenantID, Actor: actor},

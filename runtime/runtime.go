@@ -34,6 +34,7 @@ import (
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/reviewer"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -44,7 +45,7 @@ type Runtime struct {
 	cfg      Config
 	gate     *gate
 	admit    *admitter
-	records  memorykit.LifecycleStore // gated
+	records  storekit.LifecycleStore // gated
 	engine   *recall.Engine
 	proj     *projector.Projector
 	writer   *writer.Writer
@@ -179,8 +180,8 @@ func newActors(cfg Config, rounds *roundSignal) ([]supervisor.Actor, error) {
 }
 
 type reapStores struct {
-	jobs memorykit.JobStore
-	emb  memorykit.EmbeddingStore
+	jobs storekit.JobStore
+	emb  storekit.EmbeddingStore
 }
 
 func (r reapStores) ReapJobLeases(ctx context.Context) (int, error) { return r.jobs.ReapJobLeases(ctx) }

@@ -21,12 +21,13 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/runtime/runtimetest"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/supervisor"
 	"github.com/goagents/memorykit/writer"
 )
@@ -81,7 +82,7 @@ func workers() mkruntime.Workers {
 
 type bundle struct {
 	clk   *clock.Mock
-	store memorykit.Store
+	store storekit.Store
 	az    *testkit.Authorizer
 	sink  *testkit.Sink
 	logs  *observer.ObservedLogs
@@ -99,7 +100,7 @@ func config(t *testing.T) (mkruntime.Config, *bundle) {
 }
 
 // configOn builds a full Config around store, whose clock must be clk.
-func configOn(t *testing.T, clk *clock.Mock, store memorykit.Store) (mkruntime.Config, *bundle) {
+func configOn(t *testing.T, clk *clock.Mock, store storekit.Store) (mkruntime.Config, *bundle) {
 	t.Helper()
 	b := &bundle{clk: clk, az: testkit.NewAuthorizer(), sink: &testkit.Sink{}, ext: &extractor{}}
 	b.store = store
@@ -504,7 +505,7 @@ func TestPostgresTwoRuntimesShareOneQueue(t *testing.T) {
 	if len(perJob) != jobs || total != jobs {
 		t.Fatalf("extracted %d distinct jobs in %d calls, want %d exactly once", len(perJob), total, jobs)
 	}
-	cands, err := a.store.List(ctx, memorykit.ListFilter{Scope: a.scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 100})
+	cands, err := a.store.List(ctx, storekit.ListFilter{Scope: a.scope, Statuses: []memorykit.Status{memorykit.StatusCandidate}, Limit: 100})
 	if err != nil || len(cands) != jobs {
 		t.Fatalf("%d candidates, %v; want %d", len(cands), err, jobs)
 	}

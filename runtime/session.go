@@ -8,6 +8,7 @@ import (
 	"github.com/goagents/memorykit/extractworker"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -63,7 +64,7 @@ func (r *Runtime) Session(ctx context.Context, req Request) (*Session, error) {
 	if req.Caller.Actor.Kind == memorykit.ActorModel {
 		return nil, &memorykit.Error{Op: op, Kind: memorykit.ErrForbidden, Field: "caller", Reason: "caller_is_model"}
 	}
-	if err := memorykit.ValidateID(op, "model_id", req.ModelID); err != nil {
+	if err := storekit.ValidateID(op, "model_id", req.ModelID); err != nil {
 		return nil, err
 	}
 	if err := memorykit.Authorize(ctx, r.cfg.Authorizer, req.Caller, memorykit.PermRead, req.Scope); err != nil {
@@ -131,7 +132,7 @@ func (s *Session) Remember(ctx context.Context, in writer.Input) (writer.Result,
 // Turn is a finished turn handed to extraction (Session.FinishTurn).
 type Turn struct {
 	// RunRef is the Host's reference of the turn, such as "run-42/turn-3"
-	// (memorykit.CheckRunRef). The extraction job's identity derives from
+	// (storekit.CheckRunRef). The extraction job's identity derives from
 	// it, so finishing the same turn twice enqueues one job.
 	RunRef string
 	// Transcript is the text the Extractor reads (Limits.MaxJobPayloadBytes

@@ -55,10 +55,10 @@ echo "== fuzz (bounded)"
 # no deadline to race; each budget is about 5-10 s of work on 2 cores.
 # Minimizing a newly interesting input is bounded by count too (the default
 # is up to 60 s per input).
-go test -run '^$' -fuzz '^FuzzSearchTermsInvariants$' -fuzztime 100000x -fuzzminimizetime 500x .
+go test -run '^$' -fuzz '^FuzzSearchTermsInvariants$' -fuzztime 100000x -fuzzminimizetime 500x ./internal/plumbing/textrule/
 go test -run '^$' -fuzz '^FuzzMemoryView$' -fuzztime 5000x -fuzzminimizetime 500x ./projector/
 go test -run '^$' -fuzz '^FuzzClaimDetector$' -fuzztime 20000x -fuzzminimizetime 500x ./memorytools/
-go test -run '^$' -fuzz '^FuzzNormalizeKey$' -fuzztime 100000x -fuzzminimizetime 500x .
+go test -run '^$' -fuzz '^FuzzNormalizeKey$' -fuzztime 100000x -fuzzminimizetime 500x ./internal/plumbing/textrule/
 go test -run '^$' -fuzz '^FuzzCanaryFindsItsEncodings$' -fuzztime 10000x -fuzzminimizetime 500x ./storekit/
 go test -run '^$' -fuzz '^FuzzRetryAfter$' -fuzztime 50000x -fuzzminimizetime 500x ./turn/
 go -C examples/host-api test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 25000x -fuzzminimizetime 500x .

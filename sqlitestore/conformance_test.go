@@ -10,6 +10,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 // time and proves nothing they check (the kill test runs with FULL).
 func harness() storetest.Harness {
 	return storetest.Harness{
-		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 			path := filepath.Join(t.TempDir(), "memory.db")
 			s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t), Sync: sqlitestore.SyncNormal})
 			if err != nil {
@@ -41,7 +42,7 @@ func harness() storetest.Harness {
 			})
 			return s
 		},
-		Dump: func(t *testing.T, s memorykit.Store) string {
+		Dump: func(t *testing.T, s storekit.Store) string {
 			t.Helper()
 			d, err := s.(*sqlitestore.Store).Dump(context.Background())
 			if err != nil {

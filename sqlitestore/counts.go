@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // ScopeCounts are one Scope's numbers for an operator's status report.
@@ -16,7 +17,7 @@ type ScopeCounts struct {
 	// current embedding of the profile, parked ones included.
 	PendingEmbeddings int
 	// Jobs counts the Scope's extraction jobs by state.
-	Jobs memorykit.JobCounts
+	Jobs storekit.JobCounts
 }
 
 // CountScope returns the ScopeCounts of one Scope for an embedding
@@ -41,14 +42,14 @@ func (s *Store) CountScope(ctx context.Context, profile string, scope memorykit.
 			if err := rows.Scan(&state, &n); err != nil {
 				return err
 			}
-			switch memorykit.JobState(state) {
-			case memorykit.JobQueued:
+			switch storekit.JobState(state) {
+			case storekit.JobQueued:
 				out.Jobs.Queued = n
-			case memorykit.JobLeased:
+			case storekit.JobLeased:
 				out.Jobs.Leased = n
-			case memorykit.JobDone:
+			case storekit.JobDone:
 				out.Jobs.Done = n
-			case memorykit.JobFailed:
+			case storekit.JobFailed:
 				out.Jobs.Failed = n
 			}
 			return nil

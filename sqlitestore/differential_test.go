@@ -13,6 +13,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -51,8 +52,8 @@ func differential(t *testing.T, seed int64) {
 	vec := func() []float32 { return []float32{rng.Float32() + 0.1, rng.Float32(), rng.Float32(), rng.Float32()} }
 	var ids []string
 	var jobIDs []string
-	var tasks []memorykit.EmbeddingTask
-	var jobs []memorykit.Job
+	var tasks []storekit.EmbeddingTask
+	var jobs []storekit.Job
 	n := 0
 	newRec := func(status memorykit.Status) memorykit.NewRecord {
 		n++
@@ -93,15 +94,15 @@ func differential(t *testing.T, seed int64) {
 			b, eb := sq.Create(ctx, in)
 			same("create", a, b, ea, eb)
 		case 2:
-			items := []memorykit.BatchItem{{Record: newRec(memorykit.StatusActive)}, {Record: newRec(memorykit.StatusActive),
-				Embedding: &memorykit.BatchEmbedding{Profile: "p/a", Vector: vec()}}}
+			items := []storekit.BatchItem{{Record: newRec(memorykit.StatusActive)}, {Record: newRec(memorykit.StatusActive),
+				Embedding: &storekit.BatchEmbedding{Profile: "p/a", Vector: vec()}}}
 			items[1].Record.Scope = items[0].Record.Scope
 			a, ea := mem.CreateBatch(ctx, items)
 			b, eb := sq.CreateBatch(ctx, items)
 			same("batch", a, b, ea, eb)
 		case 3, 4:
 			sc, id := pickID()
-			tr := memorykit.Transition{Scope: sc, ID: id, Actor: actor, Reason: "because"}
+			tr := storekit.Transition{Scope: sc, ID: id, Actor: actor, Reason: "because"}
 			var a, b memorykit.Record
 			var ea, eb error
 			switch rng.Intn(5) {
@@ -118,13 +119,13 @@ func differential(t *testing.T, seed int64) {
 				a, ea = mem.Erase(ctx, tr)
 				b, eb = sq.Erase(ctx, tr)
 			case 4:
-				c := memorykit.Correction{Transition: tr, Content: text(4)}
+				c := storekit.Correction{Transition: tr, Content: text(4)}
 				a, ea = mem.Correct(ctx, c)
 				b, eb = sq.Correct(ctx, c)
 			}
 			same("transition", a, b, ea, eb)
 		case 5, 6:
-			p := memorykit.EmbeddingLease{Profile: "p/a", WorkerID: "w" + strconv.Itoa(rng.Intn(2)), TTL: time.Minute, Max: 1 + rng.Intn(3)}
+			p := storekit.EmbeddingLease{Profile: "p/a", WorkerID: "w" + strconv.Itoa(rng.Intn(2)), TTL: time.Minute, Max: 1 + rng.Intn(3)}
 			a, ea := mem.LeaseEmbeddings(ctx, p)
 			b, eb := sq.LeaseEmbeddings(ctx, p)
 			same("lease embeddings", a, b, ea, eb)
@@ -135,12 +136,12 @@ func differential(t *testing.T, seed int64) {
 			}
 			k := tasks[rng.Intn(len(tasks))]
 			if rng.Intn(3) == 0 {
-				r := memorykit.EmbeddingRelease{Scope: k.Scope, RecordID: k.RecordID, Profile: k.Profile, ContentHash: k.ContentHash,
+				r := storekit.EmbeddingRelease{Scope: k.Scope, RecordID: k.RecordID, Profile: k.Profile, ContentHash: k.ContentHash,
 					WorkerID: "w0", LeaseToken: k.LeaseToken, Park: rng.Intn(2) == 0, Reason: "embed_failed", RetryAt: clk.Now().Add(time.Minute)}
 				same("release embedding", nil, nil, mem.ReleaseEmbedding(ctx, r), sq.ReleaseEmbedding(ctx, r))
 				continue
 			}
-			p := memorykit.EmbeddingPut{Scope: k.Scope, RecordID: k.RecordID, Profile: k.Profile, ContentHash: k.ContentHash,
+			p := storekit.EmbeddingPut{Scope: k.Scope, RecordID: k.RecordID, Profile: k.Profile, ContentHash: k.ContentHash,
 				Vector: vec(), WorkerID: "w0", LeaseToken: k.LeaseToken}
 			same("put embedding", nil, nil, mem.PutEmbedding(ctx, p), sq.PutEmbedding(ctx, p))
 		case 9:
@@ -151,13 +152,13 @@ func differential(t *testing.T, seed int64) {
 			b, eb = sq.ReapJobLeases(ctx)
 			same("reap jobs", a, b, ea, eb)
 		case 10:
-			j := memorykit.NewJob{ID: fmt.Sprintf("job-%d-%d", seed, step), Scope: scopes[rng.Intn(2)], Payload: text(5), MaxAttempts: 2, MaxReaps: 2}
+			j := storekit.NewJob{ID: fmt.Sprintf("job-%d-%d", seed, step), Scope: scopes[rng.Intn(2)], Payload: text(5), MaxAttempts: 2, MaxReaps: 2}
 			jobIDs = append(jobIDs, j.ID)
 			a, ea := mem.EnqueueJob(ctx, j)
 			b, eb := sq.EnqueueJob(ctx, j)
 			same("enqueue", a, b, ea, eb)
 		case 11:
-			p := memorykit.JobLease{WorkerID: "x", TTL: time.Minute, Max: 2}
+			p := storekit.JobLease{WorkerID: "x", TTL: time.Minute, Max: 2}
 			a, ea := mem.LeaseJobs(ctx, p)
 			b, eb := sq.LeaseJobs(ctx, p)
 			same("lease jobs", a, b, ea, eb)
@@ -169,7 +170,7 @@ func differential(t *testing.T, seed int64) {
 			j := jobs[rng.Intn(len(jobs))]
 			switch rng.Intn(3) {
 			case 0:
-				c := memorykit.JobCompletion{JobID: j.ID, WorkerID: "x", LeaseToken: j.LeaseToken}
+				c := storekit.JobCompletion{JobID: j.ID, WorkerID: "x", LeaseToken: j.LeaseToken}
 				if rng.Intn(2) == 0 {
 					cand := newRec(memorykit.StatusCandidate)
 					cand.Scope, cand.Actor = j.Scope, memorykit.Actor{Kind: memorykit.ActorModel, ID: "m"}
@@ -179,12 +180,12 @@ func differential(t *testing.T, seed int64) {
 				b, eb := sq.CompleteJob(ctx, c)
 				same("complete", a, b, ea, eb)
 			case 1:
-				f := memorykit.JobFailure{JobID: j.ID, WorkerID: "x", LeaseToken: j.LeaseToken, Reason: "extract_failed"}
+				f := storekit.JobFailure{JobID: j.ID, WorkerID: "x", LeaseToken: j.LeaseToken, Reason: "extract_failed"}
 				a, ea := mem.FailJob(ctx, f)
 				b, eb := sq.FailJob(ctx, f)
 				same("fail", a, b, ea, eb)
 			case 2:
-				r := memorykit.JobRelease{JobID: j.ID, WorkerID: "x", LeaseToken: j.LeaseToken}
+				r := storekit.JobRelease{JobID: j.ID, WorkerID: "x", LeaseToken: j.LeaseToken}
 				same("release job", nil, nil, mem.ReleaseJob(ctx, r), sq.ReleaseJob(ctx, r))
 			}
 		case 13:
@@ -207,7 +208,7 @@ func differential(t *testing.T, seed int64) {
 			b, eb := sq.Purge(ctx, sc, operator, "project_closed")
 			same("purge", a, b, ea, eb)
 		case 15, 16:
-			q := memorykit.RecallQuery{Scope: scopes[rng.Intn(2)], ExactKeys: []string{keys[rng.Intn(len(keys))]},
+			q := storekit.RecallQuery{Scope: scopes[rng.Intn(2)], ExactKeys: []string{keys[rng.Intn(len(keys))]},
 				Terms: strings.Fields(text(2)), ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}
 			if rng.Intn(2) == 0 {
 				q.Vector, q.Profile = vec(), "p/a"

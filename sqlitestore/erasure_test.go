@@ -11,6 +11,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -32,14 +33,14 @@ func TestEraseAndPurgeLeaveNoTextInTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}, Content: "now " + strings.ToUpper(canary)}); err != nil {
+	if r, err = s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: scope, ID: r.ID, Actor: actor}, Content: "now " + strings.ToUpper(canary)}); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/e", WorkerID: "w", TTL: time.Minute, Max: 5})
+	tasks, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p/e", WorkerID: "w", TTL: time.Minute, Max: 5})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("lease = %v, %v", tasks, err)
 	}
-	if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p/e", ContentHash: r.ContentHash,
+	if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p/e", ContentHash: r.ContentHash,
 		Vector: []float32{1, 2}, WorkerID: "w", LeaseToken: tasks[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestEraseAndPurgeLeaveNoTextInTheFile(t *testing.T) {
 		Status: memorykit.StatusCandidate, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-e", Scope: scope, Payload: "the user said " + canary, MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: "job-e", Scope: scope, Payload: "the user said " + canary, MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Create(ctx, memorykit.NewRecord{Scope: other, Kind: memorykit.KindFact, Key: "stay", Content: "stays " + keep,
@@ -58,10 +59,10 @@ func TestEraseAndPurgeLeaveNoTextInTheFile(t *testing.T) {
 		t.Fatalf("before erase VerifyErased = %v, %v; want the canary found", hits, err)
 	}
 
-	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
+	if _, err := s.Forget(ctx, storekit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor, Reason: "erase_request"}); err != nil {
+	if _, err := s.Erase(ctx, storekit.Transition{Scope: scope, ID: r.ID, Actor: actor, Reason: "erase_request"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Purge(ctx, scope, memorykit.Actor{Kind: memorykit.ActorOperator, ID: "op"}, "erasure_request"); err != nil {
@@ -132,17 +133,17 @@ func TestSingleEraseLeavesNoTextInTheFile(t *testing.T) {
 			target = r
 		}
 	}
-	if _, err := s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor},
+	if _, err := s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: scope, ID: target.ID, Actor: actor},
 		Content: "still about " + canary}); err != nil {
 		t.Fatal(err)
 	}
 	if hits, err := s.VerifyErased(ctx, scope, canary); err != nil || len(hits) == 0 {
 		t.Fatalf("before erase VerifyErased = %v, %v; want found", hits, err)
 	}
-	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
+	if _, err := s.Forget(ctx, storekit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
+	if _, err := s.Erase(ctx, storekit.Transition{Scope: scope, ID: target.ID, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
 	if hits, err := s.VerifyErased(ctx, scope, canary); err != nil || len(hits) != 0 {
@@ -208,15 +209,15 @@ func TestEraseLeavesNoRunRefInTheFile(t *testing.T) {
 	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
 	scope := storetest.Scope(t, "tenant-r", "p")
 	const ref = "run-zqturnref/turn-7"
-	id := memorykit.ExtractionJobID(scope, ref)
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: scope, RunRef: ref, Payload: "hello", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	id := storekit.ExtractionJobID(scope, ref)
+	if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: id, Scope: scope, RunRef: ref, Payload: "hello", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1})
+	jobs, err := s.LeaseJobs(ctx, storekit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("lease: %v, %v", jobs, err)
 	}
-	if _, err := s.CompleteJob(ctx, memorykit.JobCompletion{JobID: id, WorkerID: "w", LeaseToken: jobs[0].LeaseToken}); err != nil {
+	if _, err := s.CompleteJob(ctx, storekit.JobCompletion{JobID: id, WorkerID: "w", LeaseToken: jobs[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: "k", Content: "c",
@@ -227,13 +228,13 @@ func TestEraseLeavesNoRunRefInTheFile(t *testing.T) {
 	if hits, err := s.VerifyErased(ctx, scope, "zqturnref"); err != nil || len(hits) < 2 {
 		t.Fatalf("before erase: %v, %v; want the job and the record", hits, err)
 	}
-	if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
+	if _, err := s.Forget(ctx, storekit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
+	if _, err := s.Erase(ctx, storekit.Transition{Scope: scope, ID: r.ID, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if j, err := s.GetJob(ctx, scope, id); err != nil || j.RunRef != "" || j.State != memorykit.JobDone {
+	if j, err := s.GetJob(ctx, scope, id); err != nil || j.RunRef != "" || j.State != storekit.JobDone {
 		t.Fatalf("the finished job after erase: %+v, %v", j, err)
 	}
 	if hits, err := s.VerifyErased(ctx, scope, "zqturnref"); err != nil || len(hits) != 0 {

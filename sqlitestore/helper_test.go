@@ -9,6 +9,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -70,7 +71,7 @@ func writerChild(path string) int {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 1
 	}
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-held", Scope: killScope, Payload: "turn", MaxAttempts: 3, MaxReaps: 3}); err != nil {
+	if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: "job-held", Scope: killScope, Payload: "turn", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		fmt.Fprintln(os.Stderr, "enqueue:", err)
 		return 1
 	}
@@ -79,20 +80,20 @@ func writerChild(path string) int {
 		fmt.Fprintln(os.Stderr, "create:", err)
 		return 1
 	}
-	if j, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "doomed", TTL: time.Minute, Max: 1}); err != nil || len(j) != 1 {
+	if j, err := s.LeaseJobs(ctx, storekit.JobLease{WorkerID: "doomed", TTL: time.Minute, Max: 1}); err != nil || len(j) != 1 {
 		fmt.Fprintln(os.Stderr, "lease job:", err)
 		return 1
 	}
-	if e, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/k", WorkerID: "doomed", TTL: time.Minute, Max: 1, Scope: &heldScope}); err != nil || len(e) != 1 {
+	if e, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p/k", WorkerID: "doomed", TTL: time.Minute, Max: 1, Scope: &heldScope}); err != nil || len(e) != 1 {
 		fmt.Fprintln(os.Stderr, "lease embedding:", err)
 		return 1
 	}
 	fmt.Println("leased")
 	for i := 0; ; i++ {
 		if i%4 == 3 {
-			items := make([]memorykit.BatchItem, 3)
+			items := make([]storekit.BatchItem, 3)
 			for k := range items {
-				items[k] = memorykit.BatchItem{Record: memorykit.NewRecord{Scope: killScope, Kind: memorykit.KindFact,
+				items[k] = storekit.BatchItem{Record: memorykit.NewRecord{Scope: killScope, Kind: memorykit.KindFact,
 					Key: "b" + strconv.Itoa(i) + "-" + strconv.Itoa(k), Content: "batch " + strconv.Itoa(i),
 					Status: memorykit.StatusActive, Actor: actor, Metadata: map[string]string{"batch": strconv.Itoa(i)}}}
 			}

@@ -140,7 +140,7 @@ func killAndCheck(t *testing.T, seed int64) {
 	var all []memorykit.Record
 	after := ""
 	for {
-		page, err := s.List(ctx, memorykit.ListFilter{Scope: killScope, Limit: 20, AfterID: after})
+		page, err := s.List(ctx, storekit.ListFilter{Scope: killScope, Limit: 20, AfterID: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,14 +179,14 @@ func killAndCheck(t *testing.T, seed int64) {
 		t.Fatalf("reap embeddings after expiry = %d, %v; want 1", n, err)
 	}
 	j, err := s.GetJob(ctx, killScope, "job-held")
-	if err != nil || j.State != memorykit.JobQueued || j.Reaps != 1 {
+	if err != nil || j.State != storekit.JobQueued || j.Reaps != 1 {
 		t.Fatalf("job after reap = %+v, %v; want queued with one reap", j, err)
 	}
 	held, err := s.FindActive(ctx, heldScope, memorykit.KindFact, "needs-vector")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/k", WorkerID: "alive", TTL: time.Minute, Max: 1, Scope: &heldScope})
+	tasks, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p/k", WorkerID: "alive", TTL: time.Minute, Max: 1, Scope: &heldScope})
 	if err != nil {
 		t.Fatal(err)
 	}

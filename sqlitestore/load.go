@@ -8,6 +8,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // load reads every row into a memorystore image.
@@ -34,7 +35,7 @@ func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
 			if err := rows.Scan(&id, &body); err != nil {
 				return err
 			}
-			var v memorykit.Revision
+			var v storekit.Revision
 			if err := json.Unmarshal([]byte(body), &v); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -54,7 +55,7 @@ func TestReopenRekeysLookAlikeKeys(t *testing.T) {
 
 	check := func(m interface {
 		Get(context.Context, memorykit.Scope, string) (memorykit.Record, error)
-		Revisions(context.Context, memorykit.Scope, string) ([]memorykit.Revision, error)
+		Revisions(context.Context, memorykit.Scope, string) ([]storekit.Revision, error)
 		FindActive(context.Context, memorykit.Scope, memorykit.Kind, string) (memorykit.Record, error)
 	}) {
 		t.Helper()
@@ -97,15 +98,15 @@ func TestReopenRekeysLookAlikeKeys(t *testing.T) {
 	}
 	again := openAt(t, path, clk, sqlitestore.SyncNormal)
 	check(again)
-	res, err := again.Recall(ctx, memorykit.RecallQuery{Scope: scope, ExactKeys: []string{"deploy region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	res, err := again.Recall(ctx, storekit.RecallQuery{Scope: scope, ExactKeys: []string{"deploy region"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	if err != nil || len(res.Exact) != 1 || res.Exact[0].ID != spoof.ID {
 		t.Fatalf("exact recall of the one key = %+v, %v", res.Exact, err)
 	}
 	owner := memorykit.Actor{Kind: memorykit.ActorModel, ID: "model-1"}
 	_, err = again.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindDecision, Key: "deploy reg\u0131on", Content: "x",
 		Status: memorykit.StatusActive, Actor: owner, Expect: &memorykit.ActiveExpectation{None: true, KeyOwner: &owner}})
-	if memorykit.ReasonCode(err) != memorykit.ReasonKeyGoverned {
-		t.Fatalf("model create over the re-keyed key: %v, want %s", err, memorykit.ReasonKeyGoverned)
+	if memorykit.ReasonCode(err) != storekit.ReasonKeyGoverned {
+		t.Fatalf("model create over the re-keyed key: %v, want %s", err, storekit.ReasonKeyGoverned)
 	}
 	before := mirrorDump(t, again)
 	if err := again.Close(); err != nil {

@@ -84,6 +84,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Reason codes of sqlitestore failures callers may branch on.
@@ -129,7 +130,7 @@ type Config struct {
 	Sync SyncMode
 }
 
-// Store implements memorykit.Store on one SQLite file.
+// Store implements storekit.Store on one SQLite file.
 type Store struct {
 	path string
 	db   *sql.DB
@@ -156,11 +157,11 @@ type Store struct {
 }
 
 var (
-	_ memorykit.Store                = (*Store)(nil)
-	_ memorykit.Purger               = (*Store)(nil)
-	_ memorykit.BatchCreator         = (*Store)(nil)
-	_ memorykit.EmbeddingBatchPutter = (*Store)(nil)
-	_ memorykit.ScopedPendingCounter = (*Store)(nil)
+	_ storekit.Store                = (*Store)(nil)
+	_ storekit.Purger               = (*Store)(nil)
+	_ storekit.BatchCreator         = (*Store)(nil)
+	_ storekit.EmbeddingBatchPutter = (*Store)(nil)
+	_ storekit.ScopedPendingCounter = (*Store)(nil)
 )
 
 // Open opens (creating it when missing) the SQLite file at path, applies
@@ -260,7 +261,7 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	}
 	s.mem = mem
 	// NewJournaled brings keys written under an earlier canonical form to
-	// the current one (see memorykit.NormalizeKey); that re-keying, and
+	// the current one (see storekit.NormalizeKey); that re-keying, and
 	// any supersede it needed, reaches the file before the first request.
 	return s.commitLocked(op, false)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -66,28 +67,28 @@ func TestReopenKeepsEveryKindOfState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: r.ID, Actor: actor}, Content: "the sky is cyan"}); err != nil {
+	if r, err = s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: scope, ID: r.ID, Actor: actor}, Content: "the sky is cyan"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Create(ctx, memorykit.NewRecord{Scope: scope, Kind: memorykit.KindFact, Key: "other", Content: "a candidate",
 		Status: memorykit.StatusCandidate, Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/one", WorkerID: "w1", TTL: time.Minute, Max: 5})
+	tasks, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p/one", WorkerID: "w1", TTL: time.Minute, Max: 5})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("lease = %v, %v", tasks, err)
 	}
-	if err := s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p/one", ContentHash: r.ContentHash,
+	if err := s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: scope, RecordID: r.ID, Profile: "p/one", ContentHash: r.ContentHash,
 		Vector: []float32{0.5, -1.25}, WorkerID: "w1", LeaseToken: tasks[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: "p/two", WorkerID: "w2", TTL: time.Minute, Max: 5}); err != nil {
+	if _, err := s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: "p/two", WorkerID: "w2", TTL: time.Minute, Max: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-1", Scope: scope, Payload: "turn text", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: "job-1", Scope: scope, Payload: "turn text", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "x1", TTL: time.Minute, Max: 1})
+	jobs, err := s.LeaseJobs(ctx, storekit.JobLease{WorkerID: "x1", TTL: time.Minute, Max: 1})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("lease jobs = %v, %v", jobs, err)
 	}
@@ -99,15 +100,15 @@ func TestReopenKeepsEveryKindOfState(t *testing.T) {
 	if after := mirrorDump(t, again); after != before {
 		t.Fatalf("state differs after reopening:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	res, err := again.Recall(ctx, memorykit.RecallQuery{Scope: scope, Terms: []string{"cyan"}, Vector: []float32{0.5, -1.25}, Profile: "p/one",
+	res, err := again.Recall(ctx, storekit.RecallQuery{Scope: scope, Terms: []string{"cyan"}, Vector: []float32{0.5, -1.25}, Profile: "p/one",
 		ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	if err != nil || len(res.FullText) != 1 || len(res.Vector) != 1 {
 		t.Fatalf("recall after reopen = %+v, %v", res, err)
 	}
-	if _, err := again.EnqueueJob(ctx, memorykit.NewJob{ID: "job-2", Scope: scope, Payload: "more", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	if _, err := again.EnqueueJob(ctx, storekit.NewJob{ID: "job-2", Scope: scope, Payload: "more", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
-	next, err := again.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "x2", TTL: time.Minute, Max: 1})
+	next, err := again.LeaseJobs(ctx, storekit.JobLease{WorkerID: "x2", TTL: time.Minute, Max: 1})
 	if err != nil || len(next) != 1 || next[0].LeaseToken <= jobs[0].LeaseToken {
 		t.Fatalf("lease after reopen = %+v, %v; want a token above %d", next, err, jobs[0].LeaseToken)
 	}
@@ -154,14 +155,14 @@ func TestFailedCommitPoisonsTheStore(t *testing.T) {
 	if _, err := s.Get(ctx, scope, kept.ID); reason(err) != sqlitestore.ReasonPoisoned {
 		t.Fatalf("get on a poisoned store = %v; want %s", err, sqlitestore.ReasonPoisoned)
 	}
-	if _, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); reason(err) != sqlitestore.ReasonPoisoned {
+	if _, err := s.LeaseJobs(ctx, storekit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); reason(err) != sqlitestore.ReasonPoisoned {
 		t.Fatalf("lease on a poisoned store = %v; want %s", err, sqlitestore.ReasonPoisoned)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	again := openAt(t, path, clk, sqlitestore.SyncNormal)
-	list, err := again.List(ctx, memorykit.ListFilter{Scope: scope, Limit: 10})
+	list, err := again.List(ctx, storekit.ListFilter{Scope: scope, Limit: 10})
 	if err != nil || len(list) != 1 || list[0].ID != kept.ID {
 		t.Fatalf("after reopen List = %+v, %v; want only %s", list, err, kept.ID)
 	}
@@ -234,14 +235,14 @@ func TestFileSchemaVersionAndCountScope(t *testing.T) {
 	s := openAt(t, path, storetest.NewClock(), sqlitestore.SyncNormal)
 	scope := storetest.Scope(t, "t", "p")
 	for _, id := range []string{"j1", "j2"} {
-		if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: id, Scope: scope, Payload: "x", MaxAttempts: 1, MaxReaps: 1}); err != nil {
+		if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: id, Scope: scope, Payload: "x", MaxAttempts: 1, MaxReaps: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: "j3", Scope: storetest.Scope(t, "t", "q"), Payload: "x", MaxAttempts: 1, MaxReaps: 1}); err != nil {
+	if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: "j3", Scope: storetest.Scope(t, "t", "q"), Payload: "x", MaxAttempts: 1, MaxReaps: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); err != nil {
+	if _, err := s.LeaseJobs(ctx, storekit.JobLease{WorkerID: "w", TTL: time.Minute, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := s.CountScope(ctx, "p/x", scope)

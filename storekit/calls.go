@@ -15,17 +15,17 @@ func CheckScopedID(op string, scope memorykit.Scope, id string) error {
 	if err := scope.Validate(); err != nil {
 		return err
 	}
-	return memorykit.ValidateID(op, "id", id)
+	return ValidateID(op, "id", id)
 }
 
 // CheckTransition validates the common fields of a lifecycle action: the
 // Scope, the record ID, the actor, a non-negative expected version and the
-// reason ([memorykit.CheckReason]).
-func CheckTransition(op string, t memorykit.Transition) error {
+// reason ([CheckReason]).
+func CheckTransition(op string, t Transition) error {
 	if err := t.Scope.Validate(); err != nil {
 		return err
 	}
-	if err := memorykit.ValidateID(op, "id", t.ID); err != nil {
+	if err := ValidateID(op, "id", t.ID); err != nil {
 		return err
 	}
 	if err := t.Actor.Validate(); err != nil {
@@ -34,7 +34,7 @@ func CheckTransition(op string, t memorykit.Transition) error {
 	if t.ExpectVersion < 0 {
 		return memorykit.FieldError(op, "expect_version", "negative")
 	}
-	return memorykit.CheckReason(op, t.Reason)
+	return CheckReason(op, t.Reason)
 }
 
 // CheckPurge validates a Purge call: the Scope, the actor and a reason
@@ -46,14 +46,14 @@ func CheckPurge(op string, scope memorykit.Scope, actor memorykit.Actor, reason 
 	if err := actor.Validate(); err != nil {
 		return err
 	}
-	return memorykit.CheckReasonCode(op, reason)
+	return CheckReasonCode(op, reason)
 }
 
 // CheckRecallQuery checks a recall query: a valid Scope, every channel
 // limit positive and, when Vector is non-nil, a valid Profile and a
 // non-empty vector of finite values. A zero vector is allowed: it matches
 // nothing.
-func CheckRecallQuery(op string, q memorykit.RecallQuery) error {
+func CheckRecallQuery(op string, q RecallQuery) error {
 	if err := q.Scope.Validate(); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func CheckRecallQuery(op string, q memorykit.RecallQuery) error {
 	if q.Vector == nil {
 		return nil
 	}
-	if err := memorykit.ValidateProfile(op, q.Profile); err != nil {
+	if err := ValidateProfile(op, q.Profile); err != nil {
 		return err
 	}
 	if len(q.Vector) == 0 {
@@ -138,23 +138,23 @@ func checkEmbeddingRef(op string, scope memorykit.Scope, recordID, profile, hash
 	if err := scope.Validate(); err != nil {
 		return err
 	}
-	if err := memorykit.ValidateID(op, "record_id", recordID); err != nil {
+	if err := ValidateID(op, "record_id", recordID); err != nil {
 		return err
 	}
-	if err := memorykit.ValidateProfile(op, profile); err != nil {
+	if err := ValidateProfile(op, profile); err != nil {
 		return err
 	}
 	if err := checkContentHash(op, hash); err != nil {
 		return err
 	}
-	return memorykit.ValidateID(op, "worker_id", workerID)
+	return ValidateID(op, "worker_id", workerID)
 }
 
 // CheckEmbeddingPut checks a PutEmbedding call: the record's Scope and ID,
 // the profile, the content hash ("sha256:" and 64 lowercase hex digits),
 // the worker ID, a non-negative lease token and the vector (CheckVector
 // with maxDims, field "vector").
-func CheckEmbeddingPut(op string, p memorykit.EmbeddingPut, maxDims int) error {
+func CheckEmbeddingPut(op string, p EmbeddingPut, maxDims int) error {
 	if err := checkEmbeddingRef(op, p.Scope, p.RecordID, p.Profile, p.ContentHash, p.WorkerID); err != nil {
 		return err
 	}
@@ -166,24 +166,24 @@ func CheckEmbeddingPut(op string, p memorykit.EmbeddingPut, maxDims int) error {
 
 // CheckEmbeddingRelease checks a ReleaseEmbedding call: the record's Scope
 // and ID, the profile, the content hash, the worker ID, a positive lease
-// token and the reason code ([memorykit.CheckReasonCode]).
-func CheckEmbeddingRelease(op string, r memorykit.EmbeddingRelease) error {
+// token and the reason code ([CheckReasonCode]).
+func CheckEmbeddingRelease(op string, r EmbeddingRelease) error {
 	if err := checkEmbeddingRef(op, r.Scope, r.RecordID, r.Profile, r.ContentHash, r.WorkerID); err != nil {
 		return err
 	}
 	if err := checkLeaseToken(op, r.LeaseToken); err != nil {
 		return err
 	}
-	return memorykit.CheckReasonCode(op, r.Reason)
+	return CheckReasonCode(op, r.Reason)
 }
 
 // checkJobHolder validates the job and worker IDs of a call the lease
 // holder makes.
 func checkJobHolder(op, jobID, workerID string) error {
-	if err := memorykit.ValidateID(op, "job_id", jobID); err != nil {
+	if err := ValidateID(op, "job_id", jobID); err != nil {
 		return err
 	}
-	return memorykit.ValidateID(op, "worker_id", workerID)
+	return ValidateID(op, "worker_id", workerID)
 }
 
 // checkLeaseToken validates the fencing token a lease holder's call
@@ -197,7 +197,7 @@ func checkLeaseToken(op string, token int64) error {
 
 // CheckJobRelease checks a ReleaseJob call: the job and worker IDs and the
 // lease token.
-func CheckJobRelease(op string, r memorykit.JobRelease) error {
+func CheckJobRelease(op string, r JobRelease) error {
 	if err := checkJobHolder(op, r.JobID, r.WorkerID); err != nil {
 		return err
 	}
@@ -205,13 +205,13 @@ func CheckJobRelease(op string, r memorykit.JobRelease) error {
 }
 
 // CheckJobFailure checks a FailJob call: the job and worker IDs, the lease
-// token and the reason code ([memorykit.CheckReasonCode]).
-func CheckJobFailure(op string, f memorykit.JobFailure) error {
+// token and the reason code ([CheckReasonCode]).
+func CheckJobFailure(op string, f JobFailure) error {
 	if err := checkJobHolder(op, f.JobID, f.WorkerID); err != nil {
 		return err
 	}
 	if err := checkLeaseToken(op, f.LeaseToken); err != nil {
 		return err
 	}
-	return memorykit.CheckReasonCode(op, f.Reason)
+	return CheckReasonCode(op, f.Reason)
 }

@@ -90,8 +90,8 @@ func TestCheckActiveKey(t *testing.T) {
 func TestCheckList(t *testing.T) {
 	t.Parallel()
 	g, scope := testGuard(t), testScope(t)
-	valid := func() memorykit.ListFilter {
-		return memorykit.ListFilter{
+	valid := func() storekit.ListFilter {
+		return storekit.ListFilter{
 			Scope: scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Kind: memorykit.KindFact,
 			Key: " A  Key ", Limit: 10, AfterID: "r1",
 		}
@@ -103,10 +103,10 @@ func TestCheckList(t *testing.T) {
 	if want := valid(); got.Key != "a key" || got.Limit != want.Limit || got.AfterID != want.AfterID || got.Kind != want.Kind {
 		t.Fatalf("CheckList() = %+v, want the filter with its key canonicalised", got)
 	}
-	if _, err := storekit.CheckList(g, "test", memorykit.ListFilter{Scope: scope, Limit: 1}); err != nil {
+	if _, err := storekit.CheckList(g, "test", storekit.ListFilter{Scope: scope, Limit: 1}); err != nil {
 		t.Fatalf("filter without the optional fields: %v", err)
 	}
-	check := func(mutate func(*memorykit.ListFilter)) func() error {
+	check := func(mutate func(*storekit.ListFilter)) func() error {
 		return func() error {
 			f := valid()
 			mutate(&f)
@@ -115,13 +115,13 @@ func TestCheckList(t *testing.T) {
 		}
 	}
 	runRejections(t, []rejection{
-		{"scope", check(func(f *memorykit.ListFilter) { f.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
-		{"zero limit", check(func(f *memorykit.ListFilter) { f.Limit = 0 }), memorykit.ErrInvalidInput, "limit", "must_be_positive"},
-		{"limit above max", check(func(f *memorykit.ListFilter) { f.Limit = 11 }), memorykit.ErrInvalidInput, "limit", "above_max_list_size"},
-		{"status", check(func(f *memorykit.ListFilter) { f.Statuses = append(f.Statuses, "gone") }), memorykit.ErrInvalidInput, "statuses", "unknown"},
-		{"kind", check(func(f *memorykit.ListFilter) { f.Kind = "gossip" }), memorykit.ErrInvalidInput, "kind", "unknown"},
-		{"key", check(func(f *memorykit.ListFilter) { f.Key = "a\x00" }), memorykit.ErrInvalidInput, "key", "nul_byte"},
-		{"after id", check(func(f *memorykit.ListFilter) { f.AfterID = "a b" }), memorykit.ErrInvalidInput, "after_id", "bad_character"},
+		{"scope", check(func(f *storekit.ListFilter) { f.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
+		{"zero limit", check(func(f *storekit.ListFilter) { f.Limit = 0 }), memorykit.ErrInvalidInput, "limit", "must_be_positive"},
+		{"limit above max", check(func(f *storekit.ListFilter) { f.Limit = 11 }), memorykit.ErrInvalidInput, "limit", "above_max_list_size"},
+		{"status", check(func(f *storekit.ListFilter) { f.Statuses = append(f.Statuses, "gone") }), memorykit.ErrInvalidInput, "statuses", "unknown"},
+		{"kind", check(func(f *storekit.ListFilter) { f.Kind = "gossip" }), memorykit.ErrInvalidInput, "kind", "unknown"},
+		{"key", check(func(f *storekit.ListFilter) { f.Key = "a\x00" }), memorykit.ErrInvalidInput, "key", "nul_byte"},
+		{"after id", check(func(f *storekit.ListFilter) { f.AfterID = "a b" }), memorykit.ErrInvalidInput, "after_id", "bad_character"},
 	})
 }
 
@@ -129,17 +129,17 @@ func TestCheckBatch(t *testing.T) {
 	t.Parallel()
 	g, scope := testGuard(t), testScope(t)
 	ctx := context.Background()
-	item := func(id string) memorykit.BatchItem {
-		return memorykit.BatchItem{
+	item := func(id string) storekit.BatchItem {
+		return storekit.BatchItem{
 			Record: memorykit.NewRecord{
 				ID: id, Scope: scope, Kind: memorykit.KindFact, Key: " Some Key ", Content: "c",
 				Status: memorykit.StatusActive, Actor: memorykit.Actor{Kind: memorykit.ActorTool, ID: "t"},
 				Metadata: map[string]string{"a": "1"}, Sources: []memorykit.Source{{Kind: "doc", Ref: "d1"}},
 			},
-			Embedding: &memorykit.BatchEmbedding{Profile: "p", Vector: []float32{1, 0}},
+			Embedding: &storekit.BatchEmbedding{Profile: "p", Vector: []float32{1, 0}},
 		}
 	}
-	in := []memorykit.BatchItem{item("r1"), item("")}
+	in := []storekit.BatchItem{item("r1"), item("")}
 	got, err := storekit.CheckBatch(ctx, g, "test", in, 0)
 	if err != nil {
 		t.Fatalf("valid batch: %v", err)
@@ -155,40 +155,40 @@ func TestCheckBatch(t *testing.T) {
 	if got, err := storekit.CheckBatch(ctx, g, "test", nil, 0); err != nil || len(got) != 0 {
 		t.Fatalf("empty batch = %v, %v", got, err)
 	}
-	check := func(maxDims int, mutate func([]memorykit.BatchItem) []memorykit.BatchItem) func() error {
+	check := func(maxDims int, mutate func([]storekit.BatchItem) []storekit.BatchItem) func() error {
 		return func() error {
-			_, err := storekit.CheckBatch(ctx, g, "test", mutate([]memorykit.BatchItem{item("r1"), item("r2")}), maxDims)
+			_, err := storekit.CheckBatch(ctx, g, "test", mutate([]storekit.BatchItem{item("r1"), item("r2")}), maxDims)
 			return err
 		}
 	}
 	runRejections(t, []rejection{
-		{"too many items", check(0, func(b []memorykit.BatchItem) []memorykit.BatchItem {
+		{"too many items", check(0, func(b []storekit.BatchItem) []storekit.BatchItem {
 			for len(b) <= validLimits().MaxListSize {
 				b = append(b, item(""))
 			}
 			return b
 		}), memorykit.ErrInvalidInput, "items", "above_max_list_size"},
-		{"bad record", check(0, func(b []memorykit.BatchItem) []memorykit.BatchItem {
+		{"bad record", check(0, func(b []storekit.BatchItem) []storekit.BatchItem {
 			b[1].Record.Content = "a SECRET"
 			return b
 		}), memorykit.ErrInvalidInput, "items[1].content", "content_rejected"},
-		{"repeated id", check(0, func(b []memorykit.BatchItem) []memorykit.BatchItem {
+		{"repeated id", check(0, func(b []storekit.BatchItem) []storekit.BatchItem {
 			b[1].Record.ID = "r1"
 			return b
 		}), memorykit.ErrAlreadyExists, "items[1]", "id_repeated"},
-		{"embedding on a candidate", check(0, func(b []memorykit.BatchItem) []memorykit.BatchItem {
+		{"embedding on a candidate", check(0, func(b []storekit.BatchItem) []storekit.BatchItem {
 			b[1].Record.Status = memorykit.StatusCandidate
 			return b
 		}), memorykit.ErrInvalidInput, "items[1].embedding", "record_not_active"},
-		{"embedding profile", check(0, func(b []memorykit.BatchItem) []memorykit.BatchItem {
+		{"embedding profile", check(0, func(b []storekit.BatchItem) []storekit.BatchItem {
 			b[0].Embedding.Profile = ""
 			return b
 		}), memorykit.ErrInvalidInput, "items[0].profile", "bad_length"},
-		{"embedding vector", check(0, func(b []memorykit.BatchItem) []memorykit.BatchItem {
+		{"embedding vector", check(0, func(b []storekit.BatchItem) []storekit.BatchItem {
 			b[0].Embedding.Vector = []float32{0, 0}
 			return b
 		}), memorykit.ErrInvalidInput, "items[0].embedding.vector", "zero_vector"},
-		{"embedding dimensions", check(1, func(b []memorykit.BatchItem) []memorykit.BatchItem { return b }),
+		{"embedding dimensions", check(1, func(b []storekit.BatchItem) []storekit.BatchItem { return b }),
 			memorykit.ErrInvalidInput, "items[0].embedding.vector", "too_many_dimensions"},
 	})
 }
@@ -196,8 +196,8 @@ func TestCheckBatch(t *testing.T) {
 func TestCheckRecallQuery(t *testing.T) {
 	t.Parallel()
 	scope := testScope(t)
-	valid := func() memorykit.RecallQuery {
-		return memorykit.RecallQuery{
+	valid := func() storekit.RecallQuery {
+		return storekit.RecallQuery{
 			Scope: scope, ExactLimit: 1, FullTextLimit: 1, VectorLimit: 1,
 			Vector: []float32{0.5, 1}, Profile: "p",
 		}
@@ -215,7 +215,7 @@ func TestCheckRecallQuery(t *testing.T) {
 	if err := storekit.CheckRecallQuery("test", zero); err != nil {
 		t.Fatalf("a zero query vector is allowed (it matches nothing): %v", err)
 	}
-	check := func(mutate func(*memorykit.RecallQuery)) func() error {
+	check := func(mutate func(*storekit.RecallQuery)) func() error {
 		return func() error {
 			q := valid()
 			mutate(&q)
@@ -224,13 +224,13 @@ func TestCheckRecallQuery(t *testing.T) {
 	}
 	nan := float32(math.NaN())
 	runRejections(t, []rejection{
-		{"scope", check(func(q *memorykit.RecallQuery) { q.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
-		{"exact limit", check(func(q *memorykit.RecallQuery) { q.ExactLimit = 0 }), memorykit.ErrInvalidInput, "exact_limit", "must_be_positive"},
-		{"full-text limit", check(func(q *memorykit.RecallQuery) { q.FullTextLimit = -1 }), memorykit.ErrInvalidInput, "full_text_limit", "must_be_positive"},
-		{"vector limit", check(func(q *memorykit.RecallQuery) { q.VectorLimit = 0 }), memorykit.ErrInvalidInput, "vector_limit", "must_be_positive"},
-		{"profile", check(func(q *memorykit.RecallQuery) { q.Profile = "a b" }), memorykit.ErrInvalidInput, "profile", "bad_character"},
-		{"empty vector", check(func(q *memorykit.RecallQuery) { q.Vector = []float32{} }), memorykit.ErrInvalidInput, "vector", "empty"},
-		{"nan", check(func(q *memorykit.RecallQuery) { q.Vector = []float32{1, nan} }), memorykit.ErrInvalidInput, "vector", "not_finite"},
+		{"scope", check(func(q *storekit.RecallQuery) { q.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
+		{"exact limit", check(func(q *storekit.RecallQuery) { q.ExactLimit = 0 }), memorykit.ErrInvalidInput, "exact_limit", "must_be_positive"},
+		{"full-text limit", check(func(q *storekit.RecallQuery) { q.FullTextLimit = -1 }), memorykit.ErrInvalidInput, "full_text_limit", "must_be_positive"},
+		{"vector limit", check(func(q *storekit.RecallQuery) { q.VectorLimit = 0 }), memorykit.ErrInvalidInput, "vector_limit", "must_be_positive"},
+		{"profile", check(func(q *storekit.RecallQuery) { q.Profile = "a b" }), memorykit.ErrInvalidInput, "profile", "bad_character"},
+		{"empty vector", check(func(q *storekit.RecallQuery) { q.Vector = []float32{} }), memorykit.ErrInvalidInput, "vector", "empty"},
+		{"nan", check(func(q *storekit.RecallQuery) { q.Vector = []float32{1, nan} }), memorykit.ErrInvalidInput, "vector", "not_finite"},
 	})
 }
 
@@ -280,22 +280,22 @@ func TestLeaseChecks(t *testing.T) {
 	if err := storekit.CheckLeaseMax(g, "test", validLimits().MaxListSize); err != nil {
 		t.Fatalf("max at MaxListSize: %v", err)
 	}
-	emb := memorykit.EmbeddingLease{Profile: "p", WorkerID: "w1", TTL: time.Second, Max: 1}
+	emb := storekit.EmbeddingLease{Profile: "p", WorkerID: "w1", TTL: time.Second, Max: 1}
 	if err := storekit.CheckEmbeddingLease(g, "test", emb); err != nil {
 		t.Fatalf("valid embedding lease: %v", err)
 	}
-	job := memorykit.JobLease{WorkerID: "w1", TTL: time.Second, Max: 1}
+	job := storekit.JobLease{WorkerID: "w1", TTL: time.Second, Max: 1}
 	if err := storekit.CheckJobLease(g, "test", job); err != nil {
 		t.Fatalf("valid job lease: %v", err)
 	}
-	embWith := func(mutate func(*memorykit.EmbeddingLease)) func() error {
+	embWith := func(mutate func(*storekit.EmbeddingLease)) func() error {
 		return func() error {
 			p := emb
 			mutate(&p)
 			return storekit.CheckEmbeddingLease(g, "test", p)
 		}
 	}
-	jobWith := func(mutate func(*memorykit.JobLease)) func() error {
+	jobWith := func(mutate func(*storekit.JobLease)) func() error {
 		return func() error {
 			p := job
 			mutate(&p)
@@ -308,35 +308,35 @@ func TestLeaseChecks(t *testing.T) {
 		{"ttl below precision", func() error { return storekit.CheckLeaseTTL("test", time.Nanosecond) }, memorykit.ErrInvalidInput, "ttl", "below_precision"},
 		{"max zero", func() error { return storekit.CheckLeaseMax(g, "test", 0) }, memorykit.ErrInvalidInput, "max", "must_be_positive"},
 		{"max above", func() error { return storekit.CheckLeaseMax(g, "test", 11) }, memorykit.ErrInvalidInput, "max", "above_max_list_size"},
-		{"embedding profile", embWith(func(p *memorykit.EmbeddingLease) { p.Profile = "" }), memorykit.ErrInvalidInput, "profile", "bad_length"},
-		{"embedding worker", embWith(func(p *memorykit.EmbeddingLease) { p.WorkerID = "" }), memorykit.ErrInvalidInput, "worker_id", "empty"},
-		{"embedding ttl", embWith(func(p *memorykit.EmbeddingLease) { p.TTL = 0 }), memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
-		{"embedding max", embWith(func(p *memorykit.EmbeddingLease) { p.Max = 0 }), memorykit.ErrInvalidInput, "max", "must_be_positive"},
-		{"job worker", jobWith(func(p *memorykit.JobLease) { p.WorkerID = "a b" }), memorykit.ErrInvalidInput, "worker_id", "bad_character"},
-		{"job ttl", jobWith(func(p *memorykit.JobLease) { p.TTL = time.Nanosecond }), memorykit.ErrInvalidInput, "ttl", "below_precision"},
-		{"job max", jobWith(func(p *memorykit.JobLease) { p.Max = 11 }), memorykit.ErrInvalidInput, "max", "above_max_list_size"},
+		{"embedding profile", embWith(func(p *storekit.EmbeddingLease) { p.Profile = "" }), memorykit.ErrInvalidInput, "profile", "bad_length"},
+		{"embedding worker", embWith(func(p *storekit.EmbeddingLease) { p.WorkerID = "" }), memorykit.ErrInvalidInput, "worker_id", "empty"},
+		{"embedding ttl", embWith(func(p *storekit.EmbeddingLease) { p.TTL = 0 }), memorykit.ErrInvalidInput, "ttl", "must_be_positive"},
+		{"embedding max", embWith(func(p *storekit.EmbeddingLease) { p.Max = 0 }), memorykit.ErrInvalidInput, "max", "must_be_positive"},
+		{"job worker", jobWith(func(p *storekit.JobLease) { p.WorkerID = "a b" }), memorykit.ErrInvalidInput, "worker_id", "bad_character"},
+		{"job ttl", jobWith(func(p *storekit.JobLease) { p.TTL = time.Nanosecond }), memorykit.ErrInvalidInput, "ttl", "below_precision"},
+		{"job max", jobWith(func(p *storekit.JobLease) { p.Max = 11 }), memorykit.ErrInvalidInput, "max", "above_max_list_size"},
 	})
 }
 
 func TestCheckEmbeddingPutAndRelease(t *testing.T) {
 	t.Parallel()
 	scope := testScope(t)
-	put := memorykit.EmbeddingPut{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, Vector: []float32{1}, WorkerID: "w1"}
+	put := storekit.EmbeddingPut{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, Vector: []float32{1}, WorkerID: "w1"}
 	if err := storekit.CheckEmbeddingPut("test", put, 0); err != nil {
 		t.Fatalf("valid put: %v", err)
 	}
-	rel := memorykit.EmbeddingRelease{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
+	rel := storekit.EmbeddingRelease{Scope: scope, RecordID: "r1", Profile: "p", ContentHash: goodHash, WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
 	if err := storekit.CheckEmbeddingRelease("test", rel); err != nil {
 		t.Fatalf("valid release: %v", err)
 	}
-	putWith := func(maxDims int, mutate func(*memorykit.EmbeddingPut)) func() error {
+	putWith := func(maxDims int, mutate func(*storekit.EmbeddingPut)) func() error {
 		return func() error {
 			p := put
 			mutate(&p)
 			return storekit.CheckEmbeddingPut("test", p, maxDims)
 		}
 	}
-	relWith := func(mutate func(*memorykit.EmbeddingRelease)) func() error {
+	relWith := func(mutate func(*storekit.EmbeddingRelease)) func() error {
 		return func() error {
 			r := rel
 			mutate(&r)
@@ -344,19 +344,19 @@ func TestCheckEmbeddingPutAndRelease(t *testing.T) {
 		}
 	}
 	runRejections(t, []rejection{
-		{"put scope", putWith(0, func(p *memorykit.EmbeddingPut) { p.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
-		{"put record id", putWith(0, func(p *memorykit.EmbeddingPut) { p.RecordID = "" }), memorykit.ErrInvalidInput, "record_id", "empty"},
-		{"put profile", putWith(0, func(p *memorykit.EmbeddingPut) { p.Profile = "a b" }), memorykit.ErrInvalidInput, "profile", "bad_character"},
-		{"put hash", putWith(0, func(p *memorykit.EmbeddingPut) { p.ContentHash = "sha256:00" }), memorykit.ErrInvalidInput, "content_hash", "malformed"},
-		{"put worker", putWith(0, func(p *memorykit.EmbeddingPut) { p.WorkerID = "" }), memorykit.ErrInvalidInput, "worker_id", "empty"},
-		{"put vector", putWith(0, func(p *memorykit.EmbeddingPut) { p.Vector = nil }), memorykit.ErrInvalidInput, "vector", "empty"},
-		{"put dimensions", putWith(1, func(p *memorykit.EmbeddingPut) { p.Vector = []float32{1, 2} }), memorykit.ErrInvalidInput, "vector", "too_many_dimensions"},
-		{"release scope", relWith(func(r *memorykit.EmbeddingRelease) { r.Scope = memorykit.Scope{} }), memorykit.ErrInvalidScope, "tenant_id", "empty"},
-		{"release record id", relWith(func(r *memorykit.EmbeddingRelease) { r.RecordID = "a b" }), memorykit.ErrInvalidInput, "record_id", "bad_character"},
-		{"release profile", relWith(func(r *memorykit.EmbeddingRelease) { r.Profile = "" }), memorykit.ErrInvalidInput, "profile", "bad_length"},
-		{"release hash", relWith(func(r *memorykit.EmbeddingRelease) { r.ContentHash = "" }), memorykit.ErrInvalidInput, "content_hash", "malformed"},
-		{"release worker", relWith(func(r *memorykit.EmbeddingRelease) { r.WorkerID = "a b" }), memorykit.ErrInvalidInput, "worker_id", "bad_character"},
-		{"release reason", relWith(func(r *memorykit.EmbeddingRelease) { r.Reason = "Bad Reason" }), memorykit.ErrInvalidInput, "reason_code", "bad_character"},
+		{"put scope", putWith(0, func(p *storekit.EmbeddingPut) { p.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
+		{"put record id", putWith(0, func(p *storekit.EmbeddingPut) { p.RecordID = "" }), memorykit.ErrInvalidInput, "record_id", "empty"},
+		{"put profile", putWith(0, func(p *storekit.EmbeddingPut) { p.Profile = "a b" }), memorykit.ErrInvalidInput, "profile", "bad_character"},
+		{"put hash", putWith(0, func(p *storekit.EmbeddingPut) { p.ContentHash = "sha256:00" }), memorykit.ErrInvalidInput, "content_hash", "malformed"},
+		{"put worker", putWith(0, func(p *storekit.EmbeddingPut) { p.WorkerID = "" }), memorykit.ErrInvalidInput, "worker_id", "empty"},
+		{"put vector", putWith(0, func(p *storekit.EmbeddingPut) { p.Vector = nil }), memorykit.ErrInvalidInput, "vector", "empty"},
+		{"put dimensions", putWith(1, func(p *storekit.EmbeddingPut) { p.Vector = []float32{1, 2} }), memorykit.ErrInvalidInput, "vector", "too_many_dimensions"},
+		{"release scope", relWith(func(r *storekit.EmbeddingRelease) { r.Scope = memorykit.Scope{} }), memorykit.ErrInvalidScope, "tenant_id", "empty"},
+		{"release record id", relWith(func(r *storekit.EmbeddingRelease) { r.RecordID = "a b" }), memorykit.ErrInvalidInput, "record_id", "bad_character"},
+		{"release profile", relWith(func(r *storekit.EmbeddingRelease) { r.Profile = "" }), memorykit.ErrInvalidInput, "profile", "bad_length"},
+		{"release hash", relWith(func(r *storekit.EmbeddingRelease) { r.ContentHash = "" }), memorykit.ErrInvalidInput, "content_hash", "malformed"},
+		{"release worker", relWith(func(r *storekit.EmbeddingRelease) { r.WorkerID = "a b" }), memorykit.ErrInvalidInput, "worker_id", "bad_character"},
+		{"release reason", relWith(func(r *storekit.EmbeddingRelease) { r.Reason = "Bad Reason" }), memorykit.ErrInvalidInput, "reason_code", "bad_character"},
 	})
 }
 
@@ -364,22 +364,22 @@ func TestJobChecks(t *testing.T) {
 	t.Parallel()
 	g, scope := testGuard(t), testScope(t)
 	ctx := context.Background()
-	job := memorykit.NewJob{ID: "j1", Scope: scope, Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}
+	job := storekit.NewJob{ID: "j1", Scope: scope, Payload: "turn text", MaxAttempts: 3, MaxReaps: 3}
 	if err := storekit.CheckJob(g, "test", job); err != nil {
 		t.Fatalf("valid job: %v", err)
 	}
-	done := memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1}
+	done := storekit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1}
 	if err := storekit.CheckJobCompletion(g, "test", done); err != nil {
 		t.Fatalf("valid completion: %v", err)
 	}
-	fail := memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
+	fail := storekit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Reason: "timeout"}
 	if err := storekit.CheckJobFailure("test", fail); err != nil {
 		t.Fatalf("valid failure: %v", err)
 	}
 	if err := storekit.CheckJobHolder("test", "j1", "w1"); err != nil {
 		t.Fatalf("valid holder: %v", err)
 	}
-	jobWith := func(mutate func(*memorykit.NewJob)) func() error {
+	jobWith := func(mutate func(*storekit.NewJob)) func() error {
 		return func() error {
 			j := job
 			mutate(&j)
@@ -388,39 +388,39 @@ func TestJobChecks(t *testing.T) {
 	}
 	tooMany := make([]memorykit.NewRecord, validLimits().MaxListSize+1)
 	runRejections(t, []rejection{
-		{"job scope", jobWith(func(j *memorykit.NewJob) { j.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
-		{"job id", jobWith(func(j *memorykit.NewJob) { j.ID = "" }), memorykit.ErrInvalidInput, "id", "empty"},
-		{"job attempts", jobWith(func(j *memorykit.NewJob) { j.MaxAttempts = 0 }), memorykit.ErrInvalidInput, "max_attempts", "must_be_positive"},
-		{"job payload empty", jobWith(func(j *memorykit.NewJob) { j.Payload = "" }), memorykit.ErrInvalidInput, "payload", "empty"},
-		{"job payload long", jobWith(func(j *memorykit.NewJob) { j.Payload = strings.Repeat("p", 129) }), memorykit.ErrInvalidInput, "payload", "too_long"},
+		{"job scope", jobWith(func(j *storekit.NewJob) { j.Scope = badScope }), memorykit.ErrInvalidScope, "subject_type", "user_scope_not_supported"},
+		{"job id", jobWith(func(j *storekit.NewJob) { j.ID = "" }), memorykit.ErrInvalidInput, "id", "empty"},
+		{"job attempts", jobWith(func(j *storekit.NewJob) { j.MaxAttempts = 0 }), memorykit.ErrInvalidInput, "max_attempts", "must_be_positive"},
+		{"job payload empty", jobWith(func(j *storekit.NewJob) { j.Payload = "" }), memorykit.ErrInvalidInput, "payload", "empty"},
+		{"job payload long", jobWith(func(j *storekit.NewJob) { j.Payload = strings.Repeat("p", 129) }), memorykit.ErrInvalidInput, "payload", "too_long"},
 		{"holder job id", func() error { return storekit.CheckJobHolder("test", "", "w1") }, memorykit.ErrInvalidInput, "job_id", "empty"},
 		{"holder worker id", func() error { return storekit.CheckJobHolder("test", "j1", "a b") }, memorykit.ErrInvalidInput, "worker_id", "bad_character"},
 		{"completion job id", func() error {
-			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "a b", WorkerID: "w1"})
+			return storekit.CheckJobCompletion(g, "test", storekit.JobCompletion{JobID: "a b", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "job_id", "bad_character"},
 		{"completion worker id", func() error {
-			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "j1"})
+			return storekit.CheckJobCompletion(g, "test", storekit.JobCompletion{JobID: "j1"})
 		}, memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"completion size", func() error {
-			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Candidates: tooMany})
+			return storekit.CheckJobCompletion(g, "test", storekit.JobCompletion{JobID: "j1", WorkerID: "w1", LeaseToken: 1, Candidates: tooMany})
 		}, memorykit.ErrInvalidInput, "candidates", "above_max_list_size"},
 		{"completion lease token", func() error {
-			return storekit.CheckJobCompletion(g, "test", memorykit.JobCompletion{JobID: "j1", WorkerID: "w1"})
+			return storekit.CheckJobCompletion(g, "test", storekit.JobCompletion{JobID: "j1", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"failure lease token", func() error {
-			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "x"})
+			return storekit.CheckJobFailure("test", storekit.JobFailure{JobID: "j1", WorkerID: "w1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"release lease token", func() error {
-			return storekit.CheckJobRelease("test", memorykit.JobRelease{JobID: "j1", WorkerID: "w1"})
+			return storekit.CheckJobRelease("test", storekit.JobRelease{JobID: "j1", WorkerID: "w1"})
 		}, memorykit.ErrInvalidInput, "lease_token", "must_be_positive"},
 		{"failure job id", func() error {
-			return storekit.CheckJobFailure("test", memorykit.JobFailure{WorkerID: "w1", Reason: "x"})
+			return storekit.CheckJobFailure("test", storekit.JobFailure{WorkerID: "w1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "job_id", "empty"},
 		{"failure worker id", func() error {
-			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", Reason: "x"})
+			return storekit.CheckJobFailure("test", storekit.JobFailure{JobID: "j1", Reason: "x"})
 		}, memorykit.ErrInvalidInput, "worker_id", "empty"},
 		{"failure reason", func() error {
-			return storekit.CheckJobFailure("test", memorykit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1})
+			return storekit.CheckJobFailure("test", storekit.JobFailure{JobID: "j1", WorkerID: "w1", LeaseToken: 1})
 		}, memorykit.ErrInvalidInput, "reason_code", "bad_length"},
 	})
 

@@ -1,14 +1,29 @@
-// Package storekit is the toolkit for writing a memorykit store: the
-// checks every Store method runs on its arguments before it reads or
-// writes anything, the record lifecycle as data, the full-text ranking
-// rule, and the small deterministic helpers (batch timestamps, record IDs,
-// content hashes, erase scrubbing) that make two stores behave the same.
+// Package storekit is the toolkit for writing a memorykit store. It holds
 //
-// A Host never needs this package. It builds a [memorykit.WriteGuard]
-// with [memorykit.NewWriteGuard] and hands it to a store's Config; the
-// store then calls the functions here with that guard. Only store
-// implementations (memorystore, pgstore, a third-party store) and their
-// conformance suite (storetest) import storekit.
+//   - the ports a store implements: [Store] and its parts
+//     ([LifecycleStore], [RecallStore], [EmbeddingStore], [JobStore]) with
+//     their argument and result types, and the optional [Purger],
+//     [BatchCreator], [EmbeddingBatchPutter] and [ScopedPendingCounter];
+//   - the checks every Store method runs on its arguments before it reads
+//     or writes anything ([ValidateID], [CheckReason], [CheckList], ...),
+//     and the record lifecycle as data;
+//   - the text rules two stores must share: key canonicalisation
+//     ([NormalizeKey]), full-text terms ([SearchTerms], [IndexTerms],
+//     [ExactKeys]), the ranking rules ([FullTextRule], [FuseRRF]);
+//   - the small deterministic helpers (job and candidate IDs, batch
+//     timestamps, record IDs, content hashes, erase scrubbing, purge report
+//     digests) that make two stores behave the same;
+//   - [Contain] and [PrefixField], which turn an error from a part the
+//     caller does not own into a content-free *memorykit.Error.
+//
+// A Host wiring a store needs little here: it builds a
+// [memorykit.WriteGuard] with [memorykit.NewWriteGuard], hands it to a
+// store's Config, and passes the store (a [Store]) to the runtime. At its
+// own API boundary a Host may reuse the checks ([ValidateID], [IsBlank],
+// [CheckReasonCode]) to refuse early what the stores would refuse, as
+// examples/host-api does. Store implementations (memorystore, sqlitestore,
+// pgstore, a third-party store), their conformance suite (storetest),
+// adapters and memorykit's own packages are the main users.
 //
 // # Where the WriteGuard lives
 //

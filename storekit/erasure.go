@@ -18,11 +18,11 @@ func PurgingError(op string) error {
 }
 
 // ScrubReason is what erase keeps of a revision's reason: the reason when
-// it is a reason code (memorykit.CheckReasonCode), else the empty string.
+// it is a reason code (CheckReasonCode), else the empty string.
 // Free-text reasons may quote the memory itself, so they do not survive
 // erase.
 func ScrubReason(reason string) string {
-	if reason != "" && memorykit.CheckReasonCode("", reason) == nil {
+	if reason != "" && CheckReasonCode("", reason) == nil {
 		return reason
 	}
 	return ""
@@ -31,17 +31,17 @@ func ScrubReason(reason string) string {
 // ErasureJobIDs returns the extraction jobs an erase of rec must scrub,
 // sorted and without repeats: the job of every unit of Host work a source
 // of the record or of any of its revisions refers to
-// (memorykit.ExtractionJobID(scope, source.Ref)), and the job that
+// (ExtractionJobID(scope, source.Ref)), and the job that
 // proposed the record, read from its creating revision
-// (memorykit.ExtractionCandidateReason). revs are the record's revisions
+// (ExtractionCandidateReason). revs are the record's revisions
 // before erase.
-func ErasureJobIDs(rec memorykit.Record, revs []memorykit.Revision) []string {
-	prefix := memorykit.ExtractionCandidateReason("")
+func ErasureJobIDs(rec memorykit.Record, revs []Revision) []string {
+	prefix := ExtractionCandidateReason("")
 	set := make(map[string]bool)
 	add := func(src []memorykit.Source) {
 		for _, s := range src {
 			if s.Ref != "" {
-				set[memorykit.ExtractionJobID(rec.Scope, s.Ref)] = true
+				set[ExtractionJobID(rec.Scope, s.Ref)] = true
 			}
 		}
 	}
@@ -49,7 +49,7 @@ func ErasureJobIDs(rec memorykit.Record, revs []memorykit.Revision) []string {
 	for _, v := range revs {
 		add(v.Sources)
 		if v.Action == memorykit.ActionCreate && strings.HasPrefix(v.Reason, prefix) {
-			if id := v.Reason[len(prefix):]; memorykit.ValidateID("", "job", id) == nil {
+			if id := v.Reason[len(prefix):]; ValidateID("", "job", id) == nil {
 				set[id] = true
 			}
 		}
@@ -79,7 +79,7 @@ func DropErasedProposals(k *memorykit.TombstoneKeyer, scope memorykit.Scope, era
 	}
 	out := make([]memorykit.NewRecord, 0, len(in))
 	for _, c := range in {
-		if !drop[k.Digest(scope, memorykit.NormalizeKey(c.Key))] {
+		if !drop[k.Digest(scope, NormalizeKey(c.Key))] {
 			out = append(out, c)
 		}
 	}
@@ -90,7 +90,7 @@ func DropErasedProposals(k *memorykit.TombstoneKeyer, scope memorykit.Scope, era
 // may quote, lower-cased, without repeats or empty strings: the record's
 // key and the content of the record and of every revision. revs are the
 // record's revisions before erase. See PayloadQuotes.
-func ErasedTexts(rec memorykit.Record, revs []memorykit.Revision) []string {
+func ErasedTexts(rec memorykit.Record, revs []Revision) []string {
 	set := map[string]bool{}
 	add := func(s string) {
 		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
@@ -112,7 +112,7 @@ func ErasedTexts(rec memorykit.Record, revs []memorykit.Revision) []string {
 
 // PayloadQuotes reports whether payload holds any of texts (ErasedTexts),
 // ignoring case: such an unfinished job is finished by erase as a failed
-// tombstone with reason memorykit.ReasonErasedContent, so the text does
+// tombstone with reason ReasonErasedContent, so the text does
 // not outlive the erase in the job until a worker runs it.
 func PayloadQuotes(payload string, texts []string) bool {
 	if payload == "" || len(texts) == 0 {

@@ -20,15 +20,15 @@ func TestScrubReasonKeepsOnlyCodes(t *testing.T) {
 func TestErasureJobIDs(t *testing.T) {
 	scope, _ := memorykit.ProjectScope("acme", "apollo")
 	rec := memorykit.Record{Scope: scope, Sources: []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-2"}}}
-	revs := []memorykit.Revision{
-		{Action: memorykit.ActionCreate, Reason: memorykit.ExtractionCandidateReason("job_abc")},
+	revs := []storekit.Revision{
+		{Action: memorykit.ActionCreate, Reason: storekit.ExtractionCandidateReason("job_abc")},
 		{Action: memorykit.ActionCorrect, Sources: []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-3"}}},
 		{Action: memorykit.ActionForget, Reason: "extraction job not-a-create"},
 	}
 	got := storekit.ErasureJobIDs(rec, revs)
 	want := map[string]bool{
-		memorykit.ExtractionJobID(scope, "run-1/turn-2"): true,
-		memorykit.ExtractionJobID(scope, "run-1/turn-3"): true,
+		storekit.ExtractionJobID(scope, "run-1/turn-2"): true,
+		storekit.ExtractionJobID(scope, "run-1/turn-3"): true,
 		"job_abc": true,
 	}
 	if len(got) != len(want) {

@@ -7,7 +7,7 @@ import (
 )
 
 // FullTextCandidate is a record that shares at least one term
-// (memorykit.SearchTerms against memorykit.IndexTerms) with a query.
+// (SearchTerms against IndexTerms) with a query.
 type FullTextCandidate struct {
 	ID string
 	// Matched is how many distinct query terms the record contains.

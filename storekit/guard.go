@@ -22,31 +22,31 @@ func CheckActiveKey(g *memorykit.WriteGuard, op string, scope memorykit.Scope, k
 
 // CheckList validates a List filter and returns it with its key
 // canonicalised.
-func CheckList(g *memorykit.WriteGuard, op string, f memorykit.ListFilter) (memorykit.ListFilter, error) {
+func CheckList(g *memorykit.WriteGuard, op string, f ListFilter) (ListFilter, error) {
 	if err := f.Scope.Validate(); err != nil {
-		return memorykit.ListFilter{}, err
+		return ListFilter{}, err
 	}
 	if err := checkListLimit(g, op, f.Limit); err != nil {
-		return memorykit.ListFilter{}, err
+		return ListFilter{}, err
 	}
 	for _, st := range f.Statuses {
 		if !st.Valid() {
-			return memorykit.ListFilter{}, memorykit.FieldError(op, "statuses", "unknown")
+			return ListFilter{}, memorykit.FieldError(op, "statuses", "unknown")
 		}
 	}
 	if f.Kind != "" && !f.Kind.Valid() {
-		return memorykit.ListFilter{}, memorykit.FieldError(op, "kind", "unknown")
+		return ListFilter{}, memorykit.FieldError(op, "kind", "unknown")
 	}
 	if f.Key != "" {
 		k, err := g.CheckKey(op, f.Key)
 		if err != nil {
-			return memorykit.ListFilter{}, err
+			return ListFilter{}, err
 		}
 		f.Key = k
 	}
 	if f.AfterID != "" {
-		if err := memorykit.ValidateID(op, "after_id", f.AfterID); err != nil {
-			return memorykit.ListFilter{}, err
+		if err := ValidateID(op, "after_id", f.AfterID); err != nil {
+			return ListFilter{}, err
 		}
 	}
 	return f, nil
@@ -73,7 +73,7 @@ func checkListLimit(g *memorykit.WriteGuard, op string, n int) error {
 // canonicalised, in item order, with copies of their metadata and
 // sources, so what a store keeps is exactly what was validated. Errors
 // carry the item's position (see BatchItemError).
-func CheckBatch(ctx context.Context, g *memorykit.WriteGuard, op string, items []memorykit.BatchItem, maxDims int) ([]memorykit.NewRecord, error) {
+func CheckBatch(ctx context.Context, g *memorykit.WriteGuard, op string, items []BatchItem, maxDims int) ([]memorykit.NewRecord, error) {
 	if err := CheckBatchSize(g, op, len(items)); err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func CheckBatch(ctx context.Context, g *memorykit.WriteGuard, op string, items [
 			if in.Status != memorykit.StatusActive {
 				return nil, BatchItemError(i, memorykit.FieldError(op, "embedding", "record_not_active"))
 			}
-			if err := memorykit.ValidateProfile(op, emb.Profile); err != nil {
+			if err := ValidateProfile(op, emb.Profile); err != nil {
 				return nil, BatchItemError(i, err)
 			}
 			if err := CheckVector(op, "embedding.vector", emb.Vector, maxDims); err != nil {
@@ -134,7 +134,7 @@ func copyBody(in memorykit.NewRecord) memorykit.NewRecord {
 // given (the store looks them up before calling): the common fields
 // (CheckTransition), the reason and the new body, which the Host's
 // ContentValidator sees.
-func CheckCorrection(ctx context.Context, g *memorykit.WriteGuard, op string, kind memorykit.Kind, key string, c memorykit.Correction) error {
+func CheckCorrection(ctx context.Context, g *memorykit.WriteGuard, op string, kind memorykit.Kind, key string, c Correction) error {
 	if err := CheckTransition(op, c.Transition); err != nil {
 		return err
 	}
@@ -153,18 +153,18 @@ func CheckCorrection(ctx context.Context, g *memorykit.WriteGuard, op string, ki
 // then the reason as [memorykit.WriteGuard.CheckActionReason] does. Stores
 // call it before they read or write anything, so a refused action changes
 // nothing.
-func CheckAction(ctx context.Context, g *memorykit.WriteGuard, op string, action memorykit.Action, t memorykit.Transition) error {
+func CheckAction(ctx context.Context, g *memorykit.WriteGuard, op string, action memorykit.Action, t Transition) error {
 	if err := CheckTransition(op, t); err != nil {
 		return err
 	}
-	return g.CheckActionReason(ctx, op, action, t)
+	return g.CheckActionReason(ctx, op, action, t.Scope, t.Actor, t.Reason)
 }
 
 // CheckEmbeddingLease validates a LeaseEmbeddings call: profile, optional
 // Scope, worker ID, TTL (positive, at least a microsecond) and batch size
 // (1..Limits.MaxListSize, field "max").
-func CheckEmbeddingLease(g *memorykit.WriteGuard, op string, p memorykit.EmbeddingLease) error {
-	if err := memorykit.ValidateProfile(op, p.Profile); err != nil {
+func CheckEmbeddingLease(g *memorykit.WriteGuard, op string, p EmbeddingLease) error {
+	if err := ValidateProfile(op, p.Profile); err != nil {
 		return err
 	}
 	if p.Scope != nil {
@@ -177,12 +177,12 @@ func CheckEmbeddingLease(g *memorykit.WriteGuard, op string, p memorykit.Embeddi
 
 // CheckJobLease validates a LeaseJobs call: worker ID, TTL and batch size
 // as CheckEmbeddingLease checks them.
-func CheckJobLease(g *memorykit.WriteGuard, op string, p memorykit.JobLease) error {
+func CheckJobLease(g *memorykit.WriteGuard, op string, p JobLease) error {
 	return checkLease(g, op, p.WorkerID, p.TTL, p.Max)
 }
 
 func checkLease(g *memorykit.WriteGuard, op, workerID string, ttl time.Duration, max int) error {
-	if err := memorykit.ValidateID(op, "worker_id", workerID); err != nil {
+	if err := ValidateID(op, "worker_id", workerID); err != nil {
 		return err
 	}
 	if err := checkLeaseTTL(op, ttl); err != nil {
@@ -217,13 +217,13 @@ func checkLeaseMax(g *memorykit.WriteGuard, op string, max int) error {
 
 // CheckJob validates an EnqueueJob call: the Scope, the job ID, a positive
 // MaxAttempts and MaxReaps, the run reference when given
-// ([memorykit.CheckRunRef]), and the payload
+// ([CheckRunRef]), and the payload
 // ([memorykit.WriteGuard.CheckPayload]).
-func CheckJob(g *memorykit.WriteGuard, op string, j memorykit.NewJob) error {
+func CheckJob(g *memorykit.WriteGuard, op string, j NewJob) error {
 	if err := j.Scope.Validate(); err != nil {
 		return err
 	}
-	if err := memorykit.ValidateID(op, "id", j.ID); err != nil {
+	if err := ValidateID(op, "id", j.ID); err != nil {
 		return err
 	}
 	if j.MaxAttempts <= 0 {
@@ -233,7 +233,7 @@ func CheckJob(g *memorykit.WriteGuard, op string, j memorykit.NewJob) error {
 		return memorykit.FieldError(op, "max_reaps", "must_be_positive")
 	}
 	if j.RunRef != "" {
-		if err := memorykit.CheckRunRef(op, j.RunRef); err != nil {
+		if err := CheckRunRef(op, j.RunRef); err != nil {
 			return err
 		}
 	}
@@ -244,7 +244,7 @@ func CheckJob(g *memorykit.WriteGuard, op string, j memorykit.NewJob) error {
 // the job and worker IDs, the lease token and at most Limits.MaxListSize
 // candidates. Each candidate is checked with CheckCandidate once the job's
 // Scope is known.
-func CheckJobCompletion(g *memorykit.WriteGuard, op string, c memorykit.JobCompletion) error {
+func CheckJobCompletion(g *memorykit.WriteGuard, op string, c JobCompletion) error {
 	if err := checkJobHolder(op, c.JobID, c.WorkerID); err != nil {
 		return err
 	}

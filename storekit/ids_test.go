@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/storekit"
 )
 
 func TestNewRecordIDAndContentHash(t *testing.T) {
 	t.Parallel()
-	if id := storekit.NewRecordID(time.Now()); memorykit.ValidateID("t", "id", id) != nil {
+	if id := storekit.NewRecordID(time.Now()); storekit.ValidateID("t", "id", id) != nil {
 		t.Errorf("generated id %q invalid", id)
 	}
 	if storekit.NewRecordID(time.Unix(1, 0)) >= storekit.NewRecordID(time.Unix(2, 0)) {

@@ -81,7 +81,7 @@ func (r LifecycleRule) Target(current memorykit.Status) memorykit.Status {
 // ErrVersionConflict (reason "version_mismatch"), and a status the rule
 // does not start from is ErrInvalidTransition (reason "from_" followed by
 // the status). It does not validate t itself; see CheckTransition.
-func (r LifecycleRule) Check(op string, t memorykit.Transition, rec memorykit.Record) error {
+func (r LifecycleRule) Check(op string, t Transition, rec memorykit.Record) error {
 	if t.ExpectVersion != 0 && t.ExpectVersion != rec.Version {
 		return memorykit.NewError(op, memorykit.ErrVersionConflict, "version_mismatch")
 	}

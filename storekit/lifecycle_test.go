@@ -74,17 +74,17 @@ func TestLifecycleRuleFromIsACopy(t *testing.T) {
 func TestLifecycleRuleCheck(t *testing.T) {
 	t.Parallel()
 	rec := memorykit.Record{ID: "r1", Status: memorykit.StatusActive, Version: 3}
-	if err := storekit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 0}, rec); err != nil {
+	if err := storekit.RuleForget.Check("test", storekit.Transition{ExpectVersion: 0}, rec); err != nil {
 		t.Fatalf("no expected version: %v", err)
 	}
-	if err := storekit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 3}, rec); err != nil {
+	if err := storekit.RuleForget.Check("test", storekit.Transition{ExpectVersion: 3}, rec); err != nil {
 		t.Fatalf("matching version: %v", err)
 	}
-	err := storekit.RuleForget.Check("test", memorykit.Transition{ExpectVersion: 2}, rec)
+	err := storekit.RuleForget.Check("test", storekit.Transition{ExpectVersion: 2}, rec)
 	wantError(t, err, memorykit.ErrVersionConflict, "", "version_mismatch")
-	err = storekit.RuleActivate.Check("test", memorykit.Transition{}, rec)
+	err = storekit.RuleActivate.Check("test", storekit.Transition{}, rec)
 	wantError(t, err, memorykit.ErrInvalidTransition, "", "from_active")
 	// The version is checked before the status.
-	err = storekit.RuleActivate.Check("test", memorykit.Transition{ExpectVersion: 9}, rec)
+	err = storekit.RuleActivate.Check("test", storekit.Transition{ExpectVersion: 9}, rec)
 	wantError(t, err, memorykit.ErrVersionConflict, "", "version_mismatch")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // secretToken marks content in the bad-input cases; no error message may
@@ -63,7 +64,7 @@ func badScopes() map[string]memorykit.Scope {
 		"tenant with a space":  {TenantID: "tenant a", SubjectType: memorykit.SubjectProject, SubjectID: "project-1"},
 		"unknown subject type": {TenantID: "tenant-a", SubjectType: "team", SubjectID: "project-1"},
 		"empty subject":        {TenantID: "tenant-a", SubjectType: memorykit.SubjectProject},
-		"subject too long":     {TenantID: "tenant-a", SubjectType: memorykit.SubjectProject, SubjectID: strings.Repeat("p", memorykit.MaxIDBytes+1)},
+		"subject too long":     {TenantID: "tenant-a", SubjectType: memorykit.SubjectProject, SubjectID: strings.Repeat("p", storekit.MaxIDBytes+1)},
 	}
 }
 
@@ -85,7 +86,7 @@ var badIDs = map[string]string{
 	"space":       "mem 1",
 	"slash":       "mem/1",
 	"non-ASCII":   "mém-1",
-	"too long":    strings.Repeat("m", memorykit.MaxIDBytes+1),
+	"too long":    strings.Repeat("m", storekit.MaxIDBytes+1),
 	"NUL":         "mem\x00",
 	"invalid UTF": "mem\xff",
 }
@@ -168,7 +169,7 @@ func badNewRecords(e *env) []badNew {
 	add("reason invalid UTF-8", errInput, func(in *memorykit.NewRecord) { in.Reason = secretToken + "\xff" })
 	add("reason NUL", errInput, func(in *memorykit.NewRecord) { in.Reason = secretToken + "\x00" })
 	add("reason too long", errInput, func(in *memorykit.NewRecord) {
-		in.Reason = secretToken + strings.Repeat("r", memorykit.MaxReasonBytes)
+		in.Reason = secretToken + strings.Repeat("r", storekit.MaxReasonBytes)
 	})
 	add("unknown kind", errInput, func(in *memorykit.NewRecord) { in.Kind = "rumour" })
 	add("empty kind", errInput, func(in *memorykit.NewRecord) { in.Kind = "" })
@@ -216,45 +217,45 @@ func badNewRecords(e *env) []badNew {
 func testBadCorrect(t *testing.T, e *env) {
 	r := e.create(e.active(memorykit.KindFact, "target", "original content"))
 	l := Limits()
-	base := func() memorykit.Correction {
-		return memorykit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "corrected " + secretToken,
+	base := func() storekit.Correction {
+		return storekit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "corrected " + secretToken,
 			Sources: []memorykit.Source{{Kind: "review", Ref: "pr-1"}}, Metadata: map[string]string{"k": "v"}}
 	}
 	var cases []badCase
-	add := func(name string, want error, mutate func(*memorykit.Correction)) {
+	add := func(name string, want error, mutate func(*storekit.Correction)) {
 		c := base()
 		mutate(&c)
 		cases = append(cases, badCase{name, want, func() error { _, err := e.s.Correct(e.ctx, c); return err }})
 	}
-	add("content empty", errInput, func(c *memorykit.Correction) { c.Content = "" })
+	add("content empty", errInput, func(c *storekit.Correction) { c.Content = "" })
 	for name, blank := range blankContents {
-		add("content blank "+name, errInput, func(c *memorykit.Correction) { c.Content = blank })
+		add("content blank "+name, errInput, func(c *storekit.Correction) { c.Content = blank })
 	}
-	add("content too long", errInput, func(c *memorykit.Correction) { c.Content = secretToken + strings.Repeat("x", l.MaxContentBytes) })
-	add("content NUL", errInput, func(c *memorykit.Correction) { c.Content = secretToken + "\x00" })
-	add("content invalid UTF-8", errInput, func(c *memorykit.Correction) { c.Content = secretToken + "\xc3\x28" })
-	add("validator rejects content", errInput, func(c *memorykit.Correction) { c.Content = RejectMarker })
-	add("validator rejects source", errInput, func(c *memorykit.Correction) { c.Sources[0].Ref = RejectMarker })
-	add("metadata too many entries", errInput, func(c *memorykit.Correction) {
+	add("content too long", errInput, func(c *storekit.Correction) { c.Content = secretToken + strings.Repeat("x", l.MaxContentBytes) })
+	add("content NUL", errInput, func(c *storekit.Correction) { c.Content = secretToken + "\x00" })
+	add("content invalid UTF-8", errInput, func(c *storekit.Correction) { c.Content = secretToken + "\xc3\x28" })
+	add("validator rejects content", errInput, func(c *storekit.Correction) { c.Content = RejectMarker })
+	add("validator rejects source", errInput, func(c *storekit.Correction) { c.Sources[0].Ref = RejectMarker })
+	add("metadata too many entries", errInput, func(c *storekit.Correction) {
 		for i := 0; i <= l.MaxMetadataEntries; i++ {
 			c.Metadata[string(rune('a'+i))] = "v"
 		}
 	})
-	add("metadata value NUL", errInput, func(c *memorykit.Correction) { c.Metadata["k"] = "\x00" })
-	add("sources too many", errInput, func(c *memorykit.Correction) {
+	add("metadata value NUL", errInput, func(c *storekit.Correction) { c.Metadata["k"] = "\x00" })
+	add("sources too many", errInput, func(c *storekit.Correction) {
 		for i := 0; i < l.MaxSources; i++ {
 			c.Sources = append(c.Sources, memorykit.Source{Kind: "doc", Ref: "r"})
 		}
 	})
-	add("source ref invalid UTF-8", errInput, func(c *memorykit.Correction) { c.Sources[0].Ref = "\xff" })
-	add("reason NUL", errInput, func(c *memorykit.Correction) { c.Reason = "why\x00" })
-	add("bad actor", errInput, func(c *memorykit.Correction) { c.Actor = memorykit.Actor{Kind: "ghost", ID: "x"} })
-	add("negative expect version", errInput, func(c *memorykit.Correction) { c.ExpectVersion = -1 })
+	add("source ref invalid UTF-8", errInput, func(c *storekit.Correction) { c.Sources[0].Ref = "\xff" })
+	add("reason NUL", errInput, func(c *storekit.Correction) { c.Reason = "why\x00" })
+	add("bad actor", errInput, func(c *storekit.Correction) { c.Actor = memorykit.Actor{Kind: "ghost", ID: "x"} })
+	add("negative expect version", errInput, func(c *storekit.Correction) { c.ExpectVersion = -1 })
 	for name, id := range badIDs {
-		add("id "+name, errInput, func(c *memorykit.Correction) { c.ID = id })
+		add("id "+name, errInput, func(c *storekit.Correction) { c.ID = id })
 	}
 	for name, s := range badScopes() {
-		add("scope "+name, errScope, func(c *memorykit.Correction) { c.Scope = s })
+		add("scope "+name, errScope, func(c *storekit.Correction) { c.Scope = s })
 	}
 	e.refuseAll(t, cases)
 }
@@ -267,22 +268,22 @@ func testBadTransitions(t *testing.T, e *env) {
 	targets := map[string]string{"Activate": c.ID, "Reject": c.ID, "Forget": a.ID, "Erase": in.ID}
 	var cases []badCase
 	for _, act := range []action{actActivate, actReject, actForget, actErase} {
-		add := func(name string, want error, mutate func(*memorykit.Transition)) {
+		add := func(name string, want error, mutate func(*storekit.Transition)) {
 			x := tr(e.scope, targets[act.name], reviewer)
 			mutate(&x)
 			cases = append(cases, badCase{act.name + " " + name, want, func() error { _, err := act.do(e.ctx, e.s, x); return err }})
 		}
-		add("reason invalid UTF-8", errInput, func(x *memorykit.Transition) { x.Reason = "\xff" })
-		add("reason NUL", errInput, func(x *memorykit.Transition) { x.Reason = "a\x00b" })
-		add("reason too long", errInput, func(x *memorykit.Transition) { x.Reason = strings.Repeat("r", memorykit.MaxReasonBytes+1) })
-		add("actor unknown kind", errInput, func(x *memorykit.Transition) { x.Actor.Kind = "" })
-		add("actor bad id", errInput, func(x *memorykit.Transition) { x.Actor.ID = "a b" })
-		add("negative expect version", errInput, func(x *memorykit.Transition) { x.ExpectVersion = -3 })
+		add("reason invalid UTF-8", errInput, func(x *storekit.Transition) { x.Reason = "\xff" })
+		add("reason NUL", errInput, func(x *storekit.Transition) { x.Reason = "a\x00b" })
+		add("reason too long", errInput, func(x *storekit.Transition) { x.Reason = strings.Repeat("r", storekit.MaxReasonBytes+1) })
+		add("actor unknown kind", errInput, func(x *storekit.Transition) { x.Actor.Kind = "" })
+		add("actor bad id", errInput, func(x *storekit.Transition) { x.Actor.ID = "a b" })
+		add("negative expect version", errInput, func(x *storekit.Transition) { x.ExpectVersion = -3 })
 		for name, id := range badIDs {
-			add("id "+name, errInput, func(x *memorykit.Transition) { x.ID = id })
+			add("id "+name, errInput, func(x *storekit.Transition) { x.ID = id })
 		}
 		for name, s := range badScopes() {
-			add("scope "+name, errScope, func(x *memorykit.Transition) { x.Scope = s })
+			add("scope "+name, errScope, func(x *storekit.Transition) { x.Scope = s })
 		}
 	}
 	e.refuseAll(t, cases)
@@ -292,23 +293,23 @@ func testBadReads(t *testing.T, e *env) {
 	r := e.create(e.active(memorykit.KindFact, "k", "v"))
 	j := e.enqueue("turn-1", 2)
 	max := Limits().MaxListSize
-	list := func(f memorykit.ListFilter) func() error {
+	list := func(f storekit.ListFilter) func() error {
 		return func() error { _, err := e.s.List(e.ctx, f); return err }
 	}
-	ok := memorykit.ListFilter{Scope: e.scope, Limit: 5}
-	with := func(mutate func(*memorykit.ListFilter)) memorykit.ListFilter {
+	ok := storekit.ListFilter{Scope: e.scope, Limit: 5}
+	with := func(mutate func(*storekit.ListFilter)) storekit.ListFilter {
 		f := ok
 		mutate(&f)
 		return f
 	}
 	cases := []badCase{
-		{"List limit 0", errInput, list(with(func(f *memorykit.ListFilter) { f.Limit = 0 }))},
-		{"List limit negative", errInput, list(with(func(f *memorykit.ListFilter) { f.Limit = -1 }))},
-		{"List limit above MaxListSize", errInput, list(with(func(f *memorykit.ListFilter) { f.Limit = max + 1 }))},
-		{"List unknown status", errInput, list(with(func(f *memorykit.ListFilter) { f.Statuses = []memorykit.Status{"bogus"} }))},
-		{"List unknown kind", errInput, list(with(func(f *memorykit.ListFilter) { f.Kind = "rumour" }))},
-		{"List key invalid UTF-8", errInput, list(with(func(f *memorykit.ListFilter) { f.Key = "\xff" }))},
-		{"List bad AfterID", errInput, list(with(func(f *memorykit.ListFilter) { f.AfterID = "mem 1" }))},
+		{"List limit 0", errInput, list(with(func(f *storekit.ListFilter) { f.Limit = 0 }))},
+		{"List limit negative", errInput, list(with(func(f *storekit.ListFilter) { f.Limit = -1 }))},
+		{"List limit above MaxListSize", errInput, list(with(func(f *storekit.ListFilter) { f.Limit = max + 1 }))},
+		{"List unknown status", errInput, list(with(func(f *storekit.ListFilter) { f.Statuses = []memorykit.Status{"bogus"} }))},
+		{"List unknown kind", errInput, list(with(func(f *storekit.ListFilter) { f.Kind = "rumour" }))},
+		{"List key invalid UTF-8", errInput, list(with(func(f *storekit.ListFilter) { f.Key = "\xff" }))},
+		{"List bad AfterID", errInput, list(with(func(f *storekit.ListFilter) { f.AfterID = "mem 1" }))},
 		{"FindActive unknown kind", errInput, func() error {
 			_, err := e.s.FindActive(e.ctx, e.scope, "rumour", "k")
 			return err
@@ -331,7 +332,7 @@ func testBadReads(t *testing.T, e *env) {
 				_, err := e.s.FindActive(e.ctx, s, memorykit.KindFact, "k")
 				return err
 			}},
-			badCase{"List scope " + name, errScope, list(with(func(f *memorykit.ListFilter) { f.Scope = s }))},
+			badCase{"List scope " + name, errScope, list(with(func(f *storekit.ListFilter) { f.Scope = s }))},
 			badCase{"GetJob scope " + name, errScope, func() error { _, err := e.s.GetJob(e.ctx, s, j.ID); return err }},
 		)
 	}
@@ -341,28 +342,28 @@ func testBadReads(t *testing.T, e *env) {
 func testBadRecall(t *testing.T, e *env) {
 	r := e.create(e.active(memorykit.KindFact, "k", "zebra"))
 	e.embed(r, "test/bad-v1", []float32{1, 0})
-	base := func() memorykit.RecallQuery {
+	base := func() storekit.RecallQuery {
 		q := query(e.scope)
 		q.ExactKeys, q.Terms = []string{"k"}, []string{"zebra"}
 		q.Vector, q.Profile = []float32{1, 0}, "test/bad-v1"
 		return q
 	}
 	var cases []badCase
-	add := func(name string, want error, mutate func(*memorykit.RecallQuery)) {
+	add := func(name string, want error, mutate func(*storekit.RecallQuery)) {
 		q := base()
 		mutate(&q)
 		cases = append(cases, badCase{name, want, func() error { _, err := e.s.Recall(e.ctx, q); return err }})
 	}
-	add("exact limit 0", errInput, func(q *memorykit.RecallQuery) { q.ExactLimit = 0 })
-	add("full-text limit 0", errInput, func(q *memorykit.RecallQuery) { q.FullTextLimit = 0 })
-	add("vector limit negative", errInput, func(q *memorykit.RecallQuery) { q.VectorLimit = -1 })
-	add("vector NaN", errInput, func(q *memorykit.RecallQuery) { q.Vector = []float32{float32(math.NaN()), 1} })
-	add("vector Inf", errInput, func(q *memorykit.RecallQuery) { q.Vector = []float32{float32(math.Inf(1)), 1} })
-	add("vector empty", errInput, func(q *memorykit.RecallQuery) { q.Vector = []float32{} })
-	add("vector with bad profile", errInput, func(q *memorykit.RecallQuery) { q.Profile = "bad profile" })
-	add("vector without profile", errInput, func(q *memorykit.RecallQuery) { q.Profile = "" })
+	add("exact limit 0", errInput, func(q *storekit.RecallQuery) { q.ExactLimit = 0 })
+	add("full-text limit 0", errInput, func(q *storekit.RecallQuery) { q.FullTextLimit = 0 })
+	add("vector limit negative", errInput, func(q *storekit.RecallQuery) { q.VectorLimit = -1 })
+	add("vector NaN", errInput, func(q *storekit.RecallQuery) { q.Vector = []float32{float32(math.NaN()), 1} })
+	add("vector Inf", errInput, func(q *storekit.RecallQuery) { q.Vector = []float32{float32(math.Inf(1)), 1} })
+	add("vector empty", errInput, func(q *storekit.RecallQuery) { q.Vector = []float32{} })
+	add("vector with bad profile", errInput, func(q *storekit.RecallQuery) { q.Profile = "bad profile" })
+	add("vector without profile", errInput, func(q *storekit.RecallQuery) { q.Profile = "" })
 	for name, s := range badScopes() {
-		add("scope "+name, errScope, func(q *memorykit.RecallQuery) { q.Scope = s })
+		add("scope "+name, errScope, func(q *storekit.RecallQuery) { q.Scope = s })
 	}
 	e.refuseAll(t, cases)
 }
@@ -376,43 +377,43 @@ func testBadEmbeddings(t *testing.T, e *env) {
 	task := tasks[0]
 	max := Limits().MaxListSize
 	var cases []badCase
-	addPut := func(name string, want error, mutate func(*memorykit.EmbeddingPut)) {
+	addPut := func(name string, want error, mutate func(*storekit.EmbeddingPut)) {
 		p := put(task, "embedder-1", []float32{1, 0})
 		mutate(&p)
 		cases = append(cases, badCase{"PutEmbedding " + name, want, func() error { return e.s.PutEmbedding(e.ctx, p) }})
 	}
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
-	addPut("nil vector", errInput, func(p *memorykit.EmbeddingPut) { p.Vector = nil })
-	addPut("empty vector", errInput, func(p *memorykit.EmbeddingPut) { p.Vector = []float32{} })
-	addPut("NaN", errInput, func(p *memorykit.EmbeddingPut) { p.Vector = []float32{1, nan} })
-	addPut("+Inf", errInput, func(p *memorykit.EmbeddingPut) { p.Vector = []float32{inf, 0} })
-	addPut("-Inf", errInput, func(p *memorykit.EmbeddingPut) { p.Vector = []float32{0, -inf} })
-	addPut("bad profile", errInput, func(p *memorykit.EmbeddingPut) { p.Profile = "bad profile" })
-	addPut("empty profile", errInput, func(p *memorykit.EmbeddingPut) { p.Profile = "" })
-	addPut("malformed hash", errInput, func(p *memorykit.EmbeddingPut) { p.ContentHash = "sha256:zz" })
-	addPut("empty hash", errInput, func(p *memorykit.EmbeddingPut) { p.ContentHash = "" })
-	addPut("bad worker", errInput, func(p *memorykit.EmbeddingPut) { p.WorkerID = "worker 1" })
-	addPut("bad record id", errInput, func(p *memorykit.EmbeddingPut) { p.RecordID = "mem 1" })
-	addPut("negative lease token", errInput, func(p *memorykit.EmbeddingPut) { p.LeaseToken = -1 })
+	addPut("nil vector", errInput, func(p *storekit.EmbeddingPut) { p.Vector = nil })
+	addPut("empty vector", errInput, func(p *storekit.EmbeddingPut) { p.Vector = []float32{} })
+	addPut("NaN", errInput, func(p *storekit.EmbeddingPut) { p.Vector = []float32{1, nan} })
+	addPut("+Inf", errInput, func(p *storekit.EmbeddingPut) { p.Vector = []float32{inf, 0} })
+	addPut("-Inf", errInput, func(p *storekit.EmbeddingPut) { p.Vector = []float32{0, -inf} })
+	addPut("bad profile", errInput, func(p *storekit.EmbeddingPut) { p.Profile = "bad profile" })
+	addPut("empty profile", errInput, func(p *storekit.EmbeddingPut) { p.Profile = "" })
+	addPut("malformed hash", errInput, func(p *storekit.EmbeddingPut) { p.ContentHash = "sha256:zz" })
+	addPut("empty hash", errInput, func(p *storekit.EmbeddingPut) { p.ContentHash = "" })
+	addPut("bad worker", errInput, func(p *storekit.EmbeddingPut) { p.WorkerID = "worker 1" })
+	addPut("bad record id", errInput, func(p *storekit.EmbeddingPut) { p.RecordID = "mem 1" })
+	addPut("negative lease token", errInput, func(p *storekit.EmbeddingPut) { p.LeaseToken = -1 })
 	for name, s := range badScopes() {
-		addPut("scope "+name, errScope, func(p *memorykit.EmbeddingPut) { p.Scope = s })
+		addPut("scope "+name, errScope, func(p *storekit.EmbeddingPut) { p.Scope = s })
 	}
-	addRel := func(name string, want error, mutate func(*memorykit.EmbeddingRelease)) {
+	addRel := func(name string, want error, mutate func(*storekit.EmbeddingRelease)) {
 		x := release(task, "embedder-1")
 		mutate(&x)
 		cases = append(cases, badCase{"ReleaseEmbedding " + name, want, func() error { return e.s.ReleaseEmbedding(e.ctx, x) }})
 	}
 	for _, code := range []string{"", "Provider_Timeout", "provider-timeout", "provider timeout", "naïve", strings.Repeat("a", 65), "code\x00"} {
-		addRel("reason code "+code, errInput, func(x *memorykit.EmbeddingRelease) { x.Reason = code })
+		addRel("reason code "+code, errInput, func(x *storekit.EmbeddingRelease) { x.Reason = code })
 	}
-	addRel("bad worker", errInput, func(x *memorykit.EmbeddingRelease) { x.WorkerID = "" })
-	addRel("zero lease token", errInput, func(x *memorykit.EmbeddingRelease) { x.LeaseToken = 0 })
-	addRel("malformed hash", errInput, func(x *memorykit.EmbeddingRelease) { x.ContentHash = "md5:abc" })
-	addRel("user scope", errScope, func(x *memorykit.EmbeddingRelease) { x.Scope = badScopes()["user scope"] })
-	addLease := func(name string, l memorykit.EmbeddingLease) {
+	addRel("bad worker", errInput, func(x *storekit.EmbeddingRelease) { x.WorkerID = "" })
+	addRel("zero lease token", errInput, func(x *storekit.EmbeddingRelease) { x.LeaseToken = 0 })
+	addRel("malformed hash", errInput, func(x *storekit.EmbeddingRelease) { x.ContentHash = "md5:abc" })
+	addRel("user scope", errScope, func(x *storekit.EmbeddingRelease) { x.Scope = badScopes()["user scope"] })
+	addLease := func(name string, l storekit.EmbeddingLease) {
 		cases = append(cases, badCase{"LeaseEmbeddings " + name, errInput, func() error { _, err := e.s.LeaseEmbeddings(e.ctx, l); return err }})
 	}
-	okLease := memorykit.EmbeddingLease{Profile: embProfile, WorkerID: "embedder-2", TTL: time.Minute, Max: 5}
+	okLease := storekit.EmbeddingLease{Profile: embProfile, WorkerID: "embedder-2", TTL: time.Minute, Max: 5}
 	l := okLease
 	l.TTL = 0
 	addLease("ttl 0", l)
@@ -455,68 +456,68 @@ func testBadJobs(t *testing.T, e *env) {
 	e.leaseOne("worker-1")
 	max := Limits().MaxListSize
 	var cases []badCase
-	addEnq := func(name string, want error, mutate func(*memorykit.NewJob)) {
-		n := memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "turn text " + secretToken, MaxAttempts: 3, MaxReaps: 3}
+	addEnq := func(name string, want error, mutate func(*storekit.NewJob)) {
+		n := storekit.NewJob{ID: "job-new", Scope: e.scope, Payload: "turn text " + secretToken, MaxAttempts: 3, MaxReaps: 3}
 		mutate(&n)
 		cases = append(cases, badCase{"EnqueueJob " + name, want, func() error { _, err := e.s.EnqueueJob(e.ctx, n); return err }})
 	}
-	addEnq("payload empty", errInput, func(n *memorykit.NewJob) { n.Payload = "" })
-	addEnq("payload too long", errInput, func(n *memorykit.NewJob) {
+	addEnq("payload empty", errInput, func(n *storekit.NewJob) { n.Payload = "" })
+	addEnq("payload too long", errInput, func(n *storekit.NewJob) {
 		n.Payload = secretToken + strings.Repeat("p", Limits().MaxJobPayloadBytes)
 	})
-	addEnq("payload NUL", errInput, func(n *memorykit.NewJob) { n.Payload = secretToken + "\x00" })
-	addEnq("payload invalid UTF-8", errInput, func(n *memorykit.NewJob) { n.Payload = secretToken + "\xff" })
-	addEnq("max attempts 0", errInput, func(n *memorykit.NewJob) { n.MaxAttempts = 0 })
-	addEnq("max attempts negative", errInput, func(n *memorykit.NewJob) { n.MaxAttempts = -2 })
-	addEnq("max reaps 0", errInput, func(n *memorykit.NewJob) { n.MaxReaps = 0 })
-	addEnq("run ref with a space", errInput, func(n *memorykit.NewJob) { n.RunRef = "run 1" })
-	addEnq("run ref too long", errInput, func(n *memorykit.NewJob) { n.RunRef = strings.Repeat("r", memorykit.MaxIDBytes+1) })
+	addEnq("payload NUL", errInput, func(n *storekit.NewJob) { n.Payload = secretToken + "\x00" })
+	addEnq("payload invalid UTF-8", errInput, func(n *storekit.NewJob) { n.Payload = secretToken + "\xff" })
+	addEnq("max attempts 0", errInput, func(n *storekit.NewJob) { n.MaxAttempts = 0 })
+	addEnq("max attempts negative", errInput, func(n *storekit.NewJob) { n.MaxAttempts = -2 })
+	addEnq("max reaps 0", errInput, func(n *storekit.NewJob) { n.MaxReaps = 0 })
+	addEnq("run ref with a space", errInput, func(n *storekit.NewJob) { n.RunRef = "run 1" })
+	addEnq("run ref too long", errInput, func(n *storekit.NewJob) { n.RunRef = strings.Repeat("r", storekit.MaxIDBytes+1) })
 	for name, id := range badIDs {
-		addEnq("id "+name, errInput, func(n *memorykit.NewJob) { n.ID = id })
+		addEnq("id "+name, errInput, func(n *storekit.NewJob) { n.ID = id })
 	}
 	for name, s := range badScopes() {
-		addEnq("scope "+name, errScope, func(n *memorykit.NewJob) { n.Scope = s })
+		addEnq("scope "+name, errScope, func(n *storekit.NewJob) { n.Scope = s })
 	}
-	addLease := func(name string, mutate func(*memorykit.JobLease)) {
-		l := memorykit.JobLease{WorkerID: "worker-2", TTL: time.Minute, Max: 5}
+	addLease := func(name string, mutate func(*storekit.JobLease)) {
+		l := storekit.JobLease{WorkerID: "worker-2", TTL: time.Minute, Max: 5}
 		mutate(&l)
 		cases = append(cases, badCase{"LeaseJobs " + name, errInput, func() error { _, err := e.s.LeaseJobs(e.ctx, l); return err }})
 	}
-	addLease("ttl 0", func(l *memorykit.JobLease) { l.TTL = 0 })
-	addLease("max 0", func(l *memorykit.JobLease) { l.Max = 0 })
-	addLease("max above MaxListSize", func(l *memorykit.JobLease) { l.Max = max + 1 })
-	addLease("bad worker", func(l *memorykit.JobLease) { l.WorkerID = "worker/2" })
-	addFail := func(name string, mutate func(*memorykit.JobFailure)) {
-		f := memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout"}
+	addLease("ttl 0", func(l *storekit.JobLease) { l.TTL = 0 })
+	addLease("max 0", func(l *storekit.JobLease) { l.Max = 0 })
+	addLease("max above MaxListSize", func(l *storekit.JobLease) { l.Max = max + 1 })
+	addLease("bad worker", func(l *storekit.JobLease) { l.WorkerID = "worker/2" })
+	addFail := func(name string, mutate func(*storekit.JobFailure)) {
+		f := storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout"}
 		mutate(&f)
 		cases = append(cases, badCase{"FailJob " + name, errInput, func() error { _, err := e.s.FailJob(e.ctx, f); return err }})
 	}
 	for _, code := range []string{"", "Timeout", "time out", "time-out", strings.Repeat("t", 65), "t\x00"} {
-		addFail("reason code "+code, func(f *memorykit.JobFailure) { f.Reason = code })
+		addFail("reason code "+code, func(f *storekit.JobFailure) { f.Reason = code })
 	}
-	addFail("bad job id", func(f *memorykit.JobFailure) { f.JobID = "job 1" })
-	addFail("bad worker", func(f *memorykit.JobFailure) { f.WorkerID = "" })
-	addFail("zero lease token", func(f *memorykit.JobFailure) { f.LeaseToken = 0 })
+	addFail("bad job id", func(f *storekit.JobFailure) { f.JobID = "job 1" })
+	addFail("bad worker", func(f *storekit.JobFailure) { f.WorkerID = "" })
+	addFail("zero lease token", func(f *storekit.JobFailure) { f.LeaseToken = 0 })
 	cases = append(cases,
 		badCase{"ReleaseJob bad job id", errInput, func() error {
-			return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: "", WorkerID: "worker-1", LeaseToken: e.tok("")})
+			return e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: "", WorkerID: "worker-1", LeaseToken: e.tok("")})
 		}},
 		badCase{"ReleaseJob bad worker", errInput, func() error {
-			return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "w 1", LeaseToken: e.tok(j.ID)})
+			return e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "w 1", LeaseToken: e.tok(j.ID)})
 		}},
 		badCase{"CompleteJob bad job id", errInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job\xff", WorkerID: "worker-1", LeaseToken: e.tok("job\xff")})
+			_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: "job\xff", WorkerID: "worker-1", LeaseToken: e.tok("job\xff")})
 			return err
 		}},
 		badCase{"ReleaseJob zero lease token", errInput, func() error {
-			return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1"})
+			return e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-1"})
 		}},
 		badCase{"CompleteJob zero lease token", errInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"})
+			_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1"})
 			return err
 		}},
 		badCase{"CompleteJob bad worker", errInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "", LeaseToken: e.tok(j.ID)})
+			_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "", LeaseToken: e.tok(j.ID)})
 			return err
 		}},
 	)
@@ -536,25 +537,25 @@ func testBadContext(t *testing.T, e *env) {
 			return err
 		},
 		"Correct": func() error {
-			_, err := e.s.Correct(ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "x"})
+			_, err := e.s.Correct(ctx, storekit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "x"})
 			return err
 		},
 		"Forget": func() error { _, err := e.s.Forget(ctx, tr(e.scope, a.ID, reviewer)); return err },
 		"Recall": func() error { _, err := e.s.Recall(ctx, query(e.scope)); return err },
 		"LeaseEmbeddings": func() error {
-			_, err := e.s.LeaseEmbeddings(ctx, memorykit.EmbeddingLease{Profile: embProfile, WorkerID: "embedder-1", TTL: time.Minute, Max: 5})
+			_, err := e.s.LeaseEmbeddings(ctx, storekit.EmbeddingLease{Profile: embProfile, WorkerID: "embedder-1", TTL: time.Minute, Max: 5})
 			return err
 		},
 		"PutEmbedding": func() error {
-			return e.s.PutEmbedding(ctx, memorykit.EmbeddingPut{Scope: e.scope, RecordID: a.ID, Profile: embProfile,
+			return e.s.PutEmbedding(ctx, storekit.EmbeddingPut{Scope: e.scope, RecordID: a.ID, Profile: embProfile,
 				ContentHash: a.ContentHash, Vector: []float32{1}, WorkerID: "embedder-1"})
 		},
 		"EnqueueJob": func() error {
-			_, err := e.s.EnqueueJob(ctx, memorykit.NewJob{ID: "job-ctx", Scope: e.scope, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
+			_, err := e.s.EnqueueJob(ctx, storekit.NewJob{ID: "job-ctx", Scope: e.scope, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
 			return err
 		},
 		"LeaseJobs": func() error {
-			_, err := e.s.LeaseJobs(ctx, memorykit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 5})
+			_, err := e.s.LeaseJobs(ctx, storekit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 5})
 			return err
 		},
 		"ReapJobLeases": func() error { _, err := e.s.ReapJobLeases(ctx); return err },

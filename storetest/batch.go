@@ -15,7 +15,7 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// RunBatchConformance checks memorykit.BatchCreator: a batch is validated
+// RunBatchConformance checks storekit.BatchCreator: a batch is validated
 // exactly like single creates, applied in order with single-create
 // semantics (supersede and Expect see the earlier items), all or nothing,
 // bounded by Limits.MaxListSize, and may carry embeddings that recall uses
@@ -33,24 +33,24 @@ func RunBatchConformance(t *testing.T, h Harness) {
 	})
 }
 
-func batcher(t *testing.T, e *env) memorykit.BatchCreator {
+func batcher(t *testing.T, e *env) storekit.BatchCreator {
 	t.Helper()
-	b, ok := e.s.(memorykit.BatchCreator)
+	b, ok := e.s.(storekit.BatchCreator)
 	if !ok {
-		t.Skip("the store does not implement memorykit.BatchCreator")
+		t.Skip("the store does not implement storekit.BatchCreator")
 	}
 	return b
 }
 
-func items(recs ...memorykit.NewRecord) []memorykit.BatchItem {
-	out := make([]memorykit.BatchItem, len(recs))
+func items(recs ...memorykit.NewRecord) []storekit.BatchItem {
+	out := make([]storekit.BatchItem, len(recs))
 	for i, r := range recs {
-		out[i] = memorykit.BatchItem{Record: r}
+		out[i] = storekit.BatchItem{Record: r}
 	}
 	return out
 }
 
-func (e *env) batch(t *testing.T, its []memorykit.BatchItem) []memorykit.Record {
+func (e *env) batch(t *testing.T, its []storekit.BatchItem) []memorykit.Record {
 	t.Helper()
 	out, err := batcher(t, e).CreateBatch(e.ctx, its)
 	if err != nil {
@@ -102,7 +102,7 @@ func testBatchCreates(t *testing.T, e *env) {
 	// The same records created one by one would be recalled the same way:
 	// active ones by full text, the candidate never.
 	q := query(e.scope)
-	q.Terms = memorykit.SearchTerms("api postgres pager", 8)
+	q.Terms = storekit.SearchTerms("api postgres pager", 8)
 	res := e.recall(q)
 	// Equal matches and weights: the later item is newer and ranks first,
 	// whatever the IDs.
@@ -169,7 +169,7 @@ func testBatchSupersedes(t *testing.T, e *env) {
 	}
 	// Only the surviving record is recalled.
 	q := query(e.scope)
-	q.Terms = memorykit.SearchTerms("billing", 4)
+	q.Terms = storekit.SearchTerms("billing", 4)
 	wantIDs(t, "full-text hits", ids(e.recall(q).FullText), []string{got[1].ID})
 }
 
@@ -213,13 +213,13 @@ func testBatchAllOrNothing(t *testing.T, e *env) {
 	good := func(i int) memorykit.NewRecord {
 		return e.active(memorykit.KindNote, fmt.Sprintf("good %d", i), fmt.Sprintf("valid record %d", i))
 	}
-	badAt := func(bad memorykit.NewRecord) []memorykit.BatchItem {
+	badAt := func(bad memorykit.NewRecord) []storekit.BatchItem {
 		return items(good(1), good(2), bad, good(4))
 	}
 	cases := []struct {
 		name string
 		want error
-		its  []memorykit.BatchItem
+		its  []storekit.BatchItem
 	}{
 		{"validator rejects the third item", memorykit.ErrInvalidInput, badAt(func() memorykit.NewRecord {
 			in := good(3)
@@ -231,7 +231,7 @@ func testBatchAllOrNothing(t *testing.T, e *env) {
 			in.ID = taken.ID
 			return in
 		}())},
-		{"an ID repeats", memorykit.ErrAlreadyExists, func() []memorykit.BatchItem {
+		{"an ID repeats", memorykit.ErrAlreadyExists, func() []storekit.BatchItem {
 			x, y := good(1), good(2)
 			x.ID, y.ID = "mem-twice", "mem-twice"
 			return items(x, y)
@@ -246,29 +246,29 @@ func testBatchAllOrNothing(t *testing.T, e *env) {
 			in.Scope = badScopes()["user scope"]
 			return in
 		}())},
-		{"embedding on a candidate", memorykit.ErrInvalidInput, func() []memorykit.BatchItem {
+		{"embedding on a candidate", memorykit.ErrInvalidInput, func() []storekit.BatchItem {
 			its := items(good(1), e.candidate(memorykit.KindNote, "c", "candidate"))
-			its[1].Embedding = &memorykit.BatchEmbedding{Profile: "p", Vector: []float32{1, 0}}
+			its[1].Embedding = &storekit.BatchEmbedding{Profile: "p", Vector: []float32{1, 0}}
 			return its
 		}()},
-		{"embedding with a NaN", memorykit.ErrInvalidInput, func() []memorykit.BatchItem {
+		{"embedding with a NaN", memorykit.ErrInvalidInput, func() []storekit.BatchItem {
 			its := items(good(1), good(2))
-			its[1].Embedding = &memorykit.BatchEmbedding{Profile: "p", Vector: []float32{1, float32(math.NaN())}}
+			its[1].Embedding = &storekit.BatchEmbedding{Profile: "p", Vector: []float32{1, float32(math.NaN())}}
 			return its
 		}()},
-		{"embedding all zeros", memorykit.ErrInvalidInput, func() []memorykit.BatchItem {
+		{"embedding all zeros", memorykit.ErrInvalidInput, func() []storekit.BatchItem {
 			its := items(good(1), good(2))
-			its[1].Embedding = &memorykit.BatchEmbedding{Profile: "p", Vector: []float32{0, 0}}
+			its[1].Embedding = &storekit.BatchEmbedding{Profile: "p", Vector: []float32{0, 0}}
 			return its
 		}()},
-		{"embedding empty", memorykit.ErrInvalidInput, func() []memorykit.BatchItem {
+		{"embedding empty", memorykit.ErrInvalidInput, func() []storekit.BatchItem {
 			its := items(good(1), good(2))
-			its[1].Embedding = &memorykit.BatchEmbedding{Profile: "p", Vector: []float32{}}
+			its[1].Embedding = &storekit.BatchEmbedding{Profile: "p", Vector: []float32{}}
 			return its
 		}()},
-		{"embedding with a bad profile", memorykit.ErrInvalidInput, func() []memorykit.BatchItem {
+		{"embedding with a bad profile", memorykit.ErrInvalidInput, func() []storekit.BatchItem {
 			its := items(good(1), good(2))
-			its[1].Embedding = &memorykit.BatchEmbedding{Profile: "bad profile", Vector: []float32{1}}
+			its[1].Embedding = &storekit.BatchEmbedding{Profile: "bad profile", Vector: []float32{1}}
 			return its
 		}()},
 	}
@@ -331,7 +331,7 @@ func testBatchValidation(t *testing.T, e *env) {
 func testBatchSize(t *testing.T, e *env) {
 	b := batcher(t, e)
 	l := Limits()
-	mk := func(n int) []memorykit.BatchItem {
+	mk := func(n int) []storekit.BatchItem {
 		var recs []memorykit.NewRecord
 		for i := 0; i < n; i++ {
 			recs = append(recs, e.active(memorykit.KindNote, fmt.Sprintf("note %d", i), "a note "+strings.Repeat("x", i)))
@@ -354,9 +354,9 @@ func testBatchEmbeddings(t *testing.T, e *env) {
 	c := e.active(memorykit.KindFact, "c", "charlie record")
 	superseded := e.active(memorykit.KindFact, "c", "charlie again")
 	its := items(a, e.active(memorykit.KindFact, "b", "bravo record"), c, superseded)
-	its[0].Embedding = &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{1, 0, 0}}
-	its[2].Embedding = &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{0, 1, 0}}
-	its[3].Embedding = &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{0.6, 0.8, 0}}
+	its[0].Embedding = &storekit.BatchEmbedding{Profile: profile, Vector: []float32{1, 0, 0}}
+	its[2].Embedding = &storekit.BatchEmbedding{Profile: profile, Vector: []float32{0, 1, 0}}
+	its[3].Embedding = &storekit.BatchEmbedding{Profile: profile, Vector: []float32{0.6, 0.8, 0}}
 	vec := its[0].Embedding.Vector
 	got := e.batch(t, its)
 	vec[0] = -1 // the store copied the vector
@@ -391,17 +391,17 @@ func testBatchTies(t *testing.T, e *env) {
 	batcher(t, e)
 	const profile = "test/v1"
 	kinds := []memorykit.Kind{memorykit.KindFact, memorykit.KindNote, memorykit.KindDecision, memorykit.KindPreference}
-	var its []memorykit.BatchItem
+	var its []storekit.BatchItem
 	for i, k := range kinds {
 		in := e.active(k, "tie", "same words here")
 		in.ID = fmt.Sprintf("mem-tie-%d", i+1) // ID order is item order
-		its = append(its, memorykit.BatchItem{Record: in, Embedding: &memorykit.BatchEmbedding{Profile: profile, Vector: []float32{1, 1, 0}}})
+		its = append(its, storekit.BatchItem{Record: in, Embedding: &storekit.BatchEmbedding{Profile: profile, Vector: []float32{1, 1, 0}}})
 	}
 	got := e.batch(t, its)
 	want := []string{got[3].ID, got[2].ID, got[1].ID, got[0].ID}
 	q := query(e.scope)
 	q.ExactKeys = []string{"tie"}
-	q.Terms = memorykit.SearchTerms("same words", 8)
+	q.Terms = storekit.SearchTerms("same words", 8)
 	q.Vector, q.Profile = []float32{1, 1, 0}, profile
 	res := e.recall(q)
 	wantIDs(t, "exact hits", ids(res.Exact), want)

@@ -23,7 +23,7 @@ const embProfile = "test/emb-v1"
 // reaping, the content-hash guard on PutEmbedding, retry and park on
 // release, attempt counting and rebuilds with DeleteEmbeddings and
 // DeleteAllEmbeddings. A store
-// that implements memorykit.EmbeddingBatchPutter must give each put of a
+// that implements storekit.EmbeddingBatchPutter must give each put of a
 // PutEmbeddings call the outcome PutEmbedding would, and leave the store
 // exactly as the same PutEmbedding calls in order would.
 func RunEmbeddingConformance(t *testing.T, h Harness) {
@@ -58,9 +58,9 @@ func (e *env) embRecord(id string) memorykit.Record {
 	return e.create(in)
 }
 
-func (e *env) lease(worker string, ttl time.Duration, max int) []memorykit.EmbeddingTask {
+func (e *env) lease(worker string, ttl time.Duration, max int) []storekit.EmbeddingTask {
 	e.t.Helper()
-	tasks, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: embProfile, WorkerID: worker, TTL: ttl, Max: max})
+	tasks, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: embProfile, WorkerID: worker, TTL: ttl, Max: max})
 	if err != nil {
 		e.t.Fatalf("LeaseEmbeddings(%s): %v", worker, err)
 	}
@@ -76,14 +76,14 @@ func (e *env) reapEmb() int {
 	return n
 }
 
-func put(task memorykit.EmbeddingTask, worker string, v []float32) memorykit.EmbeddingPut {
-	return memorykit.EmbeddingPut{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
+func put(task storekit.EmbeddingTask, worker string, v []float32) storekit.EmbeddingPut {
+	return storekit.EmbeddingPut{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
 		ContentHash: task.ContentHash, Vector: v, WorkerID: worker, LeaseToken: task.LeaseToken}
 }
 
 // takeTokens checks that every leased task carries a positive fencing
 // token and copies the tokens into want, whose other fields are compared.
-func takeTokens(t testing.TB, want, got []memorykit.EmbeddingTask) {
+func takeTokens(t testing.TB, want, got []storekit.EmbeddingTask) {
 	t.Helper()
 	for i := range got {
 		if got[i].LeaseToken <= 0 {
@@ -95,8 +95,8 @@ func takeTokens(t testing.TB, want, got []memorykit.EmbeddingTask) {
 	}
 }
 
-func release(task memorykit.EmbeddingTask, worker string) memorykit.EmbeddingRelease {
-	return memorykit.EmbeddingRelease{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
+func release(task storekit.EmbeddingTask, worker string) storekit.EmbeddingRelease {
+	return storekit.EmbeddingRelease{Scope: task.Scope, RecordID: task.RecordID, Profile: task.Profile,
 		ContentHash: task.ContentHash, WorkerID: worker, LeaseToken: task.LeaseToken, Reason: "provider_timeout"}
 }
 
@@ -116,7 +116,7 @@ func testEmbPendingAndLease(t *testing.T, e *env) {
 	e.wantPending(t, 2)
 
 	tasks := e.lease("embedder-1", time.Minute, 10)
-	want := []memorykit.EmbeddingTask{
+	want := []storekit.EmbeddingTask{
 		{RecordID: a.ID, Scope: e.scope, Profile: embProfile, ContentHash: a.ContentHash, Text: a.EmbeddingText(), Attempt: 1},
 		{RecordID: b.ID, Scope: e.scope, Profile: embProfile, ContentHash: b.ContentHash, Text: b.EmbeddingText(), Attempt: 1},
 	}
@@ -124,7 +124,7 @@ func testEmbPendingAndLease(t *testing.T, e *env) {
 	if d := cmp.Diff(want, tasks); d != "" {
 		t.Fatalf("leased tasks (-want +got):\n%s", d)
 	}
-	if a.EmbeddingText() != memorykit.EmbeddingText("embed mem-emb-a", "content to embed for mem-emb-a") {
+	if a.EmbeddingText() != storekit.EmbeddingText("embed mem-emb-a", "content to embed for mem-emb-a") {
 		t.Fatal("unexpected EmbeddingText")
 	}
 	if more := e.lease("embedder-2", time.Minute, 10); len(more) != 0 {
@@ -132,7 +132,7 @@ func testEmbPendingAndLease(t *testing.T, e *env) {
 	}
 	e.wantPending(t, 2) // leased records are still pending
 	// Another profile has its own queue.
-	other, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: "test/emb-v2", WorkerID: "embedder-2", TTL: time.Minute, Max: 10})
+	other, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: "test/emb-v2", WorkerID: "embedder-2", TTL: time.Minute, Max: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,18 +223,18 @@ func testEmbStale(t *testing.T, e *env) {
 	a := e.embRecord("mem-emb-a")
 	e.embed(a, embProfile, []float32{1, 0})
 	e.wantPending(t, 0)
-	c, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "new content"})
+	c, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "new content"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.wantPending(t, 1) // the old vector is stale
 	tasks := e.lease("embedder-1", time.Minute, 10)
-	want := []memorykit.EmbeddingTask{{RecordID: a.ID, Scope: e.scope, Profile: embProfile, ContentHash: c.ContentHash, Text: c.EmbeddingText(), Attempt: 1}}
+	want := []storekit.EmbeddingTask{{RecordID: a.ID, Scope: e.scope, Profile: embProfile, ContentHash: c.ContentHash, Text: c.EmbeddingText(), Attempt: 1}}
 	takeTokens(t, want, tasks)
 	if d := cmp.Diff(want, tasks); d != "" {
 		t.Fatalf("lease after correct (-want +got):\n%s", d)
 	}
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "newer content"}); err != nil {
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "newer content"}); err != nil {
 		t.Fatal(err)
 	}
 	e.refused(t, "PutEmbedding of a stale hash", memorykit.ErrStale, func() error {
@@ -264,12 +264,12 @@ func testEmbPutNeedsActive(t *testing.T, e *env) {
 	f := e.create(e.active(memorykit.KindFact, "forgotten", "forgotten text"))
 	e.must(actForget, tr(e.scope, f.ID, reviewer))
 	for _, r := range []memorykit.Record{c, f} {
-		task := memorykit.EmbeddingTask{RecordID: r.ID, Scope: e.scope, Profile: embProfile, ContentHash: r.ContentHash}
+		task := storekit.EmbeddingTask{RecordID: r.ID, Scope: e.scope, Profile: embProfile, ContentHash: r.ContentHash}
 		e.refused(t, "PutEmbedding of a "+string(r.Status)+" record", memorykit.ErrStale, func() error {
 			return e.s.PutEmbedding(e.ctx, put(task, "embedder-1", []float32{1}))
 		})
 	}
-	task := memorykit.EmbeddingTask{RecordID: "mem-unknown", Scope: e.scope, Profile: embProfile, ContentHash: c.ContentHash}
+	task := storekit.EmbeddingTask{RecordID: "mem-unknown", Scope: e.scope, Profile: embProfile, ContentHash: c.ContentHash}
 	e.refused(t, "PutEmbedding of an unknown record", memorykit.ErrNotFound, func() error {
 		return e.s.PutEmbedding(e.ctx, put(task, "embedder-1", []float32{1}))
 	})
@@ -343,7 +343,7 @@ func testEmbPark(t *testing.T, e *env) {
 
 func testEmbAttempts(t *testing.T, e *env) {
 	a := e.embRecord("mem-emb-a")
-	wantAttempt := func(want int) memorykit.EmbeddingTask {
+	wantAttempt := func(want int) storekit.EmbeddingTask {
 		t.Helper()
 		got := e.lease("embedder-1", time.Minute, 10)
 		if len(got) != 1 || got[0].Attempt != want {
@@ -362,7 +362,7 @@ func testEmbAttempts(t *testing.T, e *env) {
 	if err := e.s.ReleaseEmbedding(e.ctx, release(task, "embedder-1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "changed"}); err != nil {
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "changed"}); err != nil {
 		t.Fatal(err)
 	}
 	wantAttempt(1)
@@ -456,11 +456,11 @@ func testEmbDeleteAll(t *testing.T, e *env) {
 	wantIDs(t, "lease after full reset", taskIDs(e.lease("embedder-2", time.Minute, 10)), []string{a.ID, b.ID})
 }
 
-func batchPutter(t *testing.T, e *env) memorykit.EmbeddingBatchPutter {
+func batchPutter(t *testing.T, e *env) storekit.EmbeddingBatchPutter {
 	t.Helper()
-	b, ok := e.s.(memorykit.EmbeddingBatchPutter)
+	b, ok := e.s.(storekit.EmbeddingBatchPutter)
 	if !ok {
-		t.Skip("the store does not implement memorykit.EmbeddingBatchPutter")
+		t.Skip("the store does not implement storekit.EmbeddingBatchPutter")
 	}
 	return b
 }
@@ -470,7 +470,7 @@ func batchPutter(t *testing.T, e *env) memorykit.EmbeddingBatchPutter {
 // unknown record, a record of another Scope, a malformed vector, a
 // candidate and two puts for one record (the later must win), plus the
 // outcome each must have.
-func putBatchScenario(t *testing.T, e *env) ([]memorykit.EmbeddingPut, []error) {
+func putBatchScenario(t *testing.T, e *env) ([]storekit.EmbeddingPut, []error) {
 	t.Helper()
 	a, b, c := e.embRecord("mem-emb-a"), e.embRecord("mem-emb-b"), e.embRecord("mem-emb-c")
 	other := Scope(t, "tenant-b", "project-1")
@@ -484,7 +484,7 @@ func putBatchScenario(t *testing.T, e *env) ([]memorykit.EmbeddingPut, []error) 
 	if len(tasks) != 4 {
 		t.Fatalf("leased %d records, want 4", len(tasks))
 	}
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, b.ID, reviewer), Content: "b corrected"}); err != nil {
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, b.ID, reviewer), Content: "b corrected"}); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(time.Second)
@@ -492,8 +492,8 @@ func putBatchScenario(t *testing.T, e *env) ([]memorykit.EmbeddingPut, []error) 
 	for _, tk := range tasks {
 		tokens[tk.RecordID] = tk.LeaseToken
 	}
-	ref := func(r memorykit.Record, v ...float32) memorykit.EmbeddingPut {
-		return memorykit.EmbeddingPut{Scope: r.Scope, RecordID: r.ID, Profile: embProfile, ContentHash: r.ContentHash,
+	ref := func(r memorykit.Record, v ...float32) storekit.EmbeddingPut {
+		return storekit.EmbeddingPut{Scope: r.Scope, RecordID: r.ID, Profile: embProfile, ContentHash: r.ContentHash,
 			Vector: v, WorkerID: "embedder-1", LeaseToken: tokens[r.ID]}
 	}
 	wrongScope := ref(o, 1, 0)
@@ -501,7 +501,7 @@ func putBatchScenario(t *testing.T, e *env) ([]memorykit.EmbeddingPut, []error) 
 	unknown := ref(a, 1, 0)
 	unknown.RecordID = "mem-emb-unknown"
 	nan := ref(c, float32(math.NaN()), 1)
-	puts := []memorykit.EmbeddingPut{
+	puts := []storekit.EmbeddingPut{
 		ref(a, 1, 0),
 		ref(b, 0, 1), // b was corrected after the lease
 		unknown,
@@ -578,9 +578,9 @@ func testEmbPutBatch(t *testing.T, e *env) {
 func testEmbPutBatchRefused(t *testing.T, e *env) {
 	bp := batchPutter(t, e)
 	a := e.embRecord("mem-emb-a")
-	p := memorykit.EmbeddingPut{Scope: e.scope, RecordID: a.ID, Profile: embProfile, ContentHash: a.ContentHash,
+	p := storekit.EmbeddingPut{Scope: e.scope, RecordID: a.ID, Profile: embProfile, ContentHash: a.ContentHash,
 		Vector: []float32{1, 0}, WorkerID: "embedder-1"}
-	many := make([]memorykit.EmbeddingPut, Limits().MaxListSize+1)
+	many := make([]storekit.EmbeddingPut, Limits().MaxListSize+1)
 	for i := range many {
 		many[i] = p
 	}
@@ -594,7 +594,7 @@ func testEmbPutBatchRefused(t *testing.T, e *env) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
 	e.refused(t, "PutEmbeddings with an ended context", memorykit.ErrUnavailable, func() error {
-		_, err := bp.PutEmbeddings(ctx, []memorykit.EmbeddingPut{p})
+		_, err := bp.PutEmbeddings(ctx, []storekit.EmbeddingPut{p})
 		return err
 	})
 	if errs, err := bp.PutEmbeddings(e.ctx, nil); err != nil || len(errs) != 0 {
@@ -641,9 +641,9 @@ func testEmbStaleToken(t *testing.T, e *env) {
 	e.refused(t, "ReleaseEmbedding (park) with a stale token", memorykit.ErrLeaseLost, func() error {
 		return e.s.ReleaseEmbedding(e.ctx, parked)
 	})
-	if bp, ok := e.s.(memorykit.EmbeddingBatchPutter); ok {
+	if bp, ok := e.s.(storekit.EmbeddingBatchPutter); ok {
 		before := e.dump()
-		errs, err := bp.PutEmbeddings(e.ctx, []memorykit.EmbeddingPut{put(stale, "embedder-1", []float32{0, 1})})
+		errs, err := bp.PutEmbeddings(e.ctx, []storekit.EmbeddingPut{put(stale, "embedder-1", []float32{0, 1})})
 		if err != nil || len(errs) != 1 || !errors.Is(errs[0], memorykit.ErrLeaseLost) {
 			t.Fatalf("PutEmbeddings with a stale token = %v, %v; want one ErrLeaseLost", errs, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // env is one case's fresh store, clock and default Scope.
@@ -20,7 +21,7 @@ type env struct {
 	h     Harness
 	t     *testing.T
 	clk   *clock.Mock
-	s     memorykit.Store
+	s     storekit.Store
 	ctx   context.Context
 	scope memorykit.Scope
 
@@ -144,7 +145,7 @@ func (e *env) get(scope memorykit.Scope, id string) memorykit.Record {
 	return r
 }
 
-func (e *env) revisions(scope memorykit.Scope, id string) []memorykit.Revision {
+func (e *env) revisions(scope memorykit.Scope, id string) []storekit.Revision {
 	e.t.Helper()
 	v, err := e.s.Revisions(e.ctx, scope, id)
 	if err != nil {
@@ -154,37 +155,37 @@ func (e *env) revisions(scope memorykit.Scope, id string) []memorykit.Revision {
 }
 
 // tr builds a Transition in scope by actor.
-func tr(scope memorykit.Scope, id string, actor memorykit.Actor) memorykit.Transition {
-	return memorykit.Transition{Scope: scope, ID: id, Actor: actor, Reason: "reviewed"}
+func tr(scope memorykit.Scope, id string, actor memorykit.Actor) storekit.Transition {
+	return storekit.Transition{Scope: scope, ID: id, Actor: actor, Reason: "reviewed"}
 }
 
 // action is one lifecycle method, so tables can name it.
 type action struct {
 	name string
-	do   func(ctx context.Context, s memorykit.Store, t memorykit.Transition) (memorykit.Record, error)
+	do   func(ctx context.Context, s storekit.Store, t storekit.Transition) (memorykit.Record, error)
 }
 
 var (
-	actActivate = action{"Activate", func(ctx context.Context, s memorykit.Store, t memorykit.Transition) (memorykit.Record, error) {
+	actActivate = action{"Activate", func(ctx context.Context, s storekit.Store, t storekit.Transition) (memorykit.Record, error) {
 		return s.Activate(ctx, t)
 	}}
-	actReject = action{"Reject", func(ctx context.Context, s memorykit.Store, t memorykit.Transition) (memorykit.Record, error) {
+	actReject = action{"Reject", func(ctx context.Context, s storekit.Store, t storekit.Transition) (memorykit.Record, error) {
 		return s.Reject(ctx, t)
 	}}
-	actForget = action{"Forget", func(ctx context.Context, s memorykit.Store, t memorykit.Transition) (memorykit.Record, error) {
+	actForget = action{"Forget", func(ctx context.Context, s storekit.Store, t storekit.Transition) (memorykit.Record, error) {
 		return s.Forget(ctx, t)
 	}}
-	actErase = action{"Erase", func(ctx context.Context, s memorykit.Store, t memorykit.Transition) (memorykit.Record, error) {
+	actErase = action{"Erase", func(ctx context.Context, s storekit.Store, t storekit.Transition) (memorykit.Record, error) {
 		return s.Erase(ctx, t)
 	}}
-	actCorrect = action{"Correct", func(ctx context.Context, s memorykit.Store, t memorykit.Transition) (memorykit.Record, error) {
-		return s.Correct(ctx, memorykit.Correction{Transition: t, Content: "corrected text", Sources: []memorykit.Source{{Kind: "review", Ref: "fix-1"}}})
+	actCorrect = action{"Correct", func(ctx context.Context, s storekit.Store, t storekit.Transition) (memorykit.Record, error) {
+		return s.Correct(ctx, storekit.Correction{Transition: t, Content: "corrected text", Sources: []memorykit.Source{{Kind: "review", Ref: "fix-1"}}})
 	}}
 	allActions = []action{actActivate, actReject, actCorrect, actForget, actErase}
 )
 
 // must runs a lifecycle action and fails the test on error.
-func (e *env) must(a action, t memorykit.Transition) memorykit.Record {
+func (e *env) must(a action, t storekit.Transition) memorykit.Record {
 	e.t.Helper()
 	r, err := a.do(e.ctx, e.s, t)
 	if err != nil {
@@ -261,7 +262,7 @@ func diffRecord(t testing.TB, what string, got, want memorykit.Record) {
 }
 
 // ids returns the IDs of hits in order.
-func ids(hits []memorykit.Hit) []string {
+func ids(hits []storekit.Hit) []string {
 	out := make([]string, len(hits))
 	for i, h := range hits {
 		out[i] = h.ID
@@ -277,7 +278,7 @@ func recIDs(rs []memorykit.Record) []string {
 	return out
 }
 
-func actions(revs []memorykit.Revision) []memorykit.Action {
+func actions(revs []storekit.Revision) []memorykit.Action {
 	out := make([]memorykit.Action, len(revs))
 	for i, v := range revs {
 		out[i] = v.Action
@@ -293,11 +294,11 @@ func wantIDs(t testing.TB, what string, got, want []string) {
 }
 
 // query builds a RecallQuery with generous limits in scope.
-func query(scope memorykit.Scope) memorykit.RecallQuery {
-	return memorykit.RecallQuery{Scope: scope, ExactLimit: 10, FullTextLimit: 10, VectorLimit: 10}
+func query(scope memorykit.Scope) storekit.RecallQuery {
+	return storekit.RecallQuery{Scope: scope, ExactLimit: 10, FullTextLimit: 10, VectorLimit: 10}
 }
 
-func (e *env) recall(q memorykit.RecallQuery) memorykit.RecallResult {
+func (e *env) recall(q storekit.RecallQuery) storekit.RecallResult {
 	e.t.Helper()
 	res, err := e.s.Recall(e.ctx, q)
 	if err != nil {
@@ -311,10 +312,10 @@ func (e *env) recall(q memorykit.RecallQuery) memorykit.RecallResult {
 
 // checkRecords verifies that res.Records holds exactly the records the
 // hit lists name, each equal to what Get returns.
-func (e *env) checkRecords(t testing.TB, scope memorykit.Scope, res memorykit.RecallResult) {
+func (e *env) checkRecords(t testing.TB, scope memorykit.Scope, res storekit.RecallResult) {
 	t.Helper()
 	named := map[string]bool{}
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hits {
 			named[h.ID] = true
 		}
@@ -334,7 +335,7 @@ func (e *env) checkRecords(t testing.TB, scope memorykit.Scope, res memorykit.Re
 }
 
 // checkRanks verifies 1-based consecutive ranks.
-func checkRanks(t testing.TB, what string, hits []memorykit.Hit) {
+func checkRanks(t testing.TB, what string, hits []storekit.Hit) {
 	t.Helper()
 	for i, h := range hits {
 		if h.Rank != i+1 {
@@ -354,7 +355,7 @@ func noCanary(t testing.TB, what string, v any, canary string) {
 // embed stores vector as rec's current embedding for profile.
 func (e *env) embed(rec memorykit.Record, profile string, vector []float32) {
 	e.t.Helper()
-	err := e.s.PutEmbedding(e.ctx, memorykit.EmbeddingPut{
+	err := e.s.PutEmbedding(e.ctx, storekit.EmbeddingPut{
 		Scope: rec.Scope, RecordID: rec.ID, Profile: profile, ContentHash: rec.ContentHash,
 		Vector: vector, WorkerID: "embedder-1",
 	})
@@ -372,7 +373,7 @@ func (e *env) pending(profile string) int {
 	return n
 }
 
-func taskIDs(ts []memorykit.EmbeddingTask) []string {
+func taskIDs(ts []storekit.EmbeddingTask) []string {
 	out := make([]string, len(ts))
 	for i, x := range ts {
 		out[i] = x.RecordID
@@ -380,7 +381,7 @@ func taskIDs(ts []memorykit.EmbeddingTask) []string {
 	return out
 }
 
-func jobIDs(js []memorykit.Job) []string {
+func jobIDs(js []storekit.Job) []string {
 	out := make([]string, len(js))
 	for i, j := range js {
 		out[i] = j.ID

@@ -14,12 +14,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // RunErasureConformance checks that erase and purge leave nothing of a
 // record behind: its content, key, metadata, sources and free-text
 // reasons, and the extraction jobs it came from, are gone from everything
-// Harness.Dump renders. The store must implement memorykit.Purger and be
+// Harness.Dump renders. The store must implement storekit.Purger and be
 // built with NewTombstones.
 func RunErasureConformance(t *testing.T, h Harness) {
 	t.Helper()
@@ -59,8 +60,8 @@ func (e *env) hasCanary(t testing.TB, what, canary string) {
 // enqueue stores a queued job for ref whose payload holds text.
 func (e *env) enqueueRef(scope memorykit.Scope, ref, text string) string {
 	e.t.Helper()
-	id := memorykit.ExtractionJobID(scope, ref)
-	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: scope, Payload: text, MaxAttempts: 3, MaxReaps: 3}); err != nil {
+	id := storekit.ExtractionJobID(scope, ref)
+	if _, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: id, Scope: scope, Payload: text, MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
 	}
 	return id
@@ -69,13 +70,13 @@ func (e *env) enqueueRef(scope memorykit.Scope, ref, text string) string {
 // leaseJob leases the one available job, which must be id.
 func (e *env) leaseJob(id, worker string) {
 	e.t.Helper()
-	got, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: worker, TTL: time.Hour, Max: 1})
+	got, err := e.s.LeaseJobs(e.ctx, storekit.JobLease{WorkerID: worker, TTL: time.Hour, Max: 1})
 	if err != nil || len(got) != 1 || got[0].ID != id {
 		e.t.Fatalf("LeaseJobs = %+v, %v; want job %s", got, err, id)
 	}
 }
 
-func (e *env) job(scope memorykit.Scope, id string) memorykit.Job {
+func (e *env) job(scope memorykit.Scope, id string) storekit.Job {
 	e.t.Helper()
 	j, err := e.s.GetJob(e.ctx, scope, id)
 	if err != nil {
@@ -87,9 +88,9 @@ func (e *env) job(scope memorykit.Scope, id string) memorykit.Job {
 // proposal builds the candidate a job would store for key.
 func proposal(scope memorykit.Scope, jobID, key, content string) memorykit.NewRecord {
 	return memorykit.NewRecord{
-		ID:    memorykit.CandidateID(scope, jobID, memorykit.KindFact, memorykit.NormalizeKey(key)),
+		ID:    storekit.CandidateID(scope, jobID, memorykit.KindFact, storekit.NormalizeKey(key)),
 		Scope: scope, Kind: memorykit.KindFact, Key: key, Content: content,
-		Status: memorykit.StatusCandidate, Actor: workerAc, Reason: memorykit.ExtractionCandidateReason(jobID),
+		Status: memorykit.StatusCandidate, Actor: workerAc, Reason: storekit.ExtractionCandidateReason(jobID),
 	}
 }
 
@@ -108,8 +109,8 @@ func testEraseEverywhere(t *testing.T, e *env) {
 	in.Reason = "asked by " + eraseCanary
 	r := e.create(in)
 	e.embed(r, "test/erase-v1", []float32{1, 0, 0})
-	c, err := e.s.Correct(e.ctx, memorykit.Correction{
-		Transition: memorykit.Transition{Scope: e.scope, ID: r.ID, Actor: reviewer, Reason: "fixing " + eraseCanary},
+	c, err := e.s.Correct(e.ctx, storekit.Correction{
+		Transition: storekit.Transition{Scope: e.scope, ID: r.ID, Actor: reviewer, Reason: "fixing " + eraseCanary},
 		Content:    "corrected " + eraseCanary, Sources: in.Sources,
 	})
 	if err != nil {
@@ -119,12 +120,12 @@ func testEraseEverywhere(t *testing.T, e *env) {
 	e.hasCanary(t, "before erase", eraseCanary)
 
 	e.advance(time.Minute)
-	e.must(actForget, memorykit.Transition{Scope: e.scope, ID: r.ID, Actor: reviewer, Reason: "forget " + eraseCanary})
+	e.must(actForget, storekit.Transition{Scope: e.scope, ID: r.ID, Actor: reviewer, Reason: "forget " + eraseCanary})
 	e.advance(time.Minute)
-	got := e.must(actErase, memorykit.Transition{Scope: e.scope, ID: r.ID, Actor: operator, Reason: "subject_request"})
+	got := e.must(actErase, storekit.Transition{Scope: e.scope, ID: r.ID, Actor: operator, Reason: "subject_request"})
 
 	e.noCanaryIn(t, "after erase", eraseCanary)
-	digest := NewTombstones(t).Digest(e.scope, memorykit.NormalizeKey(key))
+	digest := NewTombstones(t).Digest(e.scope, storekit.NormalizeKey(key))
 	if got.Key != digest || got.Status != memorykit.StatusErased || got.Kind != memorykit.KindFact || got.Scope != e.scope {
 		t.Fatalf("tombstone: %+v; want key %s", got, digest)
 	}
@@ -135,30 +136,30 @@ func testEraseEverywhere(t *testing.T, e *env) {
 			t.Fatalf("revision %d reason %q; want %q (codes stay, free text goes)", i, v.Reason, wantReasons[i])
 		}
 	}
-	if j := e.job(e.scope, queued); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased || j.Payload != "" {
+	if j := e.job(e.scope, queued); j.State != storekit.JobFailed || j.LastError != storekit.ReasonErased || j.Payload != "" {
 		t.Fatalf("queued job after erase: %+v", j)
 	}
-	if j := e.job(e.scope, leased); j.State != memorykit.JobLeased || j.Payload != "" || j.LeasedBy != "extractor-1" {
+	if j := e.job(e.scope, leased); j.State != storekit.JobLeased || j.Payload != "" || j.LeasedBy != "extractor-1" {
 		t.Fatalf("leased job after erase: %+v", j)
 	}
-	if j := e.job(e.scope, unrelated); j.State != memorykit.JobQueued || j.Payload == "" {
+	if j := e.job(e.scope, unrelated); j.State != storekit.JobQueued || j.Payload == "" {
 		t.Fatalf("an unrelated job was touched: %+v", j)
 	}
 
 	// The worker hands the leased job back with a proposal for the erased
 	// key (dropped) and one for another key (stored).
-	n, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, leased).LeaseToken, Candidates: []memorykit.NewRecord{
+	n, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: leased, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, leased).LeaseToken, Candidates: []memorykit.NewRecord{
 		proposal(e.scope, leased, strings.ToUpper(key), "name: "+eraseCanary),
 		proposal(e.scope, leased, "deploy window", "friday"),
 	}})
 	if err != nil || n != 1 {
 		t.Fatalf("CompleteJob of the scrubbed job = %d, %v; want 1 (the erased key's proposal dropped)", n, err)
 	}
-	if j := e.job(e.scope, leased); j.State != memorykit.JobDone || j.Candidates != 1 || j.Payload != "" {
+	if j := e.job(e.scope, leased); j.State != storekit.JobDone || j.Candidates != 1 || j.Payload != "" {
 		t.Fatalf("leased job after hand-back: %+v", j)
 	}
 	e.noCanaryIn(t, "after the leased job's hand-back", eraseCanary)
-	kept, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: "deploy window", Limit: 5})
+	kept, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: "deploy window", Limit: 5})
 	if err != nil || len(kept) != 1 {
 		t.Fatalf("the other proposal: %+v, %v", kept, err)
 	}
@@ -181,24 +182,24 @@ func testEraseLeasedHandback(t *testing.T, e *env) {
 	e.noCanaryIn(t, "after erase", eraseCanary)
 
 	// A failure with attempts left does not queue the scrubbed job again.
-	j, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: ids[0], WorkerID: "extractor-1", LeaseToken: e.job(e.scope, ids[0]).LeaseToken, Reason: "boom"})
-	if err != nil || j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased {
+	j, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: ids[0], WorkerID: "extractor-1", LeaseToken: e.job(e.scope, ids[0]).LeaseToken, Reason: "boom"})
+	if err != nil || j.State != storekit.JobFailed || j.LastError != storekit.ReasonErased {
 		t.Fatalf("FailJob of a scrubbed job = %+v, %v", j, err)
 	}
-	if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: ids[1], WorkerID: "extractor-1", LeaseToken: e.job(e.scope, ids[1]).LeaseToken}); err != nil {
+	if err := e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: ids[1], WorkerID: "extractor-1", LeaseToken: e.job(e.scope, ids[1]).LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
-	if j := e.job(e.scope, ids[1]); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased || j.LeasedBy != "" {
+	if j := e.job(e.scope, ids[1]); j.State != storekit.JobFailed || j.LastError != storekit.ReasonErased || j.LeasedBy != "" {
 		t.Fatalf("released scrubbed job: %+v", j)
 	}
 	e.advance(2 * time.Hour)
 	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 1 {
 		t.Fatalf("ReapJobLeases = %d, %v; want 1", n, err)
 	}
-	if j := e.job(e.scope, ids[2]); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased {
+	if j := e.job(e.scope, ids[2]); j.State != storekit.JobFailed || j.LastError != storekit.ReasonErased {
 		t.Fatalf("reaped scrubbed job: %+v", j)
 	}
-	if got, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: "extractor-2", TTL: time.Hour, Max: 5}); err != nil || len(got) != 0 {
+	if got, err := e.s.LeaseJobs(e.ctx, storekit.JobLease{WorkerID: "extractor-2", TTL: time.Hour, Max: 5}); err != nil || len(got) != 0 {
 		t.Fatalf("a scrubbed job was leased again: %+v, %v", got, err)
 	}
 }
@@ -214,7 +215,7 @@ func testTombstoneKeyDigest(t *testing.T, e *env) {
 	b := erase(e.scope, "jane doe")
 	c := erase(other, "jane doe")
 	d := erase(e.scope, "john roe")
-	if a.Key != b.Key || !memorykit.IsKeyDigest(a.Key) {
+	if a.Key != b.Key || !storekit.IsKeyDigest(a.Key) {
 		t.Fatalf("two tombstones of one key: %q and %q; want one keyed digest", a.Key, b.Key)
 	}
 	if c.Key == a.Key || d.Key == a.Key {
@@ -222,7 +223,7 @@ func testTombstoneKeyDigest(t *testing.T, e *env) {
 	}
 	e.noCanaryIn(t, "after erase", "jane doe")
 	// A lookup by key still finds the tombstones (and only them).
-	got, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: "JANE DOE", Limit: 10})
+	got, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: "JANE DOE", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func testTombstoneKeyDigest(t *testing.T, e *env) {
 		t.Fatalf("List by an erased key (-want +got):\n%s", d)
 	}
 	live := e.create(e.active(memorykit.KindNote, "jane doe", "a new record of the key"))
-	got, err = e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: "jane doe", Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 10})
+	got, err = e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: "jane doe", Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 10})
 	if err != nil || len(got) != 1 || got[0].ID != live.ID {
 		t.Fatalf("List active by key: %+v, %v", got, err)
 	}
@@ -247,11 +248,11 @@ func sortedIDs(recs []memorykit.Record) []string {
 	return out
 }
 
-func (e *env) purger(t testing.TB) memorykit.Purger {
+func (e *env) purger(t testing.TB) storekit.Purger {
 	t.Helper()
-	p, ok := e.s.(memorykit.Purger)
+	p, ok := e.s.(storekit.Purger)
 	if !ok {
-		t.Fatalf("storetest: %T does not implement memorykit.Purger", e.s)
+		t.Fatalf("storetest: %T does not implement storekit.Purger", e.s)
 	}
 	return p
 }
@@ -276,8 +277,8 @@ func (e *env) purgeFixture(scope memorykit.Scope, n int, canary, prefix string) 
 		in.Reason = "told by " + canary
 		return e.create(in)
 	}
-	why := func(id string, a memorykit.Actor) memorykit.Transition {
-		return memorykit.Transition{Scope: scope, ID: id, Actor: a, Reason: "because " + canary}
+	why := func(id string, a memorykit.Actor) storekit.Transition {
+		return storekit.Transition{Scope: scope, ID: id, Actor: a, Reason: "because " + canary}
 	}
 	var all []memorykit.Record
 	for i := 0; i < n; i++ {
@@ -323,7 +324,7 @@ func testPurge(t *testing.T, e *env) {
 	ids, revisions := e.purgeFixture(e.scope, 50, eraseCanary, "p")
 	e.purgeFixture(other, 12, otherCanary, "o")
 	// An embedding lease of another profile leaves queue state behind.
-	if _, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: "test/purge-v2", WorkerID: "embedder-2", TTL: time.Hour, Max: 20}); err != nil {
+	if _, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: "test/purge-v2", WorkerID: "embedder-2", TTL: time.Hour, Max: 20}); err != nil {
 		t.Fatal(err)
 	}
 	statuses := map[memorykit.Status]int{}
@@ -333,7 +334,7 @@ func testPurge(t *testing.T, e *env) {
 	if len(statuses) != 5 {
 		t.Fatalf("fixture statuses %v; want every status but erased", statuses)
 	}
-	otherBefore, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: other, Limit: Limits().MaxListSize})
+	otherBefore, err := e.s.List(e.ctx, storekit.ListFilter{Scope: other, Limit: Limits().MaxListSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,12 +353,12 @@ func testPurge(t *testing.T, e *env) {
 	}
 	if rep.Scope != e.scope || rep.Actor != operator || rep.Reason != "project_closed" || rep.Records != len(ids) ||
 		rep.Revisions != revisions || rep.Embeddings != 9 || rep.Jobs != 2 || rep.QueueEntries == 0 ||
-		!rep.StartedAt.Equal(start) || !rep.FinishedAt.Equal(start) || rep.Digest != memorykit.PurgeReportDigest(rep) {
+		!rep.StartedAt.Equal(start) || !rep.FinishedAt.Equal(start) || rep.Digest != storekit.PurgeReportDigest(rep) {
 		t.Fatalf("report %+v; want %d records, %d revisions, 9 embeddings, 2 jobs, queue entries, times %s", rep, len(ids), revisions, start)
 	}
 	for _, id := range ids {
 		r := e.get(e.scope, id)
-		if r.Status != memorykit.StatusErased || !memorykit.IsKeyDigest(r.Key) || r.TouchedBy != operator {
+		if r.Status != memorykit.StatusErased || !storekit.IsKeyDigest(r.Key) || r.TouchedBy != operator {
 			t.Fatalf("purged record %s: %+v", id, r)
 		}
 		revs := e.revisions(e.scope, id)
@@ -371,19 +372,19 @@ func testPurge(t *testing.T, e *env) {
 			t.Fatalf("record %s: %d purge revisions, last %+v", id, purges, revs[len(revs)-1])
 		}
 	}
-	if res := e.recall(memorykit.RecallQuery{Scope: e.scope, ExactKeys: []string{"key 1 " + strings.ToLower(eraseCanary)},
+	if res := e.recall(storekit.RecallQuery{Scope: e.scope, ExactKeys: []string{"key 1 " + strings.ToLower(eraseCanary)},
 		Terms: []string{"fact"}, ExactLimit: 10, FullTextLimit: 10, VectorLimit: 10}); len(res.Records) != 0 {
 		t.Fatalf("recall after purge: %+v", res)
 	}
 	// The leased job's worker hands it back: every proposal is dropped.
-	leased := memorykit.ExtractionJobID(e.scope, "p/leased")
-	n, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-p", LeaseToken: e.job(e.scope, leased).LeaseToken,
+	leased := storekit.ExtractionJobID(e.scope, "p/leased")
+	n, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: leased, WorkerID: "extractor-p", LeaseToken: e.job(e.scope, leased).LeaseToken,
 		Candidates: []memorykit.NewRecord{proposal(e.scope, leased, "fresh", "from "+eraseCanary)}})
 	if err != nil || n != 0 {
 		t.Fatalf("CompleteJob after purge = %d, %v; want 0", n, err)
 	}
 	e.noCanaryIn(t, "after the hand-back", eraseCanary)
-	otherAfter, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: other, Limit: Limits().MaxListSize})
+	otherAfter, err := e.s.List(e.ctx, storekit.ListFilter{Scope: other, Limit: Limits().MaxListSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +467,7 @@ func testPurgeHoldsWrites(t *testing.T, e *env) {
 	}
 	_, err := e.s.Create(e.ctx, e.active(memorykit.KindNote, "new key", "new content"))
 	holds("Create", err)
-	_, err = e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-new", Scope: e.scope, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
+	_, err = e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: "job-new", Scope: e.scope, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
 	holds("EnqueueJob", err)
 	// Other Scopes are not held.
 	e.create(newRec(other, memorykit.KindNote, "new key", "new content", memorykit.StatusActive))
@@ -520,8 +521,8 @@ func testPurgeResume(t *testing.T, e *env) {
 // enqueueRun stores a queued job for ref with ref as its RunRef.
 func (e *env) enqueueRun(scope memorykit.Scope, ref, text string) string {
 	e.t.Helper()
-	id := memorykit.ExtractionJobID(scope, ref)
-	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: scope, RunRef: ref, Payload: text, MaxAttempts: 3, MaxReaps: 3}); err != nil {
+	id := storekit.ExtractionJobID(scope, ref)
+	if _, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: id, Scope: scope, RunRef: ref, Payload: text, MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
 	}
 	return id
@@ -539,7 +540,7 @@ func testEraseScrubsQuotingJobs(t *testing.T, e *env) {
 	// A finished job the record came from, its run reference the canary.
 	done := e.enqueueRun(e.scope, canaryRef("0"), "user: a first turn")
 	e.leaseJob(done, "extractor-1")
-	if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: done, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, done).LeaseToken}); err != nil {
+	if _, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: done, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, done).LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	// A leased job quoting the key (in upper case), one queued quoting
@@ -555,8 +556,8 @@ func testEraseScrubsQuotingJobs(t *testing.T, e *env) {
 	in := e.active(memorykit.KindFact, "favourite zq"+eraseCanary, "teal and "+eraseCanary)
 	in.Sources = []memorykit.Source{{Kind: "conversation", Ref: canaryRef("0")}}
 	r := e.create(in)
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{
-		Transition: memorykit.Transition{Scope: e.scope, ID: r.ID, Actor: reviewer, Reason: "fix"},
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{
+		Transition: storekit.Transition{Scope: e.scope, ID: r.ID, Actor: reviewer, Reason: "fix"},
 		Content:    "ochre " + eraseCanary,
 	}); err != nil {
 		t.Fatal(err)
@@ -568,34 +569,34 @@ func testEraseScrubsQuotingJobs(t *testing.T, e *env) {
 
 	for _, id := range []string{leased, first, second} {
 		j := e.job(e.scope, id)
-		if j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErasedContent || j.Payload != "" ||
+		if j.State != storekit.JobFailed || j.LastError != storekit.ReasonErasedContent || j.Payload != "" ||
 			j.RunRef != "" || j.LeasedBy != "" {
 			t.Fatalf("a job quoting the erased record after erase: %+v", j)
 		}
 	}
-	if j := e.job(e.scope, done); j.State != memorykit.JobDone || j.RunRef != "" {
+	if j := e.job(e.scope, done); j.State != storekit.JobDone || j.RunRef != "" {
 		t.Fatalf("the finished job the record came from keeps its run reference: %+v", j)
 	}
-	if j := e.job(e.scope, unrelated); j.State != memorykit.JobQueued || j.Payload == "" || j.RunRef != "run-9/turn-1" {
+	if j := e.job(e.scope, unrelated); j.State != storekit.JobQueued || j.Payload == "" || j.RunRef != "run-9/turn-1" {
 		t.Fatalf("an unrelated job was touched: %+v", j)
 	}
-	if j := e.job(other, elsewhere); j.State != memorykit.JobQueued || j.Payload == "" || j.RunRef != "run-8/turn-1" {
+	if j := e.job(other, elsewhere); j.State != storekit.JobQueued || j.Payload == "" || j.RunRef != "run-8/turn-1" {
 		t.Fatalf("another Scope's job was touched: %+v", j)
 	}
 	// The worker that held the leased job lost its lease: nothing it
 	// proposes is stored.
-	_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: leased, WorkerID: "extractor-2", LeaseToken: leaseToken,
+	_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: leased, WorkerID: "extractor-2", LeaseToken: leaseToken,
 		Candidates: []memorykit.NewRecord{proposal(e.scope, leased, "favourite colour", "teal and "+eraseCanary)}})
 	if !errors.Is(err, memorykit.ErrLeaseLost) {
 		t.Fatalf("completion of a job erase finished: %v; want ErrLeaseLost", err)
 	}
-	if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: leased, WorkerID: "extractor-2", LeaseToken: leaseToken, Reason: "boom"}); !errors.Is(err, memorykit.ErrLeaseLost) {
+	if _, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: leased, WorkerID: "extractor-2", LeaseToken: leaseToken, Reason: "boom"}); !errors.Is(err, memorykit.ErrLeaseLost) {
 		t.Fatalf("failure of a job erase finished: %v; want ErrLeaseLost", err)
 	}
-	if got, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: "favourite colour", Limit: 5}); err != nil || len(got) != 0 {
+	if got, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: "favourite colour", Limit: 5}); err != nil || len(got) != 0 {
 		t.Fatalf("a lost lease's proposal was stored: %+v, %v", got, err)
 	}
-	if j := e.job(e.scope, leased); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErasedContent {
+	if j := e.job(e.scope, leased); j.State != storekit.JobFailed || j.LastError != storekit.ReasonErasedContent {
 		t.Fatalf("the lost lease changed the job: %+v", j)
 	}
 	e.advance(2 * time.Hour)
@@ -604,12 +605,12 @@ func testEraseScrubsQuotingJobs(t *testing.T, e *env) {
 	}
 	// The other Scope's job still holds its transcript; finish it (and
 	// the unrelated one) so the dump can be checked for the canary.
-	got, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: "extractor-3", TTL: time.Hour, Max: 5})
+	got, err := e.s.LeaseJobs(e.ctx, storekit.JobLease{WorkerID: "extractor-3", TTL: time.Hour, Max: 5})
 	if err != nil || len(got) != 2 {
 		t.Fatalf("LeaseJobs = %+v, %v; want the unrelated and the other Scope's job", got, err)
 	}
 	for _, j := range got {
-		if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "extractor-3", LeaseToken: j.LeaseToken}); err != nil {
+		if _, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "extractor-3", LeaseToken: j.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -623,12 +624,12 @@ func testEraseScrubsQuotingJobs(t *testing.T, e *env) {
 func testPurgeCountsJobs(t *testing.T, e *env) {
 	done := e.enqueueRun(e.scope, "run-"+eraseCanary+"/turn-1", "user: hello")
 	e.leaseJob(done, "extractor-1")
-	if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: done, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, done).LeaseToken}); err != nil {
+	if _, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: done, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, done).LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	bare := e.enqueueRef(e.scope, "run-2/turn-1", "user: no run reference")
 	e.leaseJob(bare, "extractor-1")
-	if _, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: bare, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, bare).LeaseToken}); err != nil {
+	if _, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: bare, WorkerID: "extractor-1", LeaseToken: e.job(e.scope, bare).LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	queued := e.enqueueRun(e.scope, "run-"+eraseCanary+"/turn-3", "user: waiting")
@@ -640,10 +641,10 @@ func testPurgeCountsJobs(t *testing.T, e *env) {
 	if rep.Jobs != 2 || rep.Records != 0 {
 		t.Fatalf("report %+v; want 2 jobs (one scrubbed, one run reference dropped), 0 records", rep)
 	}
-	if j := e.job(e.scope, queued); j.State != memorykit.JobFailed || j.LastError != memorykit.ReasonErased || j.RunRef != "" || j.Payload != "" {
+	if j := e.job(e.scope, queued); j.State != storekit.JobFailed || j.LastError != storekit.ReasonErased || j.RunRef != "" || j.Payload != "" {
 		t.Fatalf("queued job after purge: %+v", j)
 	}
-	if j := e.job(e.scope, done); j.State != memorykit.JobDone || j.RunRef != "" {
+	if j := e.job(e.scope, done); j.State != storekit.JobDone || j.RunRef != "" {
 		t.Fatalf("finished job after purge: %+v", j)
 	}
 	e.noCanaryIn(t, "after purge", eraseCanary)

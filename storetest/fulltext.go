@@ -18,7 +18,7 @@ const weightTolerance = 1e-9
 // store: SearchTerms against IndexTerms, a match on any shared term, the
 // "more than half of the best" threshold, ranking by matched terms then
 // IDF weight then recency then ID, CJK grams matched as substrings,
-// NFKC/case folding, and (memorykit.TermsVersion 2) that only content
+// NFKC/case folding, and (storekit.TermsVersion 2) that only content
 // terms count unless a query has none.
 func RunFullTextRecallConformance(t *testing.T, h Harness) {
 	runCases(t, h, []tcase{
@@ -49,10 +49,10 @@ func (e *env) ftRecord(name, content string) memorykit.Record {
 }
 
 // ft runs a full-text only recall of text.
-func (e *env) ft(text string) memorykit.RecallResult {
+func (e *env) ft(text string) storekit.RecallResult {
 	e.t.Helper()
 	q := query(e.scope)
-	q.Terms = memorykit.SearchTerms(text, 64)
+	q.Terms = storekit.SearchTerms(text, 64)
 	res := e.recall(q)
 	if len(res.Exact) != 0 || len(res.Vector) != 0 {
 		e.t.Fatalf("full-text query %q produced exact/vector hits", text)
@@ -66,7 +66,7 @@ type hit struct {
 	matched int
 }
 
-func checkFT(t testing.TB, what string, got []memorykit.Hit, want ...hit) {
+func checkFT(t testing.TB, what string, got []storekit.Hit, want ...hit) {
 	t.Helper()
 	wantList := make([]string, len(want))
 	for i, w := range want {
@@ -80,7 +80,7 @@ func checkFT(t testing.TB, what string, got []memorykit.Hit, want ...hit) {
 	checkRanks(t, what, got)
 }
 
-func (e *env) checkFTResult(t testing.TB, text string, kept []hit, below []hit) memorykit.RecallResult {
+func (e *env) checkFTResult(t testing.TB, text string, kept []hit, below []hit) storekit.RecallResult {
 	t.Helper()
 	res := e.ft(text)
 	checkFT(t, fmt.Sprintf("query %q kept", text), res.FullText, kept...)
@@ -89,7 +89,7 @@ func (e *env) checkFTResult(t testing.TB, text string, kept []hit, below []hit) 
 	return res
 }
 
-func wantWeight(t testing.TB, h memorykit.Hit, want float64) {
+func wantWeight(t testing.TB, h storekit.Hit, want float64) {
 	t.Helper()
 	if math.Abs(h.Weight-want) > weightTolerance {
 		t.Fatalf("hit %s weight %v, want %v", h.ID, h.Weight, want)
@@ -156,7 +156,7 @@ func testFTRecency(t *testing.T, e *env) {
 	c := e.ftRecord("c", "shared words")
 	e.checkFTResult(t, "shared words", []hit{{c, 2}, {a, 2}, {b, 2}}, nil)
 	e.advance(time.Second)
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, b.ID, reviewer), Content: "shared words, reworded"}); err != nil {
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, b.ID, reviewer), Content: "shared words, reworded"}); err != nil {
 		t.Fatal(err)
 	}
 	e.checkFTResult(t, "shared words", []hit{{b, 2}, {c, 2}, {a, 2}}, nil)
@@ -260,7 +260,7 @@ func testFTContentTerms(t *testing.T, e *env) {
 	e.checkFTResult(t, "我们上周说了什么数据库", []hit{{db, 2}}, nil)
 	// サーバー | 置き -> サー, ーバ, バー, 置き (は, どこ, に, ました, か cut out).
 	e.checkFTResult(t, "サーバーはどこに置きましたか", []hit{{srv, 3}}, nil)
-	if got := memorykit.SearchTerms("我们上周说了什么数据库", 64); len(got) != 4 {
+	if got := storekit.SearchTerms("我们上周说了什么数据库", 64); len(got) != 4 {
 		t.Fatalf("terms = %q", got)
 	}
 }

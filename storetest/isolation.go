@@ -38,8 +38,8 @@ func (e *env) isoScopes() (a, b, c memorykit.Scope) {
 type isoData struct {
 	scope                       memorykit.Scope
 	active, cand, inactive, rej memorykit.Record
-	job                         memorykit.Job
-	task                        memorykit.EmbeddingTask
+	job                         storekit.Job
+	task                        storekit.EmbeddingTask
 	worker                      string
 }
 
@@ -53,12 +53,12 @@ func (e *env) populate(scope memorykit.Scope, worker string) isoData {
 	rj := e.create(newRec(scope, memorykit.KindNote, "rejected note", "zebra rejected", memorykit.StatusCandidate))
 	d.rej = e.must(actReject, tr(scope, rj.ID, reviewer))
 	e.embed(d.active, isoProfile, []float32{1, 0})
-	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, "turn-1"), Scope: scope, Payload: "zebra talk", MaxAttempts: 3, MaxReaps: 3})
+	j, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: storekit.ExtractionJobID(scope, "turn-1"), Scope: scope, Payload: "zebra talk", MaxAttempts: 3, MaxReaps: 3})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	d.job = j
-	tasks, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: "test/iso-v2", WorkerID: worker, TTL: time.Hour, Max: 10})
+	tasks, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: "test/iso-v2", WorkerID: worker, TTL: time.Hour, Max: 10})
 	if err != nil || len(tasks) != 1 || tasks[0].RecordID != d.active.ID {
 		e.t.Fatalf("setup lease in %s: %+v, %v", scope, tasks, err)
 	}
@@ -106,7 +106,7 @@ func (e *env) probeForeign(t *testing.T, from memorykit.Scope, d isoData) {
 	} else if err != nil {
 		wantErr(t, err, memorykit.ErrNotFound)
 	}
-	list, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: from, Limit: 20})
+	list, err := e.s.List(e.ctx, storekit.ListFilter{Scope: from, Limit: 20})
 	if err != nil {
 		t.Fatalf("List%s: %v", where, err)
 	}
@@ -129,11 +129,11 @@ func (e *env) probeForeign(t *testing.T, from memorykit.Scope, d isoData) {
 		})
 	}
 	e.refused(t, "PutEmbedding"+where, memorykit.ErrNotFound, func() error {
-		return e.s.PutEmbedding(e.ctx, memorykit.EmbeddingPut{Scope: from, RecordID: d.active.ID, Profile: isoProfile,
+		return e.s.PutEmbedding(e.ctx, storekit.EmbeddingPut{Scope: from, RecordID: d.active.ID, Profile: isoProfile,
 			ContentHash: d.active.ContentHash, Vector: []float32{0, 1}, WorkerID: "embedder-x"})
 	})
 	e.refused(t, "ReleaseEmbedding"+where, memorykit.ErrNotFound, func() error {
-		return e.s.ReleaseEmbedding(e.ctx, memorykit.EmbeddingRelease{Scope: from, RecordID: d.task.RecordID, Profile: d.task.Profile,
+		return e.s.ReleaseEmbedding(e.ctx, storekit.EmbeddingRelease{Scope: from, RecordID: d.task.RecordID, Profile: d.task.Profile,
 			ContentHash: d.task.ContentHash, WorkerID: d.worker, LeaseToken: d.task.LeaseToken, Reason: "probe", Park: true})
 	})
 	_, err = e.s.GetJob(e.ctx, from, d.job.ID)
@@ -143,7 +143,7 @@ func (e *env) probeForeign(t *testing.T, from memorykit.Scope, d isoData) {
 	q.Terms = []string{"zebra", "crossing"}
 	q.Vector, q.Profile = []float32{1, 0}, isoProfile
 	res := e.recall(q)
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.FullTextBelow, res.Vector} {
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.FullTextBelow, res.Vector} {
 		for _, h := range hits {
 			if h.ID == d.active.ID {
 				t.Fatalf("Recall%s returned a foreign record", where)
@@ -168,7 +168,7 @@ func testIsoRecall(t *testing.T, e *env) {
 	q.Terms = []string{"zebra", "crossing"}
 	q.Vector, q.Profile = []float32{1, 0}, isoProfile
 	res := e.recall(q)
-	for name, hits := range map[string][]memorykit.Hit{"exact": res.Exact, "full-text": res.FullText, "vector": res.Vector} {
+	for name, hits := range map[string][]storekit.Hit{"exact": res.Exact, "full-text": res.FullText, "vector": res.Vector} {
 		wantIDs(t, name, ids(hits), []string{mine.ID})
 	}
 	if len(res.FullTextBelow) != 0 || len(res.Records) != 1 || res.Records[mine.ID].Scope != a {
@@ -207,7 +207,7 @@ func testIsoIDs(t *testing.T, e *env) {
 	in := newRec(b, memorykit.KindFact, "k", "b's private content", memorykit.StatusActive)
 	in.ID = "mem-shared-1"
 	e.create(in)
-	if _, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-shared-1", Scope: b, Payload: "b's private turn", MaxAttempts: 2, MaxReaps: 2}); err != nil {
+	if _, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: "job-shared-1", Scope: b, Payload: "b's private turn", MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
 	before := e.dump()
@@ -217,9 +217,9 @@ func testIsoIDs(t *testing.T, e *env) {
 	if d := cmp.Diff(memorykit.Record{}, got); d != "" {
 		t.Fatalf("Create leaked another Scope's record (-want +got):\n%s", d)
 	}
-	job, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: "job-shared-1", Scope: a, Payload: "mine", MaxAttempts: 2, MaxReaps: 2})
+	job, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: "job-shared-1", Scope: a, Payload: "mine", MaxAttempts: 2, MaxReaps: 2})
 	wantErr(t, err, memorykit.ErrAlreadyExists)
-	if d := cmp.Diff(memorykit.Job{}, job); d != "" {
+	if d := cmp.Diff(storekit.Job{}, job); d != "" {
 		t.Fatalf("EnqueueJob leaked another Scope's job (-want +got):\n%s", d)
 	}
 	e.unchanged(t, before, "creates with IDs taken in another Scope")
@@ -257,13 +257,13 @@ func testIsoQueues(t *testing.T, e *env) {
 	for _, s := range []memorykit.Scope{a, b, c} {
 		r := e.create(newRec(s, memorykit.KindFact, "k", "text", memorykit.StatusActive))
 		want[r.ID] = s
-		j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(s, "turn"), Scope: s, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
+		j, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: storekit.ExtractionJobID(s, "turn"), Scope: s, Payload: "p", MaxAttempts: 1, MaxReaps: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want[j.ID] = s
 	}
-	tasks, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: isoProfile, WorkerID: "embedder-1", TTL: time.Minute, Max: 10})
+	tasks, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: isoProfile, WorkerID: "embedder-1", TTL: time.Minute, Max: 10})
 	if err != nil || len(tasks) != 3 {
 		t.Fatalf("LeaseEmbeddings = %d tasks, %v; want 3", len(tasks), err)
 	}
@@ -272,7 +272,7 @@ func testIsoQueues(t *testing.T, e *env) {
 			t.Fatalf("task %s carries Scope %s, want %s", task.RecordID, task.Scope, want[task.RecordID])
 		}
 	}
-	jobs, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 10})
+	jobs, err := e.s.LeaseJobs(e.ctx, storekit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 10})
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("LeaseJobs = %d jobs, %v; want 3", len(jobs), err)
 	}

@@ -48,10 +48,10 @@ func RunJobConformance(t *testing.T, h Harness) {
 func payload(ref string) string { return "finished turn text for " + ref }
 
 // enqueue stores a job with the deterministic ID for ref in scope.
-func (e *env) enqueueIn(scope memorykit.Scope, ref string, maxAttempts int) memorykit.Job {
+func (e *env) enqueueIn(scope memorykit.Scope, ref string, maxAttempts int) storekit.Job {
 	e.t.Helper()
-	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
-		ID: memorykit.ExtractionJobID(scope, ref), Scope: scope, RunRef: ref, Payload: payload(ref), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
+	j, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{
+		ID: storekit.ExtractionJobID(scope, ref), Scope: scope, RunRef: ref, Payload: payload(ref), MaxAttempts: maxAttempts, MaxReaps: maxAttempts,
 	})
 	if err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", ref, err)
@@ -61,10 +61,10 @@ func (e *env) enqueueIn(scope memorykit.Scope, ref string, maxAttempts int) memo
 
 // enqueueLimits stores a job in the env's Scope with separate limits on
 // failed attempts and on leases ended without a result.
-func (e *env) enqueueLimits(ref string, maxAttempts, maxReaps int) memorykit.Job {
+func (e *env) enqueueLimits(ref string, maxAttempts, maxReaps int) storekit.Job {
 	e.t.Helper()
-	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{
-		ID: memorykit.ExtractionJobID(e.scope, ref), Scope: e.scope, Payload: payload(ref),
+	j, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{
+		ID: storekit.ExtractionJobID(e.scope, ref), Scope: e.scope, Payload: payload(ref),
 		MaxAttempts: maxAttempts, MaxReaps: maxReaps,
 	})
 	if err != nil {
@@ -73,24 +73,24 @@ func (e *env) enqueueLimits(ref string, maxAttempts, maxReaps int) memorykit.Job
 	return j
 }
 
-func (e *env) enqueue(ref string, maxAttempts int) memorykit.Job {
+func (e *env) enqueue(ref string, maxAttempts int) storekit.Job {
 	e.t.Helper()
 	return e.enqueueIn(e.scope, ref, maxAttempts)
 }
 
 // enqueueID stores a job with an explicit ID.
-func (e *env) enqueueID(id string, maxAttempts int) memorykit.Job {
+func (e *env) enqueueID(id string, maxAttempts int) storekit.Job {
 	e.t.Helper()
-	j, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: payload(id), MaxAttempts: maxAttempts, MaxReaps: maxAttempts})
+	j, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: id, Scope: e.scope, Payload: payload(id), MaxAttempts: maxAttempts, MaxReaps: maxAttempts})
 	if err != nil {
 		e.t.Fatalf("EnqueueJob(%s): %v", id, err)
 	}
 	return j
 }
 
-func (e *env) leaseJobs(worker string, max int) []memorykit.Job {
+func (e *env) leaseJobs(worker string, max int) []storekit.Job {
 	e.t.Helper()
-	js, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: worker, TTL: jobTTL, Max: max})
+	js, err := e.s.LeaseJobs(e.ctx, storekit.JobLease{WorkerID: worker, TTL: jobTTL, Max: max})
 	if err != nil {
 		e.t.Fatalf("LeaseJobs(%s): %v", worker, err)
 	}
@@ -98,7 +98,7 @@ func (e *env) leaseJobs(worker string, max int) []memorykit.Job {
 }
 
 // leaseOne leases exactly one job for worker.
-func (e *env) leaseOne(worker string) memorykit.Job {
+func (e *env) leaseOne(worker string) storekit.Job {
 	e.t.Helper()
 	js := e.leaseJobs(worker, 1)
 	if len(js) != 1 {
@@ -107,7 +107,7 @@ func (e *env) leaseOne(worker string) memorykit.Job {
 	return js[0]
 }
 
-func (e *env) getJob(scope memorykit.Scope, id string) memorykit.Job {
+func (e *env) getJob(scope memorykit.Scope, id string) storekit.Job {
 	e.t.Helper()
 	j, err := e.s.GetJob(e.ctx, scope, id)
 	if err != nil {
@@ -116,7 +116,7 @@ func (e *env) getJob(scope memorykit.Scope, id string) memorykit.Job {
 	return j
 }
 
-func (e *env) counts() memorykit.JobCounts {
+func (e *env) counts() storekit.JobCounts {
 	e.t.Helper()
 	c, err := e.s.CountJobs(e.ctx)
 	if err != nil {
@@ -125,7 +125,7 @@ func (e *env) counts() memorykit.JobCounts {
 	return c
 }
 
-func (e *env) wantCounts(t testing.TB, want memorykit.JobCounts) {
+func (e *env) wantCounts(t testing.TB, want storekit.JobCounts) {
 	t.Helper()
 	if got := e.counts(); got != want {
 		t.Fatalf("CountJobs = %+v, want %+v", got, want)
@@ -136,11 +136,11 @@ func (e *env) wantCounts(t testing.TB, want memorykit.JobCounts) {
 func (e *env) proposal(jobID string, kind memorykit.Kind, key, content string) memorykit.NewRecord {
 	in := newRec(e.scope, kind, key, content, memorykit.StatusCandidate)
 	in.Actor, in.Reason = workerAc, "extracted"
-	in.ID = memorykit.CandidateID(e.scope, jobID, kind, memorykit.NormalizeKey(key))
+	in.ID = storekit.CandidateID(e.scope, jobID, kind, storekit.NormalizeKey(key))
 	return in
 }
 
-func (e *env) complete(c memorykit.JobCompletion) int {
+func (e *env) complete(c storekit.JobCompletion) int {
 	e.t.Helper()
 	n, err := e.s.CompleteJob(e.ctx, c)
 	if err != nil {
@@ -149,7 +149,7 @@ func (e *env) complete(c memorykit.JobCompletion) int {
 	return n
 }
 
-func diffJob(t testing.TB, what string, got, want memorykit.Job) {
+func diffJob(t testing.TB, what string, got, want storekit.Job) {
 	t.Helper()
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("%s (-want +got):\n%s", what, d)
@@ -158,22 +158,22 @@ func diffJob(t testing.TB, what string, got, want memorykit.Job) {
 
 // wantTombstone checks a finished job keeps nothing but content-free
 // fields.
-func wantTombstone(t testing.TB, j memorykit.Job, state memorykit.JobState) {
+func wantTombstone(t testing.TB, j storekit.Job, state storekit.JobState) {
 	t.Helper()
 	if j.State != state || j.Payload != "" || j.LeasedBy != "" || !j.LeaseExpiresAt.IsZero() {
 		t.Fatalf("job %s: state %s payload %d bytes leased by %q until %v; want a %s tombstone",
 			j.ID, j.State, len(j.Payload), j.LeasedBy, j.LeaseExpiresAt, state)
 	}
-	if err := memorykit.CheckReasonCode("test", j.LastError); j.LastError != "" && err != nil {
+	if err := storekit.CheckReasonCode("test", j.LastError); j.LastError != "" && err != nil {
 		t.Fatalf("job %s LastError is not a reason code", j.ID)
 	}
 }
 
 func testJobEnqueue(t *testing.T, e *env) {
-	id := memorykit.ExtractionJobID(e.scope, "run-1/turn-1")
+	id := storekit.ExtractionJobID(e.scope, "run-1/turn-1")
 	j := e.enqueue("run-1/turn-1", 3)
 	now := e.now()
-	want := memorykit.Job{ID: id, Scope: e.scope, RunRef: "run-1/turn-1", Payload: payload("run-1/turn-1"), State: memorykit.JobQueued,
+	want := storekit.Job{ID: id, Scope: e.scope, RunRef: "run-1/turn-1", Payload: payload("run-1/turn-1"), State: storekit.JobQueued,
 		MaxAttempts: 3, MaxReaps: 3, AvailableAt: now, CreatedAt: now, UpdatedAt: now}
 	diffJob(t, "enqueued job", j, want)
 	diffJob(t, "GetJob", e.getJob(e.scope, id), want)
@@ -182,11 +182,11 @@ func testJobEnqueue(t *testing.T, e *env) {
 	}
 	e.advance(time.Minute)
 	before := e.dump()
-	got, err := e.s.EnqueueJob(e.ctx, memorykit.NewJob{ID: id, Scope: e.scope, Payload: "a different payload", MaxAttempts: 5, MaxReaps: 5})
+	got, err := e.s.EnqueueJob(e.ctx, storekit.NewJob{ID: id, Scope: e.scope, Payload: "a different payload", MaxAttempts: 5, MaxReaps: 5})
 	wantErr(t, err, memorykit.ErrAlreadyExists)
 	diffJob(t, "re-enqueue result", got, want)
 	e.unchanged(t, before, "a re-enqueue")
-	e.wantCounts(t, memorykit.JobCounts{Queued: 1})
+	e.wantCounts(t, storekit.JobCounts{Queued: 1})
 }
 
 func testJobLeaseOrder(t *testing.T, e *env) {
@@ -199,7 +199,7 @@ func testJobLeaseOrder(t *testing.T, e *env) {
 	wantIDs(t, "first lease", jobIDs(js), []string{"job-y", "job-z"})
 	now := e.now()
 	for _, j := range js {
-		if j.State != memorykit.JobLeased || j.Attempt != 1 || j.LeasedBy != "worker-1" || j.Payload != payload(j.ID) {
+		if j.State != storekit.JobLeased || j.Attempt != 1 || j.LeasedBy != "worker-1" || j.Payload != payload(j.ID) {
 			t.Fatalf("leased job: %+v", j)
 		}
 		wantTime(t, "LeaseExpiresAt", j.LeaseExpiresAt, now.Add(jobTTL))
@@ -208,7 +208,7 @@ func testJobLeaseOrder(t *testing.T, e *env) {
 	}
 	wantIDs(t, "second lease", jobIDs(e.leaseJobs("worker-2", 5)), []string{"job-a"})
 	wantIDs(t, "third lease", jobIDs(e.leaseJobs("worker-3", 5)), nil)
-	e.wantCounts(t, memorykit.JobCounts{Leased: 3})
+	e.wantCounts(t, storekit.JobCounts{Leased: 3})
 }
 
 func testJobLeasedOnce(t *testing.T, e *env) {
@@ -239,19 +239,19 @@ func testJobComplete(t *testing.T, e *env) {
 	c2 := e.proposal(j.ID, memorykit.KindPreference, "review size", "Keep reviews small.")
 	c2.Metadata = map[string]string{"confidence": "high"}
 	c2.Sources = []memorykit.Source{{Kind: "conversation", Ref: "run-1/turn-1"}}
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1, c2}}); n != 2 {
+	if n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1, c2}}); n != 2 {
 		t.Fatalf("CompleteJob created %d candidates, want 2", n)
 	}
 	now := e.now()
 	done := e.getJob(e.scope, j.ID)
-	wantTombstone(t, done, memorykit.JobDone)
+	wantTombstone(t, done, storekit.JobDone)
 	if done.Candidates != 2 || done.Attempt != 1 {
 		t.Fatalf("done job: %+v", done)
 	}
 	wantTime(t, "UpdatedAt", done.UpdatedAt, now)
 	for _, c := range []memorykit.NewRecord{c1, c2} {
 		r := e.get(e.scope, c.ID)
-		if r.Status != memorykit.StatusCandidate || r.Version != 1 || r.Content != c.Content || r.Key != memorykit.NormalizeKey(c.Key) ||
+		if r.Status != memorykit.StatusCandidate || r.Version != 1 || r.Content != c.Content || r.Key != storekit.NormalizeKey(c.Key) ||
 			r.CreatedBy != workerAc || r.ContentHash != storekit.ContentHash(c.Content) {
 			t.Fatalf("stored candidate: %+v", r)
 		}
@@ -264,13 +264,13 @@ func testJobComplete(t *testing.T, e *env) {
 	if r := e.get(e.scope, c2.ID); r.Metadata["confidence"] != "high" || len(r.Sources) != 1 {
 		t.Fatalf("candidate metadata/sources: %+v", r)
 	}
-	e.wantCounts(t, memorykit.JobCounts{Done: 1})
+	e.wantCounts(t, storekit.JobCounts{Done: 1})
 	e.refused(t, "a second CompleteJob", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1}})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c1}})
 		return err
 	})
 	e.refused(t, "FailJob of a done job", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "late_failure"})
+		_, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "late_failure"})
 		return err
 	})
 	if got := e.leaseJobs("worker-2", 5); len(got) != 0 {
@@ -288,7 +288,7 @@ func testJobCompleteSkips(t *testing.T, e *env) {
 	c2 := e.proposal(j.ID, memorykit.KindNote, "note", "A new note.")
 	dup := c2
 	dup.Content = "The same candidate twice in one batch."
-	n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{again, c2, dup}})
+	n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{again, c2, dup}})
 	if n != 1 {
 		t.Fatalf("CompleteJob created %d candidates, want 1", n)
 	}
@@ -296,10 +296,10 @@ func testJobCompleteSkips(t *testing.T, e *env) {
 	if r := e.get(e.scope, c2.ID); r.Content != c2.Content {
 		t.Fatalf("the first of two equal IDs was not the one stored: %q", r.Content)
 	}
-	if got := e.getJob(e.scope, j.ID); got.Candidates != 1 || got.State != memorykit.JobDone {
+	if got := e.getJob(e.scope, j.ID); got.Candidates != 1 || got.State != storekit.JobDone {
 		t.Fatalf("job after completion: %+v", got)
 	}
-	all, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})
+	all, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: 10})
 	if err != nil || len(all) != 2 {
 		t.Fatalf("List = %d records, %v; want 2", len(all), err)
 	}
@@ -308,11 +308,11 @@ func testJobCompleteSkips(t *testing.T, e *env) {
 func testJobCompleteEmpty(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 3)
 	e.leaseOne("worker-1")
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); n != 0 {
+	if n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); n != 0 {
 		t.Fatalf("CompleteJob without candidates created %d", n)
 	}
 	got := e.getJob(e.scope, j.ID)
-	wantTombstone(t, got, memorykit.JobDone)
+	wantTombstone(t, got, storekit.JobDone)
 	if got.Candidates != 0 {
 		t.Fatalf("Candidates = %d", got.Candidates)
 	}
@@ -323,15 +323,15 @@ func testJobCompleteOther(t *testing.T, e *env) {
 	leased := e.leaseOne("worker-1")
 	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
 	e.refused(t, "CompleteJob by a worker without the lease", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
 		return err
 	})
 	diffJob(t, "job after a foreign completion", e.getJob(e.scope, j.ID), leased)
 	e.refused(t, "CompleteJob of an unknown job", memorykit.ErrNotFound, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
 		return err
 	})
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}}); n != 1 {
+	if n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}}); n != 1 {
 		t.Fatalf("holder's completion created %d", n)
 	}
 }
@@ -342,15 +342,15 @@ func testJobCompleteExpired(t *testing.T, e *env) {
 	e.advance(jobTTL + time.Second)
 	c := e.proposal(j.ID, memorykit.KindFact, "k", "v")
 	e.refused(t, "CompleteJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{c}})
 		return err
 	})
 	e.refused(t, "FailJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "too_slow"})
+		_, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "too_slow"})
 		return err
 	})
 	e.refused(t, "ReleaseJob after the lease expired", memorykit.ErrLeaseLost, func() error {
-		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)})
+		return e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)})
 	})
 }
 
@@ -363,7 +363,7 @@ func testJobCompleteInvalid(t *testing.T, e *env) {
 	active.Status = memorykit.StatusActive
 	elsewhere := good
 	elsewhere.Scope = Scope(t, "tenant-a", "project-2")
-	elsewhere.ID = memorykit.CandidateID(elsewhere.Scope, j.ID, memorykit.KindFact, "good")
+	elsewhere.ID = storekit.CandidateID(elsewhere.Scope, j.ID, memorykit.KindFact, "good")
 	unknownKind := e.proposal(j.ID, memorykit.KindFact, "kind", "x")
 	unknownKind.Kind = "rumour"
 	emptyContent := e.proposal(j.ID, memorykit.KindFact, "empty", "")
@@ -381,12 +381,12 @@ func testJobCompleteInvalid(t *testing.T, e *env) {
 	}
 	for name, batch := range batches {
 		e.refused(t, "CompleteJob with "+name, memorykit.ErrInvalidInput, func() error {
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: batch})
+			_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: batch})
 			return err
 		})
 	}
 	diffJob(t, "job after rejected completions", e.getJob(e.scope, j.ID), leased)
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{good}}); n != 1 {
+	if n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: []memorykit.NewRecord{good}}); n != 1 {
 		t.Fatalf("valid completion created %d", n)
 	}
 }
@@ -399,12 +399,12 @@ func testJobFailRetry(t *testing.T, e *env) {
 			t.Fatalf("lease %d has attempt %d", attempt, got.Attempt)
 		}
 		retryAt := e.clk.Now().Add(time.Minute)
-		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: retryAt})
+		f, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: retryAt})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := got
-		want.State, want.LeasedBy, want.LeaseExpiresAt = memorykit.JobQueued, "", time.Time{}
+		want.State, want.LeasedBy, want.LeaseExpiresAt = storekit.JobQueued, "", time.Time{}
 		want.AvailableAt, want.LastError, want.UpdatedAt = retryAt.UTC().Truncate(time.Microsecond), "extract_timeout", e.now()
 		want.Failures = attempt
 		diffJob(t, fmt.Sprintf("job after failure %d", attempt), f, want)
@@ -419,11 +419,11 @@ func testJobFailRetry(t *testing.T, e *env) {
 	if last.Attempt != 3 {
 		t.Fatalf("third lease has attempt %d", last.Attempt)
 	}
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: e.clk.Now().Add(time.Minute)})
+	f, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "extract_timeout", RetryAt: e.clk.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTombstone(t, f, memorykit.JobFailed)
+	wantTombstone(t, f, storekit.JobFailed)
 	if f.Attempt != 3 || f.LastError != "extract_timeout" {
 		t.Fatalf("failed job: %+v", f)
 	}
@@ -432,40 +432,40 @@ func testJobFailRetry(t *testing.T, e *env) {
 	if got := e.leaseJobs("worker-1", 5); len(got) != 0 {
 		t.Fatalf("a failed job was leased: %v", jobIDs(got))
 	}
-	e.wantCounts(t, memorykit.JobCounts{Failed: 1})
+	e.wantCounts(t, storekit.JobCounts{Failed: 1})
 }
 
 func testJobFailFinal(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 5)
 	e.leaseOne("worker-1")
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "bad_payload", Final: true})
+	f, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "bad_payload", Final: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTombstone(t, f, memorykit.JobFailed)
+	wantTombstone(t, f, storekit.JobFailed)
 	if f.Attempt != 1 || f.LastError != "bad_payload" {
 		t.Fatalf("final failure: %+v", f)
 	}
-	e.wantCounts(t, memorykit.JobCounts{Failed: 1})
+	e.wantCounts(t, storekit.JobCounts{Failed: 1})
 }
 
 func testJobFailOther(t *testing.T, e *env) {
 	j := e.enqueue("run-1/turn-1", 3)
 	e.leaseOne("worker-1")
 	e.refused(t, "FailJob by another worker", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Reason: "nope"})
+		_, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Reason: "nope"})
 		return err
 	})
 	e.refused(t, "FailJob of an unknown job", memorykit.ErrNotFound, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown"), Reason: "nope"})
+		_, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown"), Reason: "nope"})
 		return err
 	})
 	// A zero RetryAt requeues the job for now.
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "flaky"})
+	f, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Reason: "flaky"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.State != memorykit.JobQueued || !f.AvailableAt.Equal(e.now()) {
+	if f.State != storekit.JobQueued || !f.AvailableAt.Equal(e.now()) {
 		t.Fatalf("failure without RetryAt: %+v", f)
 	}
 	if got := e.leaseOne("worker-2"); got.Attempt != 2 {
@@ -477,17 +477,17 @@ func testJobRelease(t *testing.T, e *env) {
 	j := e.enqueueLimits("run-1/turn-1", 2, 10)
 	e.leaseOne("worker-1")
 	e.refused(t, "ReleaseJob by another worker", memorykit.ErrLeaseLost, func() error {
-		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)})
+		return e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)})
 	})
 	e.refused(t, "ReleaseJob of an unknown job", memorykit.ErrNotFound, func() error {
-		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
+		return e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: "job-unknown", WorkerID: "worker-1", LeaseToken: e.tok("job-unknown")})
 	})
 	e.advance(5 * time.Second)
-	if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); err != nil {
+	if err := e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.getJob(e.scope, j.ID)
-	if got.State != memorykit.JobQueued || got.Attempt != 0 || got.LeasedBy != "" || !got.LeaseExpiresAt.IsZero() || got.Payload != j.Payload {
+	if got.State != storekit.JobQueued || got.Attempt != 0 || got.LeasedBy != "" || !got.LeaseExpiresAt.IsZero() || got.Payload != j.Payload {
 		t.Fatalf("released job: %+v", got)
 	}
 	wantTime(t, "AvailableAt", got.AvailableAt, e.now())
@@ -497,11 +497,11 @@ func testJobRelease(t *testing.T, e *env) {
 		if l.Attempt != 1 {
 			t.Fatalf("lease after %d releases has attempt %d", i+1, l.Attempt)
 		}
-		if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)}); err != nil {
+		if err := e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.wantCounts(t, memorykit.JobCounts{Queued: 1})
+	e.wantCounts(t, storekit.JobCounts{Queued: 1})
 }
 
 func testJobReap(t *testing.T, e *env) {
@@ -517,21 +517,21 @@ func testJobReap(t *testing.T, e *env) {
 		t.Fatalf("ReapJobLeases after expiry = %d, %v; want 2", n, err)
 	}
 	g1 := e.getJob(e.scope, j1.ID)
-	if g1.State != memorykit.JobQueued || g1.Attempt != 1 || g1.LeasedBy != "" || g1.Payload != j1.Payload {
+	if g1.State != storekit.JobQueued || g1.Attempt != 1 || g1.LeasedBy != "" || g1.Payload != j1.Payload {
 		t.Fatalf("reaped job with attempts left: %+v", g1)
 	}
 	wantTime(t, "requeued AvailableAt", g1.AvailableAt, e.now())
 	g2 := e.getJob(e.scope, j2.ID)
-	wantTombstone(t, g2, memorykit.JobFailed)
+	wantTombstone(t, g2, storekit.JobFailed)
 	if g2.LastError != "lease_expired" || g2.Attempt != 1 {
 		t.Fatalf("reaped job without attempts left: %+v", g2)
 	}
 	if n, err := e.s.ReapJobLeases(e.ctx); err != nil || n != 0 {
 		t.Fatalf("second ReapJobLeases = %d, %v", n, err)
 	}
-	e.wantCounts(t, memorykit.JobCounts{Queued: 1, Failed: 1})
+	e.wantCounts(t, storekit.JobCounts{Queued: 1, Failed: 1})
 	e.refused(t, "CompleteJob by the reaped worker", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j1.ID, WorkerID: "worker-1", LeaseToken: e.tok(j1.ID)})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j1.ID, WorkerID: "worker-1", LeaseToken: e.tok(j1.ID)})
 		return err
 	})
 }
@@ -551,18 +551,18 @@ func testJobCrash(t *testing.T, e *env) {
 		e.proposal(j.ID, memorykit.KindFact, "a", "first"),
 		e.proposal(j.ID, memorykit.KindFact, "b", "second"),
 	}
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: cands}); n != 2 {
+	if n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-2", LeaseToken: e.tok(j.ID), Candidates: cands}); n != 2 {
 		t.Fatalf("second worker created %d", n)
 	}
 	e.refused(t, "the crashed worker's late completion", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: cands})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: e.tok(j.ID), Candidates: cands})
 		return err
 	})
-	all, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})
+	all, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: 10})
 	if err != nil || len(all) != 2 {
 		t.Fatalf("List = %d records, %v; want exactly 2", len(all), err)
 	}
-	e.wantCounts(t, memorykit.JobCounts{Done: 1})
+	e.wantCounts(t, storekit.JobCounts{Done: 1})
 }
 
 func testJobCount(t *testing.T, e *env) {
@@ -572,28 +572,28 @@ func testJobCount(t *testing.T, e *env) {
 	e.enqueueIn(other, "l1", 3)
 	e.enqueue("d1", 3)
 	e.enqueue("f1", 1)
-	e.wantCounts(t, memorykit.JobCounts{Queued: 5})
+	e.wantCounts(t, storekit.JobCounts{Queued: 5})
 	js := e.leaseJobs("worker-1", 5)
 	if len(js) != 5 {
 		t.Fatalf("leased %d", len(js))
 	}
 	for _, j := range js {
 		switch j.ID {
-		case memorykit.ExtractionJobID(e.scope, "q1"), memorykit.ExtractionJobID(other, "q2"):
-			if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken}); err != nil {
+		case storekit.ExtractionJobID(e.scope, "q1"), storekit.ExtractionJobID(other, "q2"):
+			if err := e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken}); err != nil {
 				t.Fatal(err)
 			}
-		case memorykit.ExtractionJobID(e.scope, "d1"):
-			e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken})
-		case memorykit.ExtractionJobID(e.scope, "f1"):
-			if _, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken, Reason: "boom"}); err != nil {
+		case storekit.ExtractionJobID(e.scope, "d1"):
+			e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken})
+		case storekit.ExtractionJobID(e.scope, "f1"):
+			if _, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: j.LeaseToken, Reason: "boom"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	e.wantCounts(t, memorykit.JobCounts{Queued: 2, Leased: 1, Done: 1, Failed: 1})
+	e.wantCounts(t, storekit.JobCounts{Queued: 2, Leased: 1, Done: 1, Failed: 1})
 	for _, j := range js {
-		if j.ID == memorykit.ExtractionJobID(other, "l1") && j.Scope != other {
+		if j.ID == storekit.ExtractionJobID(other, "l1") && j.Scope != other {
 			t.Fatalf("job of %s leased with scope %s", other, j.Scope)
 		}
 	}
@@ -640,35 +640,35 @@ func testJobStaleToken(t *testing.T, e *env) {
 	stale := first.LeaseToken
 	cand := e.proposal(j.ID, memorykit.KindFact, "stale key", "stale attempt's candidate")
 	e.refused(t, "CompleteJob with a stale token", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
 			Candidates: []memorykit.NewRecord{cand}})
 		return err
 	})
 	e.refused(t, "CompleteJob without candidates with a stale token", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
 		return err
 	})
 	e.refused(t, "FailJob with a stale token", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
+		_, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale,
 			Reason: "stale_failure", Final: true})
 		return err
 	})
 	e.refused(t, "ReleaseJob with a stale token", memorykit.ErrLeaseLost, func() error {
-		return e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
+		return e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: stale})
 	})
 	e.refused(t, "CompleteJob with a token never issued", memorykit.ErrLeaseLost, func() error {
-		_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken + 1000})
+		_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken + 1000})
 		return err
 	})
 	real := e.proposal(j.ID, memorykit.KindFact, "real key", "current attempt's candidate")
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken,
+	if n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: second.LeaseToken,
 		Candidates: []memorykit.NewRecord{real}}); n != 1 {
 		t.Fatalf("CompleteJob by the current lease created %d candidates, want 1", n)
 	}
 	if _, err := e.s.Get(e.ctx, e.scope, cand.ID); !errors.Is(err, memorykit.ErrNotFound) {
 		t.Fatalf("the stale attempt's candidate exists: %v", err)
 	}
-	wantTombstone(t, e.getJob(e.scope, j.ID), memorykit.JobDone)
+	wantTombstone(t, e.getJob(e.scope, j.ID), storekit.JobDone)
 }
 
 // reapOnce lets the job's lease expire and reaps it.
@@ -690,22 +690,22 @@ func testJobReapsNotAttempts(t *testing.T, e *env) {
 		e.leaseOne("worker-1")
 		e.reapOnce(t)
 		got := e.getJob(e.scope, j.ID)
-		if got.State != memorykit.JobQueued || got.Reaps != i || got.Failures != 0 || got.Payload != j.Payload {
+		if got.State != storekit.JobQueued || got.Reaps != i || got.Failures != 0 || got.Payload != j.Payload {
 			t.Fatalf("after reap %d: state %s reaps %d failures %d", i, got.State, got.Reaps, got.Failures)
 		}
 	}
 	// One real failure is retried (1 < MaxAttempts), whatever the reaps.
 	l := e.leaseOne("worker-1")
-	f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
-	if err != nil || f.State != memorykit.JobQueued || f.Failures != 1 {
+	f, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
+	if err != nil || f.State != storekit.JobQueued || f.Failures != 1 {
 		t.Fatalf("FailJob after reaps = %+v, %v; want queued with 1 failure", f, err)
 	}
 	l = e.leaseOne("worker-1")
-	if n := e.complete(memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); n != 0 {
+	if n := e.complete(storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); n != 0 {
 		t.Fatalf("created %d", n)
 	}
 	got := e.getJob(e.scope, j.ID)
-	wantTombstone(t, got, memorykit.JobDone)
+	wantTombstone(t, got, storekit.JobDone)
 	if got.Reaps != maxAttempts+2 || got.Failures != 1 || got.Attempt != maxAttempts+4 {
 		t.Fatalf("done job: reaps %d failures %d attempt %d", got.Reaps, got.Failures, got.Attempt)
 	}
@@ -713,11 +713,11 @@ func testJobReapsNotAttempts(t *testing.T, e *env) {
 	k := e.enqueueLimits("run-1/turn-2", maxAttempts, 10)
 	for i := 1; i <= maxAttempts; i++ {
 		l := e.leaseOne("worker-1")
-		f, err := e.s.FailJob(e.ctx, memorykit.JobFailure{JobID: k.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
+		f, err := e.s.FailJob(e.ctx, storekit.JobFailure{JobID: k.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken, Reason: "extract_error"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]memorykit.JobState{true: memorykit.JobFailed, false: memorykit.JobQueued}[i == maxAttempts]; f.State != want {
+		if want := map[bool]storekit.JobState{true: storekit.JobFailed, false: storekit.JobQueued}[i == maxAttempts]; f.State != want {
 			t.Fatalf("after failure %d the job is %s, want %s", i, f.State, want)
 		}
 	}
@@ -733,8 +733,8 @@ func testJobPoisonReaps(t *testing.T, e *env) {
 		e.reapOnce(t)
 	}
 	got := e.getJob(e.scope, j.ID)
-	wantTombstone(t, got, memorykit.JobFailed)
-	if got.LastError != memorykit.ReasonLeaseExpired || got.Reaps != 3 || got.Failures != 0 {
+	wantTombstone(t, got, storekit.JobFailed)
+	if got.LastError != storekit.ReasonLeaseExpired || got.Reaps != 3 || got.Failures != 0 {
 		t.Fatalf("poison job: last error %q reaps %d failures %d", got.LastError, got.Reaps, got.Failures)
 	}
 	if more := e.leaseJobs("worker-1", 5); len(more) != 0 {
@@ -751,20 +751,20 @@ func testJobHandBackLimit(t *testing.T, e *env) {
 	e.reapOnce(t)
 	for i := 1; i <= 2; i++ {
 		l := e.leaseOne("worker-1")
-		if err := e.s.ReleaseJob(e.ctx, memorykit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); err != nil {
+		if err := e.s.ReleaseJob(e.ctx, storekit.JobRelease{JobID: j.ID, WorkerID: "worker-1", LeaseToken: l.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 		got := e.getJob(e.scope, j.ID)
 		if got.HandBacks != i || got.Reaps != 1 || got.Failures != 0 {
 			t.Fatalf("after hand-back %d: %+v", i, got)
 		}
-		if i == 1 && got.State != memorykit.JobQueued {
+		if i == 1 && got.State != storekit.JobQueued {
 			t.Fatalf("after one reap and one hand-back the job is %s", got.State)
 		}
 	}
 	got := e.getJob(e.scope, j.ID)
-	wantTombstone(t, got, memorykit.JobFailed)
-	if got.LastError != memorykit.ReasonHandBackLimit {
-		t.Fatalf("last error %q, want %q", got.LastError, memorykit.ReasonHandBackLimit)
+	wantTombstone(t, got, storekit.JobFailed)
+	if got.LastError != storekit.ReasonHandBackLimit {
+		t.Fatalf("last error %q, want %q", got.LastError, storekit.ReasonHandBackLimit)
 	}
 }

@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // The ActiveExpectation.KeyOwner condition: the model write rule per
-// canonical key across kinds (memorykit.GovernsKeyAgainst), checked in the
+// canonical key across kinds (storekit.GovernsKeyAgainst), checked in the
 // same atomic step as the create. Part of RunLifecycleConformance.
 
 // ownerCreate builds the model's active create of a key under kind, with
@@ -23,7 +24,7 @@ func (e *env) ownerCreate(kind memorykit.Kind, key string) memorykit.NewRecord {
 }
 
 // keyGovernedRefused runs in, which must fail with ErrVersionConflict and
-// reason memorykit.ReasonKeyGoverned and change nothing.
+// reason storekit.ReasonKeyGoverned and change nothing.
 func (e *env) keyGovernedRefused(t *testing.T, what string, in memorykit.NewRecord) {
 	t.Helper()
 	var err error
@@ -31,8 +32,8 @@ func (e *env) keyGovernedRefused(t *testing.T, what string, in memorykit.NewReco
 		_, err = e.s.Create(e.ctx, in)
 		return err
 	})
-	if got := memorykit.ReasonCode(err); got != memorykit.ReasonKeyGoverned {
-		t.Fatalf("%s: reason %q, want %q", what, got, memorykit.ReasonKeyGoverned)
+	if got := memorykit.ReasonCode(err); got != storekit.ReasonKeyGoverned {
+		t.Fatalf("%s: reason %q, want %q", what, got, storekit.ReasonKeyGoverned)
 	}
 }
 
@@ -120,9 +121,9 @@ func testKeyOwnerAcrossKinds(t *testing.T, e *env) {
 	e.keyGovernedRefused(t, "own record held beside a user's", in)
 
 	// A batch does not take the condition.
-	if b, ok := e.s.(memorykit.BatchCreator); ok {
+	if b, ok := e.s.(storekit.BatchCreator); ok {
 		e.refused(t, "KeyOwner in a batch", memorykit.ErrInvalidInput, func() error {
-			_, err := b.CreateBatch(e.ctx, []memorykit.BatchItem{{Record: e.ownerCreate(memorykit.KindNote, "batch key")}})
+			_, err := b.CreateBatch(e.ctx, []storekit.BatchItem{{Record: e.ownerCreate(memorykit.KindNote, "batch key")}})
 			return err
 		})
 	}
@@ -205,7 +206,7 @@ func testConcurrentKeyOwnerCreates(t *testing.T, e *env) {
 			switch {
 			case err == nil:
 				succeeded++
-			case memorykit.ReasonCode(err) == memorykit.ReasonKeyGoverned, allowedRaceError(err):
+			case memorykit.ReasonCode(err) == storekit.ReasonKeyGoverned, allowedRaceError(err):
 			default:
 				t.Fatalf("key %d model %d: unexpected error %v", k, m, err)
 			}
@@ -213,7 +214,7 @@ func testConcurrentKeyOwnerCreates(t *testing.T, e *env) {
 		if succeeded > 1 {
 			t.Fatalf("key %d: both models' creates went active; the second must see the first govern the key", k)
 		}
-		active, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: fmt.Sprintf("race key %d", k),
+		active, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: fmt.Sprintf("race key %d", k),
 			Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +249,7 @@ func testInvisibleCharactersInKeys(t *testing.T, e *env) {
 		if err != nil || got.ID != want {
 			t.Fatalf("FindActive(%+q) = %s, %v; want %s", key, got.ID, err, want)
 		}
-		listed, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: key, Limit: 10})
+		listed, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: key, Limit: 10})
 		if err != nil || len(listed) != 1 || listed[0].ID != want {
 			t.Fatalf("List(key %+q) = %d records, %v; want %s", key, len(listed), err, want)
 		}

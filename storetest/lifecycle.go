@@ -63,7 +63,7 @@ func testCreateActive(t *testing.T, e *env) {
 	in.Reason = "user asked to remember"
 	r := e.create(in)
 	now := e.now()
-	if err := memorykit.ValidateID("test", "id", r.ID); err != nil {
+	if err := storekit.ValidateID("test", "id", r.ID); err != nil {
 		t.Fatalf("generated ID %q is not a valid ID: %v", r.ID, err)
 	}
 	want := memorykit.Record{
@@ -81,7 +81,7 @@ func testCreateActive(t *testing.T, e *env) {
 	}
 	diffRecord(t, "Get", e.get(e.scope, r.ID), want)
 	revs := e.revisions(e.scope, r.ID)
-	wantRevs := []memorykit.Revision{{
+	wantRevs := []storekit.Revision{{
 		RecordID: r.ID, Version: 1, Action: memorykit.ActionCreate, Actor: author, Reason: in.Reason,
 		Status: memorykit.StatusActive, ContentHash: want.ContentHash, Content: in.Content,
 		Metadata: in.Metadata, Sources: in.Sources, At: now,
@@ -288,12 +288,12 @@ func testDeepCopies(t *testing.T, e *env) {
 	if again := e.revisions(e.scope, r.ID); again[0].Metadata["a"] != "1" || again[0].Sources[0].Ref != "r1" {
 		t.Fatal("Revisions shares memory with its caller")
 	}
-	res := e.recall(memorykit.RecallQuery{Scope: e.scope, ExactKeys: []string{"copy"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	res := e.recall(storekit.RecallQuery{Scope: e.scope, ExactKeys: []string{"copy"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	res.Records[r.ID].Metadata["a"] = "changed-recall"
 	if e.get(e.scope, r.ID).Metadata["a"] != "1" {
 		t.Fatal("Recall shares memory with its caller")
 	}
-	list, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 5})
+	list, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func testDeepCopies(t *testing.T, e *env) {
 	if e.get(e.scope, r.ID).Metadata["a"] != "1" {
 		t.Fatal("List shares memory with its caller")
 	}
-	corr := memorykit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "new", Metadata: map[string]string{"b": "2"}}
+	corr := storekit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "new", Metadata: map[string]string{"b": "2"}}
 	if _, err := e.s.Correct(e.ctx, corr); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func testList(t *testing.T, e *env) {
 	in.ID = "mem-0-other"
 	e.create(in)
 
-	list := func(f memorykit.ListFilter) []string {
+	list := func(f storekit.ListFilter) []string {
 		t.Helper()
 		f.Scope = e.scope
 		if f.Limit == 0 {
@@ -377,22 +377,22 @@ func testList(t *testing.T, e *env) {
 		}
 		return recIDs(rs)
 	}
-	wantIDs(t, "all", list(memorykit.ListFilter{}), []string{"mem-a", "mem-b", "mem-c", "mem-d", "mem-e"})
-	wantIDs(t, "candidates", list(memorykit.ListFilter{Statuses: []memorykit.Status{memorykit.StatusCandidate}}), []string{"mem-b", "mem-d"})
-	wantIDs(t, "active+superseded", list(memorykit.ListFilter{Statuses: []memorykit.Status{memorykit.StatusActive, memorykit.StatusSuperseded}}),
+	wantIDs(t, "all", list(storekit.ListFilter{}), []string{"mem-a", "mem-b", "mem-c", "mem-d", "mem-e"})
+	wantIDs(t, "candidates", list(storekit.ListFilter{Statuses: []memorykit.Status{memorykit.StatusCandidate}}), []string{"mem-b", "mem-d"})
+	wantIDs(t, "active+superseded", list(storekit.ListFilter{Statuses: []memorykit.Status{memorykit.StatusActive, memorykit.StatusSuperseded}}),
 		[]string{"mem-a", "mem-c", "mem-e"})
-	wantIDs(t, "facts", list(memorykit.ListFilter{Kind: memorykit.KindFact}), []string{"mem-b", "mem-c", "mem-e"})
-	wantIDs(t, "key k1", list(memorykit.ListFilter{Key: "k1"}), []string{"mem-c", "mem-d", "mem-e"})
-	wantIDs(t, "key K1 spelled loosely", list(memorykit.ListFilter{Key: " K1 "}), []string{"mem-c", "mem-d", "mem-e"})
-	wantIDs(t, "fact k1 active", list(memorykit.ListFilter{Kind: memorykit.KindFact, Key: "k1", Statuses: []memorykit.Status{memorykit.StatusActive}}),
+	wantIDs(t, "facts", list(storekit.ListFilter{Kind: memorykit.KindFact}), []string{"mem-b", "mem-c", "mem-e"})
+	wantIDs(t, "key k1", list(storekit.ListFilter{Key: "k1"}), []string{"mem-c", "mem-d", "mem-e"})
+	wantIDs(t, "key K1 spelled loosely", list(storekit.ListFilter{Key: " K1 "}), []string{"mem-c", "mem-d", "mem-e"})
+	wantIDs(t, "fact k1 active", list(storekit.ListFilter{Kind: memorykit.KindFact, Key: "k1", Statuses: []memorykit.Status{memorykit.StatusActive}}),
 		[]string{"mem-c"})
-	wantIDs(t, "after mem-c", list(memorykit.ListFilter{AfterID: "mem-c"}), []string{"mem-d", "mem-e"})
-	wantIDs(t, "after a non-existent ID", list(memorykit.ListFilter{AfterID: "mem-bb"}), []string{"mem-c", "mem-d", "mem-e"})
+	wantIDs(t, "after mem-c", list(storekit.ListFilter{AfterID: "mem-c"}), []string{"mem-d", "mem-e"})
+	wantIDs(t, "after a non-existent ID", list(storekit.ListFilter{AfterID: "mem-bb"}), []string{"mem-c", "mem-d", "mem-e"})
 
 	var pages [][]string
 	after := ""
 	for {
-		page := list(memorykit.ListFilter{Limit: 2, AfterID: after})
+		page := list(storekit.ListFilter{Limit: 2, AfterID: after})
 		if len(page) == 0 {
 			break
 		}
@@ -412,7 +412,7 @@ func testListLimit(t *testing.T, e *env) {
 	for i := 0; i <= max; i++ {
 		e.create(e.candidate(memorykit.KindNote, fmt.Sprintf("key %02d", i), "bulk"))
 	}
-	rs, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: max})
+	rs, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: max})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,14 +422,14 @@ func testListLimit(t *testing.T, e *env) {
 	if !sort.SliceIsSorted(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID }) {
 		t.Fatal("List is not ordered by ID")
 	}
-	rest, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: max, AfterID: rs[max-1].ID})
+	rest, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: max, AfterID: rs[max-1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rest) != 1 {
 		t.Fatalf("second page holds %d records, want 1", len(rest))
 	}
-	_, err = e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: max + 1})
+	_, err = e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: max + 1})
 	wantErr(t, err, memorykit.ErrInvalidInput)
 }
 
@@ -501,7 +501,7 @@ func testCorrect(t *testing.T, e *env) {
 	in.Sources = []memorykit.Source{{Kind: "conversation", Ref: "turn-1"}}
 	r := e.create(in)
 	e.advance(time.Hour)
-	c := memorykit.Correction{
+	c := storekit.Correction{
 		Transition: tr(e.scope, r.ID, reviewer),
 		Content:    "The timeout is 45s.",
 		Sources:    []memorykit.Source{{Kind: "review", Ref: "pr-7"}},
@@ -526,7 +526,7 @@ func testCorrect(t *testing.T, e *env) {
 	if d := cmp.Diff([]memorykit.Action{memorykit.ActionCreate, memorykit.ActionCorrect}, actions(revs)); d != "" {
 		t.Fatalf("actions (-want +got):\n%s", d)
 	}
-	wantRev := memorykit.Revision{
+	wantRev := storekit.Revision{
 		RecordID: r.ID, Version: 2, Action: memorykit.ActionCorrect, Actor: reviewer, Reason: "reviewed",
 		Status: memorykit.StatusActive, ContentHash: want.ContentHash, Content: c.Content,
 		Metadata: c.Metadata, Sources: c.Sources, At: now,
@@ -539,7 +539,7 @@ func testCorrect(t *testing.T, e *env) {
 	}
 
 	// Nil metadata keeps it; nil sources clear them.
-	got2, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "The timeout is 60s."})
+	got2, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "The timeout is 60s."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +547,7 @@ func testCorrect(t *testing.T, e *env) {
 		t.Fatalf("second correction: version %d sources %v metadata %v", got2.Version, got2.Sources, got2.Metadata)
 	}
 	// An empty, non-nil map clears the metadata.
-	got3, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "The timeout is 90s.", Metadata: map[string]string{}})
+	got3, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, r.ID, reviewer), Content: "The timeout is 90s.", Metadata: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +558,7 @@ func testCorrect(t *testing.T, e *env) {
 
 func testCorrectCandidate(t *testing.T, e *env) {
 	c := e.create(e.candidate(memorykit.KindNote, "draft", "first draft"))
-	got, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, c.ID, reviewer), Content: "second draft"})
+	got, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, c.ID, reviewer), Content: "second draft"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +585,7 @@ func testForget(t *testing.T, e *env) {
 	if revs[1].Content != in.Content || revs[1].Status != memorykit.StatusInactive {
 		t.Fatalf("forget revision: %+v", revs[1])
 	}
-	res := e.recall(memorykit.RecallQuery{Scope: e.scope, ExactKeys: []string{"pager"}, Terms: []string{"alice"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	res := e.recall(storekit.RecallQuery{Scope: e.scope, ExactKeys: []string{"pager"}, Terms: []string{"alice"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	if len(res.Exact)+len(res.FullText)+len(res.FullTextBelow) != 0 {
 		t.Fatalf("forgotten record still recalled: %+v", res)
 	}
@@ -794,18 +794,18 @@ func testCreateRevisionKept(t *testing.T, e *env) {
 	a := e.create(in)
 	cand := e.create(e.candidate(memorykit.KindFact, "kept candidate", "A candidate text."))
 	rejected := e.create(e.candidate(memorykit.KindFact, "kept rejected", "Turned down."))
-	first := map[string]memorykit.Revision{}
+	first := map[string]storekit.Revision{}
 	for _, id := range []string{a.ID, cand.ID, rejected.ID} {
 		first[id] = e.revisions(e.scope, id)[0]
 	}
-	want := memorykit.Revision{RecordID: a.ID, Version: 1, Action: memorykit.ActionCreate, Actor: author,
+	want := storekit.Revision{RecordID: a.ID, Version: 1, Action: memorykit.ActionCreate, Actor: author,
 		Status: memorykit.StatusActive, ContentHash: storekit.ContentHash(in.Content), Content: in.Content,
 		Metadata: map[string]string{"team": "platform"}, Sources: []memorykit.Source{{Kind: "doc", Ref: "first"}}, At: a.CreatedAt}
 	if d := cmp.Diff(want, first[a.ID], equateEmpty); d != "" {
 		t.Fatalf("create revision (-want +got):\n%s", d)
 	}
 	e.advance(time.Minute)
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "The second text.",
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "The second text.",
 		Metadata: map[string]string{"team": "storage"}, Sources: []memorykit.Source{{Kind: "doc", Ref: "second"}}}); err != nil {
 		t.Fatalf("Correct: %v", err)
 	}
@@ -817,7 +817,7 @@ func testCreateRevisionKept(t *testing.T, e *env) {
 	e.must(actForget, tr(e.scope, next.ID, operator))
 	e.must(actErase, tr(e.scope, next.ID, operator))
 	gone := e.revisions(e.scope, next.ID)[0]
-	wantGone := memorykit.Revision{RecordID: next.ID, Version: 1, Action: memorykit.ActionCreate, Actor: author,
+	wantGone := storekit.Revision{RecordID: next.ID, Version: 1, Action: memorykit.ActionCreate, Actor: author,
 		Reason: storekit.ScrubReason("test setup"), Status: memorykit.StatusActive, At: next.CreatedAt}
 	if d := cmp.Diff(wantGone, gone, equateEmpty); d != "" {
 		t.Fatalf("create revision after erase (-want +got):\n%s", d)
@@ -901,7 +901,7 @@ func testConcurrentActivation(t *testing.T, e *env) {
 // superseded), and that every supersede revision is well formed.
 func (e *env) checkSingleActive(t *testing.T, key string, wantHeld int) {
 	t.Helper()
-	rs, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: key, Limit: Limits().MaxListSize,
+	rs, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: key, Limit: Limits().MaxListSize,
 		Statuses: []memorykit.Status{memorykit.StatusActive, memorykit.StatusSuperseded}})
 	if err != nil {
 		t.Fatal(err)
@@ -959,7 +959,7 @@ func testConcurrentCreates(t *testing.T, e *env) {
 	if succeeded == 0 {
 		t.Fatal("no concurrent create succeeded")
 	}
-	all, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: Limits().MaxListSize})
+	all, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: Limits().MaxListSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -983,7 +983,7 @@ func testEraseCanary(t *testing.T, e *env) {
 	in.Sources = []memorykit.Source{{Kind: "conversation", Ref: "run-" + canary + "/turn-1"}}
 	r := e.create(in)
 	e.embed(r, profile, []float32{1, 0, 0})
-	c, err := e.s.Correct(e.ctx, memorykit.Correction{
+	c, err := e.s.Correct(e.ctx, storekit.Correction{
 		Transition: tr(e.scope, r.ID, reviewer),
 		Content:    "corrected " + canary + " 数据库" + canary,
 		Sources:    []memorykit.Source{{Kind: "review", Ref: "fix " + canary}},
@@ -994,7 +994,7 @@ func testEraseCanary(t *testing.T, e *env) {
 	}
 	e.embed(c, profile, []float32{1, 0.5, 0})
 	// Leave an embedding lease for a second profile in place.
-	tasks, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: profile2, WorkerID: "embedder-2", TTL: time.Hour, Max: 5})
+	tasks, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: profile2, WorkerID: "embedder-2", TTL: time.Hour, Max: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1020,7 +1020,7 @@ func testEraseCanary(t *testing.T, e *env) {
 	if got.ID != r.ID || got.Scope != e.scope || got.Kind != memorykit.KindFact || got.Key != NewTombstones(t).Digest(e.scope, "erase target") || got.Status != memorykit.StatusErased {
 		t.Fatalf("erased record lost its identity: %+v", got)
 	}
-	list, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Limit: 10})
+	list, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1039,11 +1039,11 @@ func testEraseCanary(t *testing.T, e *env) {
 	}
 	q := query(e.scope)
 	q.ExactKeys = []string{"erase target", canary}
-	q.Terms = memorykit.SearchTerms(canary+" 数据库 launch corrected", 16)
+	q.Terms = storekit.SearchTerms(canary+" 数据库 launch corrected", 16)
 	q.Vector, q.Profile = []float32{1, 0.5, 0}, profile
 	res := e.recall(q)
 	noCanary(t, "Recall", res, canary)
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.FullTextBelow, res.Vector} {
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.FullTextBelow, res.Vector} {
 		if contains(ids(hits), r.ID) {
 			t.Fatalf("erased record recalled: %+v", res)
 		}
@@ -1055,7 +1055,7 @@ func testEraseCanary(t *testing.T, e *env) {
 	if n := e.pending(profile2); n != 1 {
 		t.Fatalf("pending for %s = %d, want 1 (the bystander)", profile2, n)
 	}
-	more, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: profile2, WorkerID: "embedder-3", TTL: time.Hour, Max: 5})
+	more, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: profile2, WorkerID: "embedder-3", TTL: time.Hour, Max: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

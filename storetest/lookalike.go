@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
 // LookAlikeKeys are spellings of "deploy region" that render like it: a
 // Cyrillic е, a Greek ο, a dotless ı, an i with a combining dot above, a
 // braille blank and a Hangul filler for the space, and a mix. Each must be
-// the key "deploy region" (memorykit.NormalizeKey).
+// the key "deploy region" (storekit.NormalizeKey).
 var LookAlikeKeys = []string{
 	"d\u0435ploy region",
 	"depl\u03bfy region",
@@ -70,7 +71,7 @@ func testLookAlikeKeys(t *testing.T, e *env) {
 			}
 		}
 	}
-	active, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 50})
+	active, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 50})
 	if err != nil || len(active) != 1 || active[0].ID != user.ID {
 		t.Fatalf("active records after the look-alike writes: %d, %v; want only the user's", len(active), err)
 	}
@@ -78,13 +79,13 @@ func testLookAlikeKeys(t *testing.T, e *env) {
 		if r, err := e.s.FindActive(e.ctx, e.scope, memorykit.KindFact, key); err != nil || r.ID != user.ID {
 			t.Fatalf("FindActive(%+q) = %s, %v; want %s", key, r.ID, err, user.ID)
 		}
-		listed, err := e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Key: key, Limit: 50})
+		listed, err := e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Key: key, Limit: 50})
 		if err != nil || len(listed) != 1+2*len(LookAlikeKeys) {
 			t.Fatalf("List(key %+q) = %d records, %v; want the user's and every candidate", key, len(listed), err)
 		}
 		q := query(e.scope)
-		q.ExactKeys = memorykit.ExactKeys(key, 8)
-		q.Terms = memorykit.SearchTerms(key, 8)
+		q.ExactKeys = storekit.ExactKeys(key, 8)
+		q.Terms = storekit.SearchTerms(key, 8)
 		res := e.recall(q)
 		e.checkRecords(t, e.scope, res)
 		if len(res.Records) != 1 || res.Records[user.ID].ID != user.ID || len(res.Exact) != 1 {
@@ -104,7 +105,7 @@ func testLookAlikeKeys(t *testing.T, e *env) {
 	if st := e.get(e.scope, first.Record.ID).Status; st != memorykit.StatusSuperseded {
 		t.Fatalf("the model's first write is %s, want superseded", st)
 	}
-	active, err = e.s.List(e.ctx, memorykit.ListFilter{Scope: e.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Key: "rollout plan", Limit: 10})
+	active, err = e.s.List(e.ctx, storekit.ListFilter{Scope: e.scope, Statuses: []memorykit.Status{memorykit.StatusActive}, Key: "rollout plan", Limit: 10})
 	if err != nil || len(active) != 1 || active[0].ID != second.Record.ID {
 		t.Fatalf("active records of the model's key: %d, %v; want its second write alone", len(active), err)
 	}

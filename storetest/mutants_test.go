@@ -30,68 +30,68 @@ func TestMain(m *testing.M) {
 type mutant struct {
 	suite    func(*testing.T, storetest.Harness)
 	failCase string
-	wrap     func(s *memorystore.Store) memorykit.Store
+	wrap     func(s *memorystore.Store) storekit.Store
 	// guard, when set, replaces the guard the suite hands to New.
 	guard func(t *testing.T) *memorykit.WriteGuard
 }
 
 var mutants = map[string]mutant{
-	"identity": {suite: storetest.RunAll, wrap: func(s *memorystore.Store) memorykit.Store { return s }},
+	"identity": {suite: storetest.RunAll, wrap: func(s *memorystore.Store) storekit.Store { return s }},
 	"erase-keeps-content": {
 		suite: storetest.RunLifecycleConformance, failCase: "EraseCanary",
-		wrap: func(s *memorystore.Store) memorykit.Store { return eraseKeeps{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return eraseKeeps{s} },
 	},
 	"full-text-threshold-ignored": {
 		suite: storetest.RunFullTextRecallConformance, failCase: "ThresholdMoreThanHalf",
-		wrap: func(s *memorystore.Store) memorykit.Store { return noThreshold{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return noThreshold{s} },
 	},
 	"full-text-no-idf": {
 		suite: storetest.RunFullTextRecallConformance, failCase: "IDFTieBreak",
-		wrap: func(s *memorystore.Store) memorykit.Store { return noIDF{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return noIDF{s} },
 	},
 	"recall-shows-candidates": {
 		suite: storetest.RunRecallConformance, failCase: "OnlyRecallableRecords",
-		wrap: func(s *memorystore.Store) memorykit.Store { return showsCandidates{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return showsCandidates{s} },
 	},
 	"list-ignores-after-id": {
 		suite: storetest.RunLifecycleConformance, failCase: "ListOrderFiltersPaging",
-		wrap: func(s *memorystore.Store) memorykit.Store { return ignoresAfter{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return ignoresAfter{s} },
 	},
 	"complete-job-not-atomic": {
 		suite: storetest.RunJobConformance, failCase: "CompleteInvalidCandidate",
-		wrap: func(s *memorystore.Store) memorykit.Store { return notAtomic{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return notAtomic{s} },
 	},
 	"release-job-counts-attempt": {
 		suite: storetest.RunJobConformance, failCase: "ReleaseJob",
-		wrap: func(s *memorystore.Store) memorykit.Store { return releaseCounts{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return releaseCounts{s} },
 	},
 	"put-embedding-ignores-hash": {
 		suite: storetest.RunEmbeddingConformance, failCase: "StaleAfterCorrect",
-		wrap: func(s *memorystore.Store) memorykit.Store { return ignoresHash{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return ignoresHash{s} },
 	},
 	"put-embeddings-first-wins": {
 		suite: storetest.RunEmbeddingConformance, failCase: "PutEmbeddingsAsSinglePuts",
-		wrap: func(s *memorystore.Store) memorykit.Store { return batchPutFirstWins{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return batchPutFirstWins{s} },
 	},
 	"get-crosses-scopes": {
 		suite: storetest.RunIsolationConformance, failCase: "OtherScopeIsNotFound",
-		wrap: func(s *memorystore.Store) memorykit.Store { return &crossScope{Store: s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return &crossScope{Store: s} },
 	},
 	"batch-not-atomic": {
 		suite: storetest.RunBatchConformance, failCase: "AllOrNothing",
-		wrap: func(s *memorystore.Store) memorykit.Store { return batchOneByOne{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return batchOneByOne{s} },
 	},
 	"batch-supersedes-nothing-inside": {
 		suite: storetest.RunBatchConformance, failCase: "Supersedes",
-		wrap: func(s *memorystore.Store) memorykit.Store { return batchLastWins{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return batchLastWins{s} },
 	},
 	"error-quotes-content": {
 		suite: storetest.RunBadInputConformance, failCase: "Create",
-		wrap: func(s *memorystore.Store) memorykit.Store { return quotesContent{s} },
+		wrap: func(s *memorystore.Store) storekit.Store { return quotesContent{s} },
 	},
 	"validator-bypassed": {
 		suite: storetest.RunBadInputConformance, failCase: "Create",
-		wrap: func(s *memorystore.Store) memorykit.Store { return s },
+		wrap: func(s *memorystore.Store) storekit.Store { return s },
 		guard: func(t *testing.T) *memorykit.WriteGuard {
 			g, err := memorykit.NewWriteGuard(storetest.Limits(), storetest.AllowAllValidator{})
 			if err != nil {
@@ -106,7 +106,7 @@ const mutantEnv = "STORETEST_MUTANT"
 
 func mutantHarness(m mutant) storetest.Harness {
 	return storetest.Harness{
-		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store {
+		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 			if m.guard != nil {
 				guard = m.guard(t)
 			}
@@ -116,7 +116,7 @@ func mutantHarness(m mutant) storetest.Harness {
 			}
 			return m.wrap(s)
 		},
-		Dump: func(t *testing.T, s memorykit.Store) string {
+		Dump: func(t *testing.T, s storekit.Store) string {
 			return s.(interface{ Dump() string }).Dump()
 		},
 	}
@@ -178,7 +178,7 @@ func tail(out []byte) string {
 // eraseKeeps reports an erase but only forgets nothing: content stays.
 type eraseKeeps struct{ *memorystore.Store }
 
-func (m eraseKeeps) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
+func (m eraseKeeps) Erase(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	r, err := m.Get(ctx, t.Scope, t.ID)
 	if err != nil {
 		return r, err
@@ -190,7 +190,7 @@ func (m eraseKeeps) Erase(ctx context.Context, t memorykit.Transition) (memoryki
 // noThreshold keeps every full-text match.
 type noThreshold struct{ *memorystore.Store }
 
-func (m noThreshold) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (m noThreshold) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	res, err := m.Store.Recall(ctx, q)
 	if err != nil {
 		return res, err
@@ -209,7 +209,7 @@ func (m noThreshold) Recall(ctx context.Context, q memorykit.RecallQuery) (memor
 // noIDF ranks equal match counts by recency only.
 type noIDF struct{ *memorystore.Store }
 
-func (m noIDF) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (m noIDF) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	res, err := m.Store.Recall(ctx, q)
 	if err != nil {
 		return res, err
@@ -234,18 +234,18 @@ func (m noIDF) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.R
 // showsCandidates adds candidates to the exact channel.
 type showsCandidates struct{ *memorystore.Store }
 
-func (m showsCandidates) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (m showsCandidates) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	res, err := m.Store.Recall(ctx, q)
 	if err != nil {
 		return res, err
 	}
 	for _, k := range q.ExactKeys {
-		cs, err := m.List(ctx, memorykit.ListFilter{Scope: q.Scope, Key: k, Limit: 5, Statuses: []memorykit.Status{memorykit.StatusCandidate}})
+		cs, err := m.List(ctx, storekit.ListFilter{Scope: q.Scope, Key: k, Limit: 5, Statuses: []memorykit.Status{memorykit.StatusCandidate}})
 		if err != nil {
 			continue
 		}
 		for _, c := range cs {
-			res.Exact = append(res.Exact, memorykit.Hit{ID: c.ID, Rank: len(res.Exact) + 1, Score: 1})
+			res.Exact = append(res.Exact, storekit.Hit{ID: c.ID, Rank: len(res.Exact) + 1, Score: 1})
 			res.Records[c.ID] = c
 		}
 	}
@@ -255,7 +255,7 @@ func (m showsCandidates) Recall(ctx context.Context, q memorykit.RecallQuery) (m
 // ignoresAfter pages from the start every time.
 type ignoresAfter struct{ *memorystore.Store }
 
-func (m ignoresAfter) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
+func (m ignoresAfter) List(ctx context.Context, f storekit.ListFilter) ([]memorykit.Record, error) {
 	f.AfterID = ""
 	return m.Store.List(ctx, f)
 }
@@ -263,7 +263,7 @@ func (m ignoresAfter) List(ctx context.Context, f memorykit.ListFilter) ([]memor
 // notAtomic stores candidates before checking the completion.
 type notAtomic struct{ *memorystore.Store }
 
-func (m notAtomic) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
+func (m notAtomic) CompleteJob(ctx context.Context, c storekit.JobCompletion) (int, error) {
 	for _, in := range c.Candidates {
 		_, _ = m.Create(ctx, in)
 	}
@@ -273,15 +273,15 @@ func (m notAtomic) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (
 // releaseCounts turns a release into a failed attempt.
 type releaseCounts struct{ *memorystore.Store }
 
-func (m releaseCounts) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
-	_, err := m.FailJob(ctx, memorykit.JobFailure{JobID: r.JobID, WorkerID: r.WorkerID, LeaseToken: r.LeaseToken, Reason: "released", RetryAt: time.Time{}})
+func (m releaseCounts) ReleaseJob(ctx context.Context, r storekit.JobRelease) error {
+	_, err := m.FailJob(ctx, storekit.JobFailure{JobID: r.JobID, WorkerID: r.WorkerID, LeaseToken: r.LeaseToken, Reason: "released", RetryAt: time.Time{}})
 	return err
 }
 
 // ignoresHash stores stale vectors against the current content.
 type ignoresHash struct{ *memorystore.Store }
 
-func (m ignoresHash) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
+func (m ignoresHash) PutEmbedding(ctx context.Context, p storekit.EmbeddingPut) error {
 	err := m.Store.PutEmbedding(ctx, p)
 	if errors.Is(err, memorykit.ErrStale) {
 		if r, gerr := m.Get(ctx, p.Scope, p.RecordID); gerr == nil && r.Status == memorykit.StatusActive {
@@ -296,9 +296,9 @@ func (m ignoresHash) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut)
 // PutEmbeddings call, reporting the later ones as stored.
 type batchPutFirstWins struct{ *memorystore.Store }
 
-func (m batchPutFirstWins) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
+func (m batchPutFirstWins) PutEmbeddings(ctx context.Context, puts []storekit.EmbeddingPut) ([]error, error) {
 	seen := make(map[string]bool)
-	var keep []memorykit.EmbeddingPut
+	var keep []storekit.EmbeddingPut
 	var at []int
 	errs := make([]error, len(puts))
 	for i, p := range puts {
@@ -368,7 +368,7 @@ func (m quotesContent) Create(ctx context.Context, in memorykit.NewRecord) (memo
 // those created before a failure.
 type batchOneByOne struct{ *memorystore.Store }
 
-func (m batchOneByOne) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+func (m batchOneByOne) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
 	var out []memorykit.Record
 	for i, it := range items {
 		r, err := m.Create(ctx, it.Record)
@@ -384,16 +384,16 @@ func (m batchOneByOne) CreateBatch(ctx context.Context, items []memorykit.BatchI
 // batch were deduplicated by key before writing.
 type batchLastWins struct{ *memorystore.Store }
 
-func (m batchLastWins) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
+func (m batchLastWins) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
 	last := map[string]int{}
 	for i, it := range items {
 		if it.Record.Status == memorykit.StatusActive {
-			last[string(it.Record.Kind)+"/"+memorykit.NormalizeKey(it.Record.Key)] = i
+			last[string(it.Record.Kind)+"/"+storekit.NormalizeKey(it.Record.Key)] = i
 		}
 	}
-	var keep []memorykit.BatchItem
+	var keep []storekit.BatchItem
 	for i, it := range items {
-		k := string(it.Record.Kind) + "/" + memorykit.NormalizeKey(it.Record.Key)
+		k := string(it.Record.Kind) + "/" + storekit.NormalizeKey(it.Record.Key)
 		if j, ok := last[k]; !ok || j == i || it.Record.Status != memorykit.StatusActive {
 			keep = append(keep, it)
 		}

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
-// testEmbPendingInScope checks memorykit.ScopedPendingCounter: the count is
+// testEmbPendingInScope checks storekit.ScopedPendingCounter: the count is
 // the Scope's pending records only (active, no current embedding of the
 // profile, parked included), it falls as vectors are stored and rises
 // again after a correction, and a bad Scope or profile is refused. A store
 // without the interface skips the case.
 func testEmbPendingInScope(t *testing.T, e *env) {
-	c, ok := e.s.(memorykit.ScopedPendingCounter)
+	c, ok := e.s.(storekit.ScopedPendingCounter)
 	if !ok {
-		t.Skip("store does not implement memorykit.ScopedPendingCounter")
+		t.Skip("store does not implement storekit.ScopedPendingCounter")
 	}
 	other := Scope(t, "tenant-a", "project-2")
 	count := func(s memorykit.Scope) int {
@@ -45,7 +46,7 @@ func testEmbPendingInScope(t *testing.T, e *env) {
 	if n, m := count(e.scope), count(other); n != 0 || m != 1 {
 		t.Fatalf("after embedding here: pending = %d here, %d there; want 0 and 1", n, m)
 	}
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "corrected content needs a new vector"}); err != nil {
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "corrected content needs a new vector"}); err != nil {
 		t.Fatalf("Correct: %v", err)
 	}
 	if n := count(e.scope); n != 1 {
@@ -69,14 +70,14 @@ func testEmbLeaseInScope(t *testing.T, e *env) {
 	theirs.ID = "mem-lease-0" // sorts first: an unscoped lease would take it
 	e.create(theirs)
 	e.embRecord("mem-lease-b")
-	scoped, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: embProfile, WorkerID: "w1", TTL: time.Minute, Max: 10, Scope: &e.scope})
+	scoped, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: embProfile, WorkerID: "w1", TTL: time.Minute, Max: 10, Scope: &e.scope})
 	if err != nil {
 		t.Fatalf("scoped LeaseEmbeddings: %v", err)
 	}
 	wantIDs(t, "scoped lease", taskIDs(scoped), []string{"mem-lease-a", "mem-lease-b"})
 	wantIDs(t, "unscoped lease", taskIDs(e.lease("w2", time.Minute, 10)), []string{"mem-lease-0"})
 	bad := memorykit.Scope{TenantID: "tenant-a"}
-	if _, err := e.s.LeaseEmbeddings(e.ctx, memorykit.EmbeddingLease{Profile: embProfile, WorkerID: "w1", TTL: time.Minute, Max: 10, Scope: &bad}); !errors.Is(err, memorykit.ErrInvalidScope) {
+	if _, err := e.s.LeaseEmbeddings(e.ctx, storekit.EmbeddingLease{Profile: embProfile, WorkerID: "w1", TTL: time.Minute, Max: 10, Scope: &bad}); !errors.Is(err, memorykit.ErrInvalidScope) {
 		t.Fatalf("invalid Scope: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // RunReasonPolicyConformance checks that the free-text reason of every
@@ -35,7 +36,7 @@ func testReasonRefused(t *testing.T, e *env) {
 	in := e.create(e.active(memorykit.KindFact, "inact", "inactive"))
 	e.must(actForget, tr(e.scope, in.ID, reviewer))
 	j := e.enqueue("turn-1", 2)
-	leased, err := e.s.LeaseJobs(e.ctx, memorykit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 1})
+	leased, err := e.s.LeaseJobs(e.ctx, storekit.JobLease{WorkerID: "worker-1", TTL: time.Minute, Max: 1})
 	if err != nil || len(leased) != 1 {
 		t.Fatalf("LeaseJobs: %+v, %v", leased, err)
 	}
@@ -57,22 +58,22 @@ func testReasonRefused(t *testing.T, e *env) {
 		"CompleteJob": func(reason string) error {
 			cand := e.candidate(memorykit.KindFact, "extracted", "extracted content")
 			cand.Reason = reason
-			_, err := e.s.CompleteJob(e.ctx, memorykit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: leased[0].LeaseToken, Candidates: []memorykit.NewRecord{cand}})
+			_, err := e.s.CompleteJob(e.ctx, storekit.JobCompletion{JobID: j.ID, WorkerID: "worker-1", LeaseToken: leased[0].LeaseToken, Candidates: []memorykit.NewRecord{cand}})
 			return err
 		},
 		"Correct": func(reason string) error {
 			x := tr(e.scope, a.ID, reviewer)
 			x.Reason = reason
-			_, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: x, Content: "corrected"})
+			_, err := e.s.Correct(e.ctx, storekit.Correction{Transition: x, Content: "corrected"})
 			return err
 		},
 	}
-	if b, ok := e.s.(memorykit.BatchCreator); ok {
+	if b, ok := e.s.(storekit.BatchCreator); ok {
 		paths["CreateBatch"] = func(reason string) error {
 			good := e.active(memorykit.KindFact, "b1", "first")
 			bad := e.active(memorykit.KindFact, "b2", "second")
 			bad.Reason = reason
-			_, err := b.CreateBatch(e.ctx, []memorykit.BatchItem{{Record: good}, {Record: bad}})
+			_, err := b.CreateBatch(e.ctx, []storekit.BatchItem{{Record: good}, {Record: bad}})
 			return err
 		}
 	}

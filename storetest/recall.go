@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // vectorTolerance bounds the difference between a store's cosine
@@ -61,16 +62,16 @@ func testOnlyRecallable(t *testing.T, e *env) {
 	e.advance(2 * time.Hour) // expiring has expired; future has not begun
 	q := query(e.scope)
 	q.ExactKeys = []string{"zebra visible", "zebra replaced", "zebra candidate", "zebra rejected", "zebra erased", "zebra expiring", "zebra future"}
-	q.Terms = memorykit.SearchTerms("zebra crossing", 8)
+	q.Terms = storekit.SearchTerms("zebra crossing", 8)
 	q.Vector, q.Profile = vec, profile
 	res := e.recall(q)
 	hidden := map[string]string{
 		sup.ID: "superseded", inactive.ID: "inactive", cand.ID: "candidate", rej.ID: "rejected",
 		erased.ID: "erased", expiring.ID: "expired", future.ID: "not yet effective", o.ID: "other scope",
 	}
-	check := func(when string, res memorykit.RecallResult, want []string) {
+	check := func(when string, res storekit.RecallResult, want []string) {
 		t.Helper()
-		for name, hits := range map[string][]memorykit.Hit{"exact": res.Exact, "full-text": res.FullText, "full-text below": res.FullTextBelow, "vector": res.Vector} {
+		for name, hits := range map[string][]storekit.Hit{"exact": res.Exact, "full-text": res.FullText, "full-text below": res.FullTextBelow, "vector": res.Vector} {
 			for _, h := range hits {
 				if why, bad := hidden[h.ID]; bad {
 					t.Fatalf("%s: the %s channel returned a %s record", when, name, why)
@@ -90,7 +91,7 @@ func testOnlyRecallable(t *testing.T, e *env) {
 	if len(res.Exact) != 2 || len(res.FullText) != 2 || len(res.Vector) != 2 {
 		t.Fatalf("at +4h: want the visible and the newly effective record in every channel, got %+v", res)
 	}
-	for _, hits := range [][]memorykit.Hit{res.Exact, res.FullText, res.Vector} {
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
 		if !contains(ids(hits), future.ID) || !contains(ids(hits), visible.ID) {
 			t.Fatalf("at +4h: channel hits %v", ids(hits))
 		}
@@ -125,7 +126,7 @@ func testExactChannel(t *testing.T, e *env) {
 
 	// A correction makes the old record the newest.
 	e.advance(time.Minute)
-	if _, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, old.ID, reviewer), Content: "eu-central-1"}); err != nil {
+	if _, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, old.ID, reviewer), Content: "eu-central-1"}); err != nil {
 		t.Fatal(err)
 	}
 	res = e.recall(q)
@@ -219,7 +220,7 @@ func testVectorStale(t *testing.T, e *env) {
 	q := query(e.scope)
 	q.Vector, q.Profile = []float32{1, 0}, profile
 	wantIDs(t, "before correct", ids(e.recall(q).Vector), []string{a.ID, b.ID})
-	c, err := e.s.Correct(e.ctx, memorykit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "alpha text, revised"})
+	c, err := e.s.Correct(e.ctx, storekit.Correction{Transition: tr(e.scope, a.ID, reviewer), Content: "alpha text, revised"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func testChannelLimits(t *testing.T, e *env) {
 	for i := 0; i < 4; i++ {
 		e.create(e.active(memorykit.KindNote, fmt.Sprintf("weak %d", i), "only limits here"))
 	}
-	q := memorykit.RecallQuery{
+	q := storekit.RecallQuery{
 		Scope: e.scope, ExactKeys: []string{"shared key"}, Terms: []string{"limits", "probe", "text"},
 		Vector: []float32{1, 0}, Profile: profile, ExactLimit: 2, FullTextLimit: 3, VectorLimit: 4,
 	}

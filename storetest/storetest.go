@@ -1,4 +1,4 @@
-// Package storetest holds the conformance suites every memorykit.Store
+// Package storetest holds the conformance suites every storekit.Store
 // implementation must pass, and small test doubles other packages' tests
 // reuse. It is a test-support package: nothing in it belongs in a
 // production composition.
@@ -15,7 +15,7 @@
 //
 // # Decisions where the contract is silent
 //
-// The suites check the doc comments of memorykit.Store and the types it
+// The suites check the doc comments of storekit.Store and the types it
 // uses. Where those are silent, the suites pin down the behaviour below, so
 // that memorystore and pgstore agree:
 //
@@ -92,6 +92,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Harness is what a Store implementation hands to the conformance suites.
@@ -99,7 +100,7 @@ type Harness struct {
 	// New returns a fresh, empty store that reads time from clk, validates
 	// writes with guard and digests erased keys with NewTombstones(t). It
 	// registers its own cleanup with t.Cleanup.
-	New func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store
+	New func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store
 	// NewSession, when set, is used instead of New by the cases that need
 	// a store with database sessions of its own: they call it from several
 	// goroutines at once, cut calls off mid-statement with a cancelled
@@ -107,9 +108,9 @@ type Harness struct {
 	// transaction). A store whose New serves a case on one session (one
 	// transaction, rolled back when the case ends) sets it; nil means New
 	// serves every case.
-	NewSession func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) memorykit.Store
+	NewSession func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store
 	// Dump renders everything the store holds as text (every table / map).
-	Dump func(t *testing.T, s memorykit.Store) string
+	Dump func(t *testing.T, s storekit.Store) string
 }
 
 // RunAll runs every conformance suite as a subtest.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // VerifyFunc is a store's erasure verifier: it looks for canary in what
@@ -33,7 +34,7 @@ var verifierClasses = []struct{ name, text string }{
 // the jobs quoting them). A second Scope holds one of the same canaries:
 // verify of the first Scope must not report it, verify of the second
 // must. s must be empty and built with this package's Limits and guard.
-func RunVerifierConformance(t *testing.T, s memorykit.Store, verify VerifyFunc) {
+func RunVerifierConformance(t *testing.T, s storekit.Store, verify VerifyFunc) {
 	t.Helper()
 	ctx := context.Background()
 	scope := Scope(t, "tenant-v", "verify")
@@ -64,17 +65,17 @@ func RunVerifierConformance(t *testing.T, s memorykit.Store, verify VerifyFunc) 
 		if err != nil {
 			t.Fatalf("%s: Create: %v", c.name, err)
 		}
-		if _, err := s.Correct(ctx, memorykit.Correction{Transition: memorykit.Transition{Scope: scope, ID: r.ID, Actor: user, Reason: "fix"},
+		if _, err := s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: scope, ID: r.ID, Actor: user, Reason: "fix"},
 			Content: content, Sources: in.Sources}); err != nil {
 			t.Fatalf("%s: Correct: %v", c.name, err)
 		}
 		ids = append(ids, r.ID)
-		jobID := memorykit.ExtractionJobID(scope, fmt.Sprintf("run-%d/turn-1", i))
-		if _, err := s.EnqueueJob(ctx, memorykit.NewJob{ID: jobID, Scope: scope, Payload: "said " + content + " and " + job,
+		jobID := storekit.ExtractionJobID(scope, fmt.Sprintf("run-%d/turn-1", i))
+		if _, err := s.EnqueueJob(ctx, storekit.NewJob{ID: jobID, Scope: scope, Payload: "said " + content + " and " + job,
 			MaxAttempts: 2, MaxReaps: 2}); err != nil {
 			t.Fatalf("%s: EnqueueJob: %v", c.name, err)
 		}
-		for what, canary := range map[string]string{"content": content, "revision": earlier, "key": memorykit.NormalizeKey(key),
+		for what, canary := range map[string]string{"content": content, "revision": earlier, "key": storekit.NormalizeKey(key),
 			"metadata key": metaKey, "metadata value": metaVal, "source kind": srcKind, "source ref": srcRef, "job payload": job} {
 			live = append(live, planted{what: c.name + " " + what, canary: canary, scope: scope})
 		}
@@ -99,10 +100,10 @@ func RunVerifierConformance(t *testing.T, s memorykit.Store, verify VerifyFunc) 
 		return
 	}
 	for _, id := range ids {
-		if _, err := s.Forget(ctx, memorykit.Transition{Scope: scope, ID: id, Actor: user, Reason: "forget"}); err != nil {
+		if _, err := s.Forget(ctx, storekit.Transition{Scope: scope, ID: id, Actor: user, Reason: "forget"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Erase(ctx, memorykit.Transition{Scope: scope, ID: id, Actor: user, Reason: "erase_request"}); err != nil {
+		if _, err := s.Erase(ctx, storekit.Transition{Scope: scope, ID: id, Actor: user, Reason: "erase_request"}); err != nil {
 			t.Fatal(err)
 		}
 	}

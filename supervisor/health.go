@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // ActorState is what an actor is doing, as Health reports it.
@@ -87,7 +88,7 @@ func (s *Supervisor) setRunning(r *runner) {
 // failure with reason. Entering backing_off emits one EventActorDegraded;
 // staying in it only updates the reason and the count.
 func (s *Supervisor) setBackingOff(r *runner, reason string, failures int) {
-	if memorykit.CheckReasonCode("", reason) != nil {
+	if storekit.CheckReasonCode("", reason) != nil {
 		reason = "error"
 	}
 	s.hmu.Lock()

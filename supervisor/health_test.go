@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
-	workerkit "github.com/goagents/memorykit/internal/worker"
+	workerkit "github.com/goagents/memorykit/internal/plumbing/worker"
 	"github.com/goagents/memorykit/supervisor"
 )
 

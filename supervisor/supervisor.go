@@ -32,13 +32,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Actor is a long-lived goroutine with one job, such as embedding records or
 // reaping expired leases.
 type Actor interface {
 	// Name identifies the actor in logs, events and errors. It must be a
-	// valid memorykit identifier (see memorykit.ValidateID), unique within
+	// valid memorykit identifier (see storekit.ValidateID), unique within
 	// one Supervisor, and must not change.
 	Name() string
 	// Run does the actor's job until told to stop.
@@ -175,7 +176,7 @@ func New(cfg Config, actors ...Actor) (*Supervisor, error) {
 	case cfg.Events == nil:
 		return nil, bad("events", "missing", nil)
 	}
-	if err := memorykit.PrefixField(op, "backoff", cfg.Backoff.Validate()); err != nil {
+	if err := storekit.PrefixField(op, "backoff", cfg.Backoff.Validate()); err != nil {
 		return nil, err
 	}
 	if cfg.MaxRestarts <= 0 {
@@ -194,7 +195,7 @@ func New(cfg Config, actors ...Actor) (*Supervisor, error) {
 		if !ok {
 			return nil, bad("actors", "bad_actor", nil)
 		}
-		if err := memorykit.ValidateID(op, "actor_name", name); err != nil {
+		if err := storekit.ValidateID(op, "actor_name", name); err != nil {
 			return nil, bad("actors", "bad_name", err)
 		}
 		if seen[name] {

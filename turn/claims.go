@@ -14,7 +14,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/plumbing/clockctx"
 	"github.com/goagents/memorykit/memorytools"
 )
 

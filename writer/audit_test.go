@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -38,7 +39,7 @@ func TestWriteExplicitRefusesUntrustedActorKinds(t *testing.T) {
 // failingCreate is a Host store whose Create fails with a driver error
 // whose text carries a canary.
 type failingCreate struct {
-	memorykit.Store
+	storekit.Store
 	err error
 }
 

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -34,8 +35,8 @@ func TestModelWriteAfterEraseIsCandidate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, act := range []func(context.Context, memorykit.Transition) (memorykit.Record, error){store.Forget, store.Erase} {
-			if _, err := act(ctx, memorykit.Transition{Scope: scope, ID: res.Record.ID, Actor: operator, Reason: "subject_request"}); err != nil {
+		for _, act := range []func(context.Context, storekit.Transition) (memorykit.Record, error){store.Forget, store.Erase} {
+			if _, err := act(ctx, storekit.Transition{Scope: scope, ID: res.Record.ID, Actor: operator, Reason: "subject_request"}); err != nil {
 				t.Fatal(err)
 			}
 		}

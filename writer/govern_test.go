@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -21,7 +22,7 @@ func input(kind memorykit.Kind, key, content string) writer.Input {
 // kind).
 func (b *bundle) activeWithKey(t *testing.T, key string) []memorykit.Record {
 	t.Helper()
-	recs, err := b.store.List(context.Background(), memorykit.ListFilter{
+	recs, err := b.store.List(context.Background(), storekit.ListFilter{
 		Scope: b.scope, Key: key, Statuses: []memorykit.Status{memorykit.StatusActive}, Limit: 100,
 	})
 	if err != nil {
@@ -144,7 +145,7 @@ func TestForgottenKeyStaysGoverned(t *testing.T) {
 		{"model write erased", func(t *testing.T, b *bundle) {
 			id := b.modelWrite(t, input(memorykit.KindFact, "region", "eu-west-1")).Record.ID
 			b.forget(t, id)
-			if _, err := b.store.Erase(ctx, memorykit.Transition{Scope: b.scope, ID: id, Actor: b.review.Actor}); err != nil {
+			if _, err := b.store.Erase(ctx, storekit.Transition{Scope: b.scope, ID: id, Actor: b.review.Actor}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -154,7 +155,7 @@ func TestForgottenKeyStaysGoverned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.store.Reject(ctx, memorykit.Transition{Scope: b.scope, ID: cand.ID, Actor: b.review.Actor}); err != nil {
+			if _, err := b.store.Reject(ctx, storekit.Transition{Scope: b.scope, ID: cand.ID, Actor: b.review.Actor}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -181,7 +182,7 @@ func TestForgottenKeyStaysGoverned(t *testing.T) {
 
 func (b *bundle) forget(t *testing.T, id string) {
 	t.Helper()
-	if _, err := b.store.Forget(context.Background(), memorykit.Transition{Scope: b.scope, ID: id, Actor: b.review.Actor}); err != nil {
+	if _, err := b.store.Forget(context.Background(), storekit.Transition{Scope: b.scope, ID: id, Actor: b.review.Actor}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,7 +12,7 @@
 // the key under any kind, or forgot, erased or rejected a record with it,
 // the write is stored as a candidate for review and what is in effect
 // stays. The store decides this in the same atomic step as the create (see
-// memorykit.ActiveExpectation.KeyOwner and memorykit.GovernsKeyAgainst).
+// memorykit.ActiveExpectation.KeyOwner and storekit.GovernsKeyAgainst).
 package writer
 
 import (
@@ -23,11 +23,12 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Config holds a Writer's parts. Every field is required.
 type Config struct {
-	Store      memorykit.LifecycleStore
+	Store      storekit.LifecycleStore
 	Authorizer memorykit.Authorizer
 	Events     memorykit.EventSink
 	Clock      clock.Clock
@@ -35,7 +36,7 @@ type Config struct {
 
 // Writer runs the write paths.
 type Writer struct {
-	store  memorykit.LifecycleStore
+	store  storekit.LifecycleStore
 	az     memorykit.Authorizer
 	events memorykit.EventSink
 	clock  clock.Clock
@@ -133,7 +134,7 @@ const maxModelWriteAttempts = 3
 // WriteModel is the model's write through remember_project_memory. It needs
 // PermModelWrite and a principal whose actor is a model. The write is active
 // at once only when its canonical key is not governed against the model in
-// the Scope under any kind (memorykit.GovernsKeyAgainst), replacing the
+// the Scope under any kind (storekit.GovernsKeyAgainst), replacing the
 // model's own untouched earlier write of the same kind if there is one;
 // otherwise it becomes a candidate. The store checks the key in the same
 // atomic step as the create, so a write by someone else that lands between
@@ -146,7 +147,7 @@ func (w *Writer) WriteModel(ctx context.Context, p memorykit.Principal, scope me
 	if err := memorykit.Authorize(ctx, w.az, p, memorykit.PermModelWrite, scope); err != nil {
 		return Result{}, w.fail(op, scope, p, err)
 	}
-	key := memorykit.NormalizeKey(in.Key)
+	key := storekit.NormalizeKey(in.Key)
 	for attempt := 0; attempt < maxModelWriteAttempts; attempt++ {
 		cur, err := w.store.FindActive(ctx, scope, in.Kind, key)
 		var expect *memorykit.ActiveExpectation
@@ -164,7 +165,7 @@ func (w *Writer) WriteModel(ctx context.Context, p memorykit.Principal, scope me
 		expect.KeyOwner = &owner
 		rec, err := w.store.Create(ctx, w.newRecord(scope, p.Actor, memorykit.StatusActive, in, expect))
 		if errors.Is(err, memorykit.ErrVersionConflict) {
-			if memorykit.ReasonCode(err) == memorykit.ReasonKeyGoverned {
+			if memorykit.ReasonCode(err) == storekit.ReasonKeyGoverned {
 				return w.writeCandidate(ctx, op, scope, p, in)
 			}
 			continue // the active record changed under us; decide again
@@ -225,7 +226,7 @@ func (w *Writer) fail(op string, scope memorykit.Scope, p memorykit.Principal, e
 		Actor:  actorLabel(p.Actor),
 		Reason: memorykit.ReasonCode(err),
 	}.WithScope(scope))
-	return memorykit.Contain(op, err)
+	return storekit.Contain(op, err)
 }
 
 func (w *Writer) emit(kind memorykit.EventKind, scope memorykit.Scope, p memorykit.Principal, id, reason string) {
@@ -240,7 +241,7 @@ func (w *Writer) emit(kind memorykit.EventKind, scope memorykit.Scope, p memoryk
 }
 
 func actorLabel(a memorykit.Actor) string {
-	if memorykit.ValidateID("", "", a.ID) != nil || !a.Kind.Valid() {
+	if storekit.ValidateID("", "", a.ID) != nil || !a.Kind.Valid() {
 		return "invalid"
 	}
 	return string(a.Kind) + ":" + a.ID

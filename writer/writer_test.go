@@ -9,7 +9,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 	"github.com/goagents/memorykit/writer"
 )
@@ -17,7 +18,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type bundle struct {
-	store  memorykit.Store
+	store  storekit.Store
 	az     *testkit.Authorizer
 	sink   *testkit.Sink
 	w      *writer.Writer
@@ -61,7 +62,7 @@ func fact(key, content string) writer.Input {
 
 func (b *bundle) count(t *testing.T) int {
 	t.Helper()
-	recs, err := b.store.List(context.Background(), memorykit.ListFilter{Scope: b.scope, Limit: 100})
+	recs, err := b.store.List(context.Background(), storekit.ListFilter{Scope: b.scope, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestModelWriteOwnUntouchedRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec, err := b.store.Activate(ctx, memorykit.Transition{Scope: b.scope, ID: cand.ID, Actor: b.review.Actor})
+			rec, err := b.store.Activate(ctx, storekit.Transition{Scope: b.scope, ID: cand.ID, Actor: b.review.Actor})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,8 +241,8 @@ func TestModelWriteOwnUntouchedRule(t *testing.T) {
 		}, writer.OutcomeCandidate},
 		{"own but corrected", func(t *testing.T, b *bundle) string {
 			rec := mustModelWrite(t, b, "eu-west-1")
-			rec, err := b.store.Correct(ctx, memorykit.Correction{
-				Transition: memorykit.Transition{Scope: b.scope, ID: rec.ID, Actor: b.review.Actor},
+			rec, err := b.store.Correct(ctx, storekit.Correction{
+				Transition: storekit.Transition{Scope: b.scope, ID: rec.ID, Actor: b.review.Actor},
 				Content:    "eu-central-1",
 			})
 			if err != nil {
@@ -320,7 +321,7 @@ func mustModelWrite(t *testing.T, b *bundle, content string) memorykit.Record {
 // racingStore lets a user write land between the model write's read and its
 // conditional create.
 type racingStore struct {
-	memorykit.LifecycleStore
+	storekit.LifecycleStore
 	once func()
 }
 
@@ -416,7 +417,7 @@ func TestReasonsGoThroughContentPolicy(t *testing.T) {
 }
 
 // dumpStore returns the whole-store dump of either store implementation.
-func dumpStore(t *testing.T, s memorykit.Store) string {
+func dumpStore(t *testing.T, s storekit.Store) string {
 	t.Helper()
 	switch d := s.(type) {
 	case interface{ Dump() string }:

@@ -15,7 +15,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	mkanthropic "github.com/goagents/memorykit/adapters/anthropic"
-	"github.com/goagents/memorykit/internal/adaptertest"
+	"github.com/goagents/memorykit/internal/testsupport/adaptertest"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/turn"
 )

@@ -22,7 +22,7 @@ import (
 	"github.com/goagents/memorykit"
 	mkanthropic "github.com/goagents/memorykit/adapters/anthropic"
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/plumbing/clockctx"
 )
 
 // extractSchema is a schema as the extraction engine sends it.

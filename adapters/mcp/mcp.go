@@ -48,6 +48,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorytools"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // JSON-RPC error codes for calls memorykit refuses. They sit in the
@@ -199,7 +200,7 @@ func (b *binding) resource(ctx context.Context, r *sdk.ReadResourceRequest) (*sd
 	}
 	args, err := json.Marshal(map[string]string{"id": id})
 	if err != nil {
-		return nil, rpcError(memorykit.ContainAs(op, memorykit.ErrIntegrity, "encode", err))
+		return nil, rpcError(storekit.ContainAs(op, memorykit.ErrIntegrity, "encode", err))
 	}
 	res, err := sess.CallTool(ctx, memorytools.ReadMemory, args)
 	if err != nil {
@@ -242,7 +243,7 @@ func rpcError(err error) error {
 	case memorykit.IsRecoverable(err):
 		code = CodeUnavailable
 	}
-	contained := memorykit.Contain("mcp", err)
+	contained := storekit.Contain("mcp", err)
 	data, _ := json.Marshal(struct {
 		Kind        string `json:"kind"`
 		Reason      string `json:"reason"`

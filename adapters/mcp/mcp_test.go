@@ -22,9 +22,10 @@ import (
 
 	"github.com/goagents/memorykit"
 	mkmcp "github.com/goagents/memorykit/adapters/mcp"
-	"github.com/goagents/memorykit/internal/adaptertest"
+	"github.com/goagents/memorykit/internal/testsupport/adaptertest"
 	"github.com/goagents/memorykit/memorytools"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -178,7 +179,7 @@ func TestRememberSearchReadAndResource(t *testing.T) {
 	if !strings.Contains(text(t, res), "eu-central-1") {
 		t.Fatalf("search result lacks the memory: %s", text(t, res))
 	}
-	recs, err := b.fx.Store.List(context.Background(), memorykit.ListFilter{Scope: b.fx.Scope, Limit: 10})
+	recs, err := b.fx.Store.List(context.Background(), storekit.ListFilter{Scope: b.fx.Scope, Limit: 10})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("list: %v %d", err, len(recs))
 	}
@@ -269,7 +270,7 @@ func TestNothingAClientSendsChangesTheScope(t *testing.T) {
 			t.Errorf("resource %s read: %+v", uri, rr)
 		}
 	}
-	n, err := b.fx.Store.List(context.Background(), memorykit.ListFilter{Scope: b.fx.Scope, Limit: 10})
+	n, err := b.fx.Store.List(context.Background(), storekit.ListFilter{Scope: b.fx.Scope, Limit: 10})
 	if err != nil || len(n) != 0 {
 		t.Fatalf("the caller's Scope gained records: %v %d", err, len(n))
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/modelcall"
+	"github.com/goagents/memorykit/internal/plumbing/modelcall"
 )
 
 // ExtractionModel is an [extraction.Model] on the Chat Completions API:

@@ -20,8 +20,8 @@ import (
 	"github.com/goagents/memorykit"
 	mkopenai "github.com/goagents/memorykit/adapters/openai"
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/adaptertest"
-	"github.com/goagents/memorykit/internal/clockctx"
+	"github.com/goagents/memorykit/internal/plumbing/clockctx"
+	"github.com/goagents/memorykit/internal/testsupport/adaptertest"
 )
 
 // extractSchema is a schema as the extraction engine sends it: strict

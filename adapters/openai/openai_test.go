@@ -17,7 +17,7 @@ import (
 	"github.com/goagents/memorykit"
 	mkopenai "github.com/goagents/memorykit/adapters/openai"
 	"github.com/goagents/memorykit/extractworker"
-	"github.com/goagents/memorykit/internal/adaptertest"
+	"github.com/goagents/memorykit/internal/testsupport/adaptertest"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 )

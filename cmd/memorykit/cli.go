@@ -14,6 +14,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
 	"github.com/goagents/memorykit/reviewer"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Exit codes.
@@ -106,14 +107,14 @@ func checkID(o *options) error {
 	if o.id == "" {
 		return usagef("--id is required")
 	}
-	if memorykit.ValidateID("cli", "id", o.id) != nil {
+	if storekit.ValidateID("cli", "id", o.id) != nil {
 		return usagef("--id is not a valid record ID")
 	}
 	if o.expectVersion < 0 {
 		return usagef("--expect-version must not be negative")
 	}
-	if memorykit.CheckReason("cli", o.reason) != nil {
-		return usagef("--reason must be at most %d bytes of text", memorykit.MaxReasonBytes)
+	if storekit.CheckReason("cli", o.reason) != nil {
+		return usagef("--reason must be at most %d bytes of text", storekit.MaxReasonBytes)
 	}
 	return nil
 }
@@ -138,7 +139,7 @@ var commands = []command{
 			fs.StringVar(&o.profile, "profile", "", "embedding profile whose pending records are counted (default: each local profile, memorykit/hash-v1 and memorykit/hash-v2)")
 		},
 		check: func(o *options) error {
-			if o.profile != "" && memorykit.ValidateProfile("cli", o.profile) != nil {
+			if o.profile != "" && storekit.ValidateProfile("cli", o.profile) != nil {
 				return usagef("--profile is not a valid embedding profile")
 			}
 			return nil
@@ -181,7 +182,7 @@ and ends with "rebuild done: …" (or "rebuild stopped: …" and exit 1).`,
 			if o.limit < 1 || o.limit > cliLimits().MaxListSize {
 				return usagef("--limit must be between 1 and %d", cliLimits().MaxListSize)
 			}
-			if o.after != "" && memorykit.ValidateID("cli", "after", o.after) != nil {
+			if o.after != "" && storekit.ValidateID("cli", "after", o.after) != nil {
 				return usagef("--after is not a valid record ID")
 			}
 			return nil
@@ -224,7 +225,7 @@ then the report is printed. Redirected, the output is the JSON report alone.`,
 			fs.StringVar(&o.reasonCode, "reason-code", "", "reason code recorded on every purge revision, such as project_closed (required)")
 		},
 		check: func(o *options) error {
-			if memorykit.CheckReasonCode("cli", o.reasonCode) != nil {
+			if storekit.CheckReasonCode("cli", o.reasonCode) != nil {
 				return usagef("--reason-code must be 1 to 64 of a-z, 0-9 and _")
 			}
 			return nil
@@ -571,8 +572,8 @@ func checkCommon(cmd *command, o *options) error {
 		if f.v == "" {
 			return usagef("--%s is required", f.name)
 		}
-		if memorykit.ValidateID("cli", f.name, f.v) != nil {
-			return usagef("--%s must be 1 to %d letters, digits or . _ - : @", f.name, memorykit.MaxIDBytes)
+		if storekit.ValidateID("cli", f.name, f.v) != nil {
+			return usagef("--%s must be 1 to %d letters, digits or . _ - : @", f.name, storekit.MaxIDBytes)
 		}
 	}
 	return nil
@@ -656,7 +657,7 @@ func checkRebuild(o *options) error {
 		}
 	case "openai", "ollama":
 		switch {
-		case memorykit.ValidateProfile("cli", o.profile) != nil || isLocalProfile(o.profile):
+		case storekit.ValidateProfile("cli", o.profile) != nil || isLocalProfile(o.profile):
 			return usagef("--profile must name the remote model's profile, as the Host's RecallPolicy does (e.g. openai/text-embedding-3-small@1536)")
 		case o.url == "":
 			return usagef("--url is required with --embedder %s", o.embedder)

@@ -20,6 +20,7 @@ import (
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/reviewer"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 func runMigrate(ctx context.Context, c *cli, o *options) error {
@@ -57,7 +58,7 @@ type Stats struct {
 	// Pending has one entry per profile asked for, in order.
 	Pending []ProfilePending
 	// Jobs counts extraction jobs of every Scope by state.
-	Jobs memorykit.JobCounts
+	Jobs storekit.JobCounts
 }
 
 // ProfilePending is the pending embeddings of one profile: in the Scope

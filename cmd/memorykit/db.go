@@ -19,6 +19,7 @@ import (
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/reviewer"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // defaultProfile is the profile of the local embedder, the one the CLI
@@ -90,8 +91,8 @@ func (a operatorAuthorizer) Authorize(_ context.Context, p memorykit.Principal, 
 // cliStore is what the commands need of a store: pgstore's or
 // sqlitestore's.
 type cliStore interface {
-	memorykit.Store
-	memorykit.Purger
+	storekit.Store
+	storekit.Purger
 	// CountScope returns a Scope's pending embeddings and jobs.
 	CountScope(ctx context.Context, profile string, scope memorykit.Scope) (ScopeCounts, error)
 	// Where names the schema or file, for the report.
@@ -103,7 +104,7 @@ type cliStore interface {
 // by state.
 type ScopeCounts struct {
 	PendingEmbeddings int
-	Jobs              memorykit.JobCounts
+	Jobs              storekit.JobCounts
 }
 
 // pgCLI adapts pgstore to cliStore.

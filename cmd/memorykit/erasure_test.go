@@ -11,9 +11,10 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 	"github.com/goagents/memorykit/pgstore"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -48,7 +49,7 @@ func TestCLIVerifyErasedPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Forget(ctx, memorykit.Transition{Scope: scope, ID: rec.ID, Actor: user, Reason: "forget " + canary}); err != nil {
+	if _, err := store.Forget(ctx, storekit.Transition{Scope: scope, ID: rec.ID, Actor: user, Reason: "forget " + canary}); err != nil {
 		t.Fatal(err)
 	}
 	verify := func(text string) []string {
@@ -84,7 +85,7 @@ func TestCLIVerifyErasedPostgres(t *testing.T) {
 		}
 		ids = append(ids, r.ID)
 	}
-	if _, err := store.EnqueueJob(ctx, memorykit.NewJob{ID: memorykit.ExtractionJobID(scope, "run-9"), Scope: scope,
+	if _, err := store.EnqueueJob(ctx, storekit.NewJob{ID: storekit.ExtractionJobID(scope, "run-9"), Scope: scope,
 		Payload: "turn about " + other, MaxAttempts: 2, MaxReaps: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestCLIVerifyErasedIsScopedAndSeesEscapes(t *testing.T) {
 	const content = `Tom & Jerry <script> zq8`
 	const meta = "tab\there \"q\" zq8"
 	const ref = `ref "quoted" zq8`
-	plant := func(t *testing.T, s memorykit.Store) string {
+	plant := func(t *testing.T, s storekit.Store) string {
 		t.Helper()
 		in := memorykit.NewRecord{Scope: acme, Kind: memorykit.KindFact, Key: "cartoon", Content: content,
 			Metadata: map[string]string{"note": meta}, Sources: []memorykit.Source{{Kind: "doc", Ref: ref}},

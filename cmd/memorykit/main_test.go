@@ -21,8 +21,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -225,7 +226,7 @@ func TestCLIPostgres(t *testing.T) {
 	cand2 := create(acme, memorykit.StatusCandidate, model, "on call", "CANARY-D page the SRE")
 	foreign := create(globex, memorykit.StatusActive, user, "deploy region", "CANARY-E globex secret")
 	create(globex, memorykit.StatusCandidate, model, "x", "CANARY-F globex candidate")
-	if _, err := store.EnqueueJob(ctx, memorykit.NewJob{ID: "job_cli_test", Scope: acme, Payload: "CANARY-G transcript", MaxAttempts: 3, MaxReaps: 3}); err != nil {
+	if _, err := store.EnqueueJob(ctx, storekit.NewJob{ID: "job_cli_test", Scope: acme, Payload: "CANARY-G transcript", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		t.Fatal(err)
 	}
 

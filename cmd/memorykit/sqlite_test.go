@@ -12,8 +12,9 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/storetest"
 )
 
@@ -67,7 +68,7 @@ func TestCLISQLite(t *testing.T) {
 	}
 	active := create(memorykit.StatusActive, user, "deploy region", "CANARY-A runs in eu-west-1")
 	cand := create(memorykit.StatusCandidate, model, "on call", "CANARY-D page the SRE")
-	if _, err := store.EnqueueJob(ctx, memorykit.NewJob{ID: "job_cli_sqlite", Scope: acme, Payload: "CANARY-G transcript", MaxAttempts: 3, MaxReaps: 3}); err != nil {
+	if _, err := store.EnqueueJob(ctx, storekit.NewJob{ID: "job_cli_sqlite", Scope: acme, Payload: "CANARY-G transcript", MaxAttempts: 3, MaxReaps: 3}); err != nil {
 		t.Fatal(err)
 	}
 	// While a store holds the file, the CLI is refused.

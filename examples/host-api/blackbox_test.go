@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorytools"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // The black-box suite drives the Host only over HTTP, the way a client
@@ -568,7 +568,7 @@ func testForgetErase(t *testing.T, e *env) {
 
 	e.must(http.StatusForbidden, bobToken, "POST", apollo+"/memories/"+id+"/erase", "")
 	r = e.must(http.StatusOK, aliceToken, "POST", apollo+"/memories/"+id+"/erase", `{"reason":"customer request"}`)
-	if r.str("memory.status") != "erased" || r.str("memory.content") != "" || !memorykit.IsKeyDigest(r.str("memory.key")) {
+	if r.str("memory.status") != "erased" || r.str("memory.content") != "" || !storekit.IsKeyDigest(r.str("memory.key")) {
 		t.Errorf("erase: %s", r.raw)
 	}
 	gone("after erase")

@@ -11,6 +11,7 @@ import (
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // chatRequest is one chat turn.
@@ -80,7 +81,7 @@ func (h *Host) chat(w http.ResponseWriter, r *http.Request, c call) {
 	turnID := req.TurnID
 	if turnID == "" {
 		turnID = newTurnID()
-	} else if memorykit.ValidateID("host.chat", "turn_id", turnID) != nil {
+	} else if storekit.ValidateID("host.chat", "turn_id", turnID) != nil {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "bad_id", "turn_id")
 		return
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	mkanthropic "github.com/goagents/memorykit/adapters/anthropic"
-	"github.com/goagents/memorykit/internal/adaptertest"
+	"github.com/goagents/memorykit/internal/testsupport/adaptertest"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/goagents/memorykit"
 	mkopenai "github.com/goagents/memorykit/adapters/openai"
-	"github.com/goagents/memorykit/internal/adaptertest"
+	"github.com/goagents/memorykit/internal/testsupport/adaptertest"
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
 )

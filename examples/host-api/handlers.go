@@ -11,6 +11,7 @@ import (
 	"github.com/goagents/memorykit/recall"
 	"github.com/goagents/memorykit/reviewer"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 	"github.com/goagents/memorykit/writer"
 )
 
@@ -258,7 +259,7 @@ func (h *Host) read(w http.ResponseWriter, r *http.Request, c call) {
 	}
 	id := r.PathValue("id")
 	notFound := &memorykit.Error{Op: "host.read", Kind: memorykit.ErrNotFound, Reason: "not_found"}
-	if memorykit.ValidateID("host.read", "id", id) != nil {
+	if storekit.ValidateID("host.read", "id", id) != nil {
 		writeErr(w, notFound)
 		return
 	}
@@ -288,7 +289,7 @@ func (h *Host) listCandidates(w http.ResponseWriter, r *http.Request, c call) {
 		}
 		page.Limit = n
 	}
-	if page.AfterID != "" && memorykit.ValidateID("host.candidates", "after", page.AfterID) != nil {
+	if page.AfterID != "" && storekit.ValidateID("host.candidates", "after", page.AfterID) != nil {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_input", "bad_id", "after")
 		return
 	}

@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // workerOutage makes the workers' store calls fail recoverably while down
@@ -26,11 +27,11 @@ func (o *workerOutage) err() error {
 }
 
 type outageEmbeddings struct {
-	memorykit.EmbeddingStore
+	storekit.EmbeddingStore
 	o *workerOutage
 }
 
-func (s outageEmbeddings) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
+func (s outageEmbeddings) LeaseEmbeddings(ctx context.Context, p storekit.EmbeddingLease) ([]storekit.EmbeddingTask, error) {
 	if err := s.o.err(); err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func TestHealthzIs503WhileAnActorBacksOff(t *testing.T) {
 	t.Run("memorystore", func(t *testing.T) {
 		o := &workerOutage{}
 		b := backend{name: "memorystore", options: func(*testing.T) Options {
-			return Options{TombstoneSecret: testTombstoneSecret, workerStores: func(s memorykit.Store) mkruntime.Stores {
+			return Options{TombstoneSecret: testTombstoneSecret, workerStores: func(s storekit.Store) mkruntime.Stores {
 				st := mkruntime.StoresOf(s)
 				st.Embeddings = outageEmbeddings{EmbeddingStore: s, o: o}
 				return st

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/pgstore"
 	mkruntime "github.com/goagents/memorykit/runtime"

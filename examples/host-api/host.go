@@ -23,6 +23,7 @@ import (
 	"github.com/goagents/memorykit/projector"
 	mkruntime "github.com/goagents/memorykit/runtime"
 	"github.com/goagents/memorykit/sqlitestore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // Options configure a Host. Directory, Clock, Logger, Model and WorkerID
@@ -68,7 +69,7 @@ type Options struct {
 	// workerStores, if set, gives the runtime the stores its background
 	// workers use, built around the Host's store: a test seam to make the
 	// workers' store fail while the request path works.
-	workerStores func(memorykit.Store) mkruntime.Stores
+	workerStores func(storekit.Store) mkruntime.Stores
 	// limits, if set, replace hostLimits: a test seam to make overload
 	// reachable with a few requests.
 	limits *overloadLimits
@@ -95,7 +96,7 @@ type Host struct {
 	dir        *Directory
 	rt         *mkruntime.Runtime
 	proj       *projector.Projector
-	store      memorykit.Store
+	store      storekit.Store
 	closeStore func() // closes the store (pgstore's pool, sqlitestore's file)
 	clock      clock.Clock
 	log        *zap.Logger
@@ -157,7 +158,7 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	emb := embedder.NewLocalV2()
 	limits := o.limitsOr(memorykit.RecallPolicyV1(emb.Profile(), emb.Dimension()).Deadline)
 	var (
-		store      memorykit.Store
+		store      storekit.Store
 		closeStore = func() {}
 	)
 	switch {

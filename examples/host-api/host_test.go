@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 )
 
 func TestNewDirectoryRejectsBadMembers(t *testing.T) {

@@ -31,8 +31,9 @@ import (
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/embedder"
-	"github.com/goagents/memorykit/internal/testkit/pgtest"
+	"github.com/goagents/memorykit/internal/testsupport/testkit/pgtest"
 	"github.com/goagents/memorykit/pgstore"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // BenchmarkHostLoad drives the example Host's search route over HTTP on
@@ -745,7 +746,7 @@ func measureLevels(b *testing.B, handler http.Handler, newConns func() int64, du
 			pct(inside[http.StatusServiceUnavailable], 99), pct(pre[http.StatusServiceUnavailable], 99), opened))
 		// The same figures as metrics, one unit per level, so the
 		// standard benchmark output (and the charts made from it,
-		// go run ./internal/bench/charts) carries them.
+		// go run ./internal/testsupport/bench/charts) carries them.
 		b.ReportMetric(float64(all.Good)/elapsed, fmt.Sprintf("c%d-goodput/s", clients))
 		if len(all.Rejects) > 0 {
 			b.ReportMetric(msAt(all.Rejects, 99), fmt.Sprintf("c%d-503-p99-ms", clients))
@@ -878,7 +879,7 @@ func seed(b *testing.B, host *Host, records int) { seedTenant(b, host, "acme", "
 // by user.
 func seedTenant(b *testing.B, host *Host, tenant, user string, records int) {
 	ctx := context.Background()
-	bc, ok := host.store.(memorykit.BatchCreator)
+	bc, ok := host.store.(storekit.BatchCreator)
 	if !ok {
 		b.Fatal("store cannot batch")
 	}
@@ -889,7 +890,7 @@ func seedTenant(b *testing.B, host *Host, tenant, user string, records int) {
 	emb := embedder.NewLocalV2()
 	actor := memorykit.Actor{Kind: memorykit.ActorUser, ID: user}
 	for start := 0; start < records; start += 100 {
-		var items []memorykit.BatchItem
+		var items []storekit.BatchItem
 		var texts []memorykit.NewRecord
 		for i := start; i < min(records, start+100); i++ {
 			content := ""
@@ -901,14 +902,14 @@ func seedTenant(b *testing.B, host *Host, tenant, user string, records int) {
 		}
 		in := make([]string, len(texts))
 		for i, r := range texts {
-			in[i] = memorykit.EmbeddingText(r.Key, r.Content)
+			in[i] = storekit.EmbeddingText(r.Key, r.Content)
 		}
 		vecs, err := emb.Embed(ctx, in)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for i, r := range texts {
-			items = append(items, memorykit.BatchItem{Record: r, Embedding: &memorykit.BatchEmbedding{Profile: emb.Profile(), Vector: vecs[i]}})
+			items = append(items, storekit.BatchItem{Record: r, Embedding: &storekit.BatchEmbedding{Profile: emb.Profile(), Vector: vecs[i]}})
 		}
 		if _, err := bc.CreateBatch(ctx, items); err != nil {
 			b.Fatal(err)

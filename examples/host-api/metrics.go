@@ -17,6 +17,7 @@ import (
 	"github.com/goagents/memorykit"
 	mkotel "github.com/goagents/memorykit/otel"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // observability is the Host's OpenTelemetry wiring: a MeterProvider that
@@ -75,7 +76,7 @@ func (o *observability) instrument(cfg *mkruntime.Config, clk clock.Clock) {
 
 // observe registers the gauges read at scrape time: actor and runtime state
 // from rt.Health(), queue depth and pending embeddings from the store.
-func (o *observability) observe(rt *mkruntime.Runtime, store memorykit.Store, profile string) error {
+func (o *observability) observe(rt *mkruntime.Runtime, store storekit.Store, profile string) error {
 	return errors.Join(o.tel.ObserveHealth(rt), o.tel.ObserveQueue(store, profile))
 }
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit/extraction"
-	"github.com/goagents/memorykit/internal/adaptertest"
+	"github.com/goagents/memorykit/internal/testsupport/adaptertest"
 	"github.com/goagents/memorykit/memorytools"
 	"github.com/goagents/memorykit/projector"
 )

@@ -14,6 +14,7 @@ import (
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/pgstore"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // TestOverloadedIs503WithRetryAfter: the runtime's ErrOverloaded becomes
@@ -168,12 +169,12 @@ func TestRouteClasses(t *testing.T) {
 // blockingRecall holds every Recall while blocked is set, after telling
 // entered.
 type blockingRecall struct {
-	memorykit.RecallStore
+	storekit.RecallStore
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (s blockingRecall) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
+func (s blockingRecall) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
 	s.entered <- struct{}{}
 	<-s.release
 	return s.RecallStore.Recall(ctx, q)
@@ -189,7 +190,7 @@ func TestHostAnswersOverload503(t *testing.T) {
 	// empty queue turn the second away.
 	lim := overloadLimits{Admission: mkruntime.Admission{MaxReads: 1, MaxWrites: 1}, EdgeReads: 8, EdgeWrites: 8, EdgeChats: 8}
 	b := backend{name: "memorystore", options: func(*testing.T) Options {
-		return Options{TombstoneSecret: testTombstoneSecret, limits: &lim, workerStores: func(s memorykit.Store) mkruntime.Stores {
+		return Options{TombstoneSecret: testTombstoneSecret, limits: &lim, workerStores: func(s storekit.Store) mkruntime.Stores {
 			st := mkruntime.StoresOf(s)
 			block.RecallStore = s
 			st.Recall = block
@@ -262,7 +263,7 @@ func TestEdgeTurnsAwayBeforeTheBody(t *testing.T) {
 	block := blockingRecall{entered: make(chan struct{}, 4), release: make(chan struct{})}
 	lim := overloadLimits{Admission: mkruntime.Admission{MaxReads: 8, MaxWrites: 8}, EdgeReads: 1, EdgeWrites: 4, EdgeChats: 1}
 	b := backend{name: "memorystore", options: func(*testing.T) Options {
-		return Options{TombstoneSecret: testTombstoneSecret, limits: &lim, workerStores: func(s memorykit.Store) mkruntime.Stores {
+		return Options{TombstoneSecret: testTombstoneSecret, limits: &lim, workerStores: func(s storekit.Store) mkruntime.Stores {
 			st := mkruntime.StoresOf(s)
 			block.RecallStore = s
 			st.Recall = block

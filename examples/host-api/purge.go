@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // A purge walks the whole project, which can take longer than any request
@@ -114,7 +115,7 @@ func (h *Host) purge(w http.ResponseWriter, r *http.Request, c call) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
-	if err := memorykit.CheckReasonCode(op, req.ReasonCode); err != nil {
+	if err := storekit.CheckReasonCode(op, req.ReasonCode); err != nil {
 		writeErr(w, err)
 		return
 	}

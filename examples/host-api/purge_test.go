@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/goagents/memorykit"
-	"github.com/goagents/memorykit/internal/testkit"
+	"github.com/goagents/memorykit/internal/testsupport/testkit"
 	mkruntime "github.com/goagents/memorykit/runtime"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // gatedPurge holds every Purge until gate is closed (or its context
 // ends), after telling entered; the first failFirst calls fail with a
 // recoverable ErrOverloaded instead, without waiting.
 type gatedPurge struct {
-	memorykit.Store
+	storekit.Store
 	entered   chan struct{}
 	gate      chan struct{}
 	failFirst int
@@ -36,13 +37,13 @@ func (g *gatedPurge) Purge(ctx context.Context, scope memorykit.Scope, actor mem
 	case <-ctx.Done():
 		return memorykit.PurgeReport{}, memorykit.WrapError("test.purge", memorykit.ErrUnavailable, "context_done", ctx.Err())
 	}
-	return g.Store.(memorykit.Purger).Purge(ctx, scope, actor, reason)
+	return g.Store.(storekit.Purger).Purge(ctx, scope, actor, reason)
 }
 
 // purgeEnv is a Host on memorystore whose lifecycle store's Purge is g.
 func purgeEnv(t *testing.T, g *gatedPurge) *env {
 	return newEnv(t, memoryBackend, nil, func(o *Options) {
-		o.workerStores = func(s memorykit.Store) mkruntime.Stores {
+		o.workerStores = func(s storekit.Store) mkruntime.Stores {
 			g.Store = s
 			st := mkruntime.StoresOf(s)
 			st.Lifecycle = g

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
 )
 
 // rejection is why decodeStrict refused a body: an HTTP status and the
@@ -235,7 +235,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-// blank reports text that shows nothing (memorykit.IsBlank, the rule every
+// blank reports text that shows nothing (storekit.IsBlank, the rule every
 // write path applies): content, queries and messages like that carry
 // nothing and are refused.
-func blank(s string) bool { return memorykit.IsBlank(s) }
+func blank(s string) bool { return storekit.IsBlank(s) }

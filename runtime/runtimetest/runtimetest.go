@@ -5,7 +5,7 @@
 package runtimetest
 
 import (
-	"github.com/goagents/memorykit/internal/runtimehooks"
+	"github.com/goagents/memorykit/internal/plumbing/runtimehooks"
 	mkruntime "github.com/goagents/memorykit/runtime"
 )
 
