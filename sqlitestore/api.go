@@ -2,8 +2,12 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorystore"
 )
 
 // The methods below run each call on the mirror (read, or write and
@@ -16,54 +20,54 @@ func errOnly(err error) (none, error) { return none{}, err }
 
 // Create implements memorykit.LifecycleStore.
 func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
-	return write(s, "sqlitestore.create", func() (memorykit.Record, error) { return s.mem.Create(ctx, in) })
+	return write(s, "sqlitestore.create", s.withRecordIDs([]memorykit.Scope{in.Scope}, []string{in.ID}), func() (memorykit.Record, error) { return s.mem.Create(ctx, in) })
 }
 
 // CreateBatch implements memorykit.BatchCreator: the batch is one commit.
 func (s *Store) CreateBatch(ctx context.Context, items []memorykit.BatchItem) ([]memorykit.Record, error) {
-	return write(s, "sqlitestore.create_batch", func() ([]memorykit.Record, error) { return s.mem.CreateBatch(ctx, items) })
+	return write(s, "sqlitestore.create_batch", s.withRecordIDs(batchScopes(items)), func() ([]memorykit.Record, error) { return s.mem.CreateBatch(ctx, items) })
 }
 
 // Get implements memorykit.LifecycleStore.
 func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
-	return read(s, "sqlitestore.get", func() (memorykit.Record, error) { return s.mem.Get(ctx, scope, id) })
+	return read(s, "sqlitestore.get", one(scope), func() (memorykit.Record, error) { return s.mem.Get(ctx, scope, id) })
 }
 
 // FindActive implements memorykit.LifecycleStore.
 func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
-	return read(s, "sqlitestore.find_active", func() (memorykit.Record, error) { return s.mem.FindActive(ctx, scope, kind, key) })
+	return read(s, "sqlitestore.find_active", one(scope), func() (memorykit.Record, error) { return s.mem.FindActive(ctx, scope, kind, key) })
 }
 
 // List implements memorykit.LifecycleStore.
 func (s *Store) List(ctx context.Context, f memorykit.ListFilter) ([]memorykit.Record, error) {
-	return read(s, "sqlitestore.list", func() ([]memorykit.Record, error) { return s.mem.List(ctx, f) })
+	return read(s, "sqlitestore.list", one(f.Scope), func() ([]memorykit.Record, error) { return s.mem.List(ctx, f) })
 }
 
 // Activate implements memorykit.LifecycleStore.
 func (s *Store) Activate(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return write(s, "sqlitestore.activate", func() (memorykit.Record, error) { return s.mem.Activate(ctx, t) })
+	return write(s, "sqlitestore.activate", one(t.Scope), func() (memorykit.Record, error) { return s.mem.Activate(ctx, t) })
 }
 
 // Reject implements memorykit.LifecycleStore.
 func (s *Store) Reject(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return write(s, "sqlitestore.reject", func() (memorykit.Record, error) { return s.mem.Reject(ctx, t) })
+	return write(s, "sqlitestore.reject", one(t.Scope), func() (memorykit.Record, error) { return s.mem.Reject(ctx, t) })
 }
 
 // Correct implements memorykit.LifecycleStore.
 func (s *Store) Correct(ctx context.Context, c memorykit.Correction) (memorykit.Record, error) {
-	return write(s, "sqlitestore.correct", func() (memorykit.Record, error) { return s.mem.Correct(ctx, c) })
+	return write(s, "sqlitestore.correct", one(c.Scope), func() (memorykit.Record, error) { return s.mem.Correct(ctx, c) })
 }
 
 // Forget implements memorykit.LifecycleStore.
 func (s *Store) Forget(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
-	return write(s, "sqlitestore.forget", func() (memorykit.Record, error) { return s.mem.Forget(ctx, t) })
+	return write(s, "sqlitestore.forget", one(t.Scope), func() (memorykit.Record, error) { return s.mem.Forget(ctx, t) })
 }
 
 // Erase implements memorykit.LifecycleStore. After the commit the WAL is
 // checkpointed and truncated, so the rows' earlier versions leave it.
 func (s *Store) Erase(ctx context.Context, t memorykit.Transition) (memorykit.Record, error) {
 	const op = "sqlitestore.erase"
-	r, err := write(s, op, func() (memorykit.Record, error) { return s.mem.Erase(ctx, t) })
+	r, err := write(s, op, one(t.Scope), func() (memorykit.Record, error) { return s.mem.Erase(ctx, t) })
 	if err != nil {
 		return r, err
 	}
@@ -81,6 +85,11 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		if err := s.broken(op); err != nil {
 			return memorykit.PurgeReport{}, err
 		}
+		need := []memorykit.Scope{scope}
+		if err := s.ensureLocked(op, need); err != nil {
+			return memorykit.PurgeReport{}, err
+		}
+		defer s.evictLocked(need)
 		rep, err := s.mem.Purge(ctx, scope, actor, reason)
 		if cerr := s.commitLocked(op, true); cerr != nil {
 			return memorykit.PurgeReport{}, cerr
@@ -122,30 +131,30 @@ func (s *Store) reclaim(op string, vacuum bool) error {
 
 // Revisions implements memorykit.LifecycleStore.
 func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]memorykit.Revision, error) {
-	return read(s, "sqlitestore.revisions", func() ([]memorykit.Revision, error) { return s.mem.Revisions(ctx, scope, id) })
+	return read(s, "sqlitestore.revisions", one(scope), func() ([]memorykit.Revision, error) { return s.mem.Revisions(ctx, scope, id) })
 }
 
 // Recall implements memorykit.RecallStore with memorystore's index and
 // ranking.
 func (s *Store) Recall(ctx context.Context, q memorykit.RecallQuery) (memorykit.RecallResult, error) {
-	return read(s, "sqlitestore.recall", func() (memorykit.RecallResult, error) { return s.mem.Recall(ctx, q) })
+	return read(s, "sqlitestore.recall", one(q.Scope), func() (memorykit.RecallResult, error) { return s.mem.Recall(ctx, q) })
 }
 
 // LeaseEmbeddings implements memorykit.EmbeddingStore.
 func (s *Store) LeaseEmbeddings(ctx context.Context, p memorykit.EmbeddingLease) ([]memorykit.EmbeddingTask, error) {
-	return write(s, "sqlitestore.lease_embeddings", func() ([]memorykit.EmbeddingTask, error) { return s.mem.LeaseEmbeddings(ctx, p) })
+	return write(s, "sqlitestore.lease_embeddings", s.leaseScopes(p), func() ([]memorykit.EmbeddingTask, error) { return s.mem.LeaseEmbeddings(ctx, p) })
 }
 
 // PutEmbedding implements memorykit.EmbeddingStore.
 func (s *Store) PutEmbedding(ctx context.Context, p memorykit.EmbeddingPut) error {
-	_, err := write(s, "sqlitestore.put_embedding", func() (none, error) { return errOnly(s.mem.PutEmbedding(ctx, p)) })
+	_, err := write(s, "sqlitestore.put_embedding", one(p.Scope), func() (none, error) { return errOnly(s.mem.PutEmbedding(ctx, p)) })
 	return err
 }
 
 // PutEmbeddings implements memorykit.EmbeddingBatchPutter: the puts are
 // one commit.
 func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut) ([]error, error) {
-	errs, err := write(s, "sqlitestore.put_embeddings", func() ([]error, error) { return s.mem.PutEmbeddings(ctx, puts) })
+	errs, err := write(s, "sqlitestore.put_embeddings", putScopes(puts), func() ([]error, error) { return s.mem.PutEmbeddings(ctx, puts) })
 	for _, e := range errs {
 		_ = rename(e)
 	}
@@ -154,73 +163,239 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []memorykit.EmbeddingPut
 
 // ReleaseEmbedding implements memorykit.EmbeddingStore.
 func (s *Store) ReleaseEmbedding(ctx context.Context, r memorykit.EmbeddingRelease) error {
-	_, err := write(s, "sqlitestore.release_embedding", func() (none, error) { return errOnly(s.mem.ReleaseEmbedding(ctx, r)) })
+	_, err := write(s, "sqlitestore.release_embedding", one(r.Scope), func() (none, error) { return errOnly(s.mem.ReleaseEmbedding(ctx, r)) })
 	return err
 }
 
 // PendingEmbeddings implements memorykit.EmbeddingStore.
 func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, error) {
-	return read(s, "sqlitestore.pending_embeddings", func() (int, error) { return s.mem.PendingEmbeddings(ctx, profile) })
+	const op = "sqlitestore.pending_embeddings"
+	return write(s, op, nil, func() (int, error) {
+		// The mirror checks the call; the file counts across every Scope.
+		if _, err := s.mem.PendingEmbeddings(ctx, profile); err != nil {
+			return 0, err
+		}
+		var n int
+		if err := s.conn.QueryRowContext(ctx, countPendingSQL, profile).Scan(&n); err != nil {
+			return 0, mapErr(op, err)
+		}
+		return n, nil
+	})
 }
 
 // PendingEmbeddingsIn implements memorykit.ScopedPendingCounter.
 func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
-	return read(s, "sqlitestore.pending_embeddings_in", func() (int, error) { return s.mem.PendingEmbeddingsIn(ctx, scope, profile) })
+	return read(s, "sqlitestore.pending_embeddings_in", one(scope), func() (int, error) { return s.mem.PendingEmbeddingsIn(ctx, scope, profile) })
 }
 
 // DeleteEmbeddings implements memorykit.EmbeddingStore.
 func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error) {
-	return write(s, "sqlitestore.delete_embeddings", func() (int, error) { return s.mem.DeleteEmbeddings(ctx, profile, scope) })
+	return write(s, "sqlitestore.delete_embeddings", one(scope), func() (int, error) { return s.mem.DeleteEmbeddings(ctx, profile, scope) })
 }
 
 // DeleteAllEmbeddings implements memorykit.EmbeddingStore.
 func (s *Store) DeleteAllEmbeddings(ctx context.Context, profile string) (int, error) {
-	return write(s, "sqlitestore.delete_all_embeddings", func() (int, error) { return s.mem.DeleteAllEmbeddings(ctx, profile) })
+	return write(s, "sqlitestore.delete_all_embeddings", s.ofQuery(scopesWithProfileRows, profile, profile, profile), func() (int, error) { return s.mem.DeleteAllEmbeddings(ctx, profile) })
 }
 
 // ReapEmbeddingLeases implements memorykit.EmbeddingStore.
 func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
-	return write(s, "sqlitestore.reap_embedding_leases", func() (int, error) { return s.mem.ReapEmbeddingLeases(ctx) })
+	return write(s, "sqlitestore.reap_embedding_leases", s.expiredLeaseScopes(), func() (int, error) { return s.mem.ReapEmbeddingLeases(ctx) })
 }
 
 // EnqueueJob implements memorykit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j memorykit.NewJob) (memorykit.Job, error) {
-	return write(s, "sqlitestore.enqueue_job", func() (memorykit.Job, error) { return s.mem.EnqueueJob(ctx, j) })
+	return write(s, "sqlitestore.enqueue_job", s.ofJob(j.ID, j.Scope), func() (memorykit.Job, error) { return s.mem.EnqueueJob(ctx, j) })
 }
 
 // LeaseJobs implements memorykit.JobStore.
 func (s *Store) LeaseJobs(ctx context.Context, p memorykit.JobLease) ([]memorykit.Job, error) {
-	return write(s, "sqlitestore.lease_jobs", func() ([]memorykit.Job, error) { return s.mem.LeaseJobs(ctx, p) })
+	return write(s, "sqlitestore.lease_jobs", s.ofQuery(`SELECT DISTINCT tenant_id, subject_type, subject_id FROM jobs WHERE state = 'queued'`), func() ([]memorykit.Job, error) { return s.mem.LeaseJobs(ctx, p) })
 }
 
 // CompleteJob implements memorykit.JobStore: the job and its candidates
 // are one commit.
 func (s *Store) CompleteJob(ctx context.Context, c memorykit.JobCompletion) (int, error) {
-	return write(s, "sqlitestore.complete_job", func() (int, error) { return s.mem.CompleteJob(ctx, c) })
+	return write(s, "sqlitestore.complete_job", s.ofJob(c.JobID), func() (int, error) { return s.mem.CompleteJob(ctx, c) })
 }
 
 // FailJob implements memorykit.JobStore.
 func (s *Store) FailJob(ctx context.Context, f memorykit.JobFailure) (memorykit.Job, error) {
-	return write(s, "sqlitestore.fail_job", func() (memorykit.Job, error) { return s.mem.FailJob(ctx, f) })
+	return write(s, "sqlitestore.fail_job", s.ofJob(f.JobID), func() (memorykit.Job, error) { return s.mem.FailJob(ctx, f) })
 }
 
 // ReleaseJob implements memorykit.JobStore.
 func (s *Store) ReleaseJob(ctx context.Context, r memorykit.JobRelease) error {
-	_, err := write(s, "sqlitestore.release_job", func() (none, error) { return errOnly(s.mem.ReleaseJob(ctx, r)) })
+	_, err := write(s, "sqlitestore.release_job", s.ofJob(r.JobID), func() (none, error) { return errOnly(s.mem.ReleaseJob(ctx, r)) })
 	return err
 }
 
 // ReapJobLeases implements memorykit.JobStore.
 func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
-	return write(s, "sqlitestore.reap_job_leases", func() (int, error) { return s.mem.ReapJobLeases(ctx) })
+	return write(s, "sqlitestore.reap_job_leases", s.ofQuery(`SELECT DISTINCT tenant_id, subject_type, subject_id FROM jobs WHERE state = 'leased'`), func() (int, error) { return s.mem.ReapJobLeases(ctx) })
 }
 
 // GetJob implements memorykit.JobStore.
 func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Job, error) {
-	return read(s, "sqlitestore.get_job", func() (memorykit.Job, error) { return s.mem.GetJob(ctx, scope, id) })
+	return read(s, "sqlitestore.get_job", one(scope), func() (memorykit.Job, error) { return s.mem.GetJob(ctx, scope, id) })
 }
 
 // CountJobs implements memorykit.JobStore.
 func (s *Store) CountJobs(ctx context.Context) (memorykit.JobCounts, error) {
-	return read(s, "sqlitestore.count_jobs", func() (memorykit.JobCounts, error) { return s.mem.CountJobs(ctx) })
+	const op = "sqlitestore.count_jobs"
+	return write(s, op, nil, func() (memorykit.JobCounts, error) {
+		if _, err := s.mem.CountJobs(ctx); err != nil {
+			return memorykit.JobCounts{}, err
+		}
+		var c memorykit.JobCounts
+		err := s.each(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`, func(rows *sql.Rows) error {
+			var state string
+			var n int
+			if err := rows.Scan(&state, &n); err != nil {
+				return err
+			}
+			addJobCount(&c, memorykit.JobState(state), n)
+			return nil
+		})
+		if err != nil {
+			return memorykit.JobCounts{}, mapErr(op, err)
+		}
+		return c, nil
+	})
+}
+
+// addJobCount adds n jobs of state to c.
+func addJobCount(c *memorykit.JobCounts, state memorykit.JobState, n int) {
+	switch state {
+	case memorykit.JobQueued:
+		c.Queued += n
+	case memorykit.JobLeased:
+		c.Leased += n
+	case memorykit.JobDone:
+		c.Done += n
+	case memorykit.JobFailed:
+		c.Failed += n
+	}
+}
+
+// pendingWhere selects the active records lacking a vector of the
+// profile (the first argument) at their current content hash: the
+// records memorystore counts as waiting for one.
+const pendingWhere = ` r.status = 'active' AND NOT EXISTS (SELECT 1 FROM embeddings e
+	WHERE e.record_id = r.id AND e.profile = ? AND e.content_hash = r.content_hash)`
+
+// countPendingSQL counts them across every Scope.
+const countPendingSQL = `SELECT count(*) FROM records r WHERE` + pendingWhere
+
+// scopesWithProfileRows names the Scopes with a vector, lease or token of
+// a profile (given three times).
+const scopesWithProfileRows = `SELECT DISTINCT r.tenant_id, r.subject_type, r.subject_id FROM records r WHERE
+	EXISTS (SELECT 1 FROM embeddings x WHERE x.record_id = r.id AND x.profile = ?) OR
+	EXISTS (SELECT 1 FROM embedding_leases x WHERE x.record_id = r.id AND x.profile = ?) OR
+	EXISTS (SELECT 1 FROM embedding_tokens x WHERE x.record_id = r.id AND x.profile = ?)`
+
+// batchScopes are the Scopes and ids a batch names.
+func batchScopes(items []memorykit.BatchItem) ([]memorykit.Scope, []string) {
+	var scopes []memorykit.Scope
+	var ids []string
+	for _, it := range items {
+		scopes = append(scopes, it.Record.Scope)
+		ids = append(ids, it.Record.ID)
+	}
+	return scopes, ids
+}
+
+// putScopes is the Scopes function of a batch of puts.
+func putScopes(puts []memorykit.EmbeddingPut) func() ([]memorykit.Scope, error) {
+	return func() ([]memorykit.Scope, error) {
+		out := make([]memorykit.Scope, 0, len(puts))
+		for _, p := range puts {
+			out = append(out, p.Scope)
+		}
+		return out, nil
+	}
+}
+
+// errEnough stops a scan that found what it looked for.
+var errEnough = errors.New("enough")
+
+// leaseScopes is the Scopes function of LeaseEmbeddings: its Scope when it
+// names one; else the Scopes of the first p.Max records, in ID order
+// across the file, that a lease would pick (pending, and not leased,
+// parked or waiting for a retry at their current hash). The mirror then
+// holds every record the lease takes, as memorystore picks in ID order.
+func (s *Store) leaseScopes(p memorykit.EmbeddingLease) func() ([]memorykit.Scope, error) {
+	return func() ([]memorykit.Scope, error) {
+		if p.Scope != nil {
+			return []memorykit.Scope{*p.Scope}, nil
+		}
+		if p.Max <= 0 {
+			return nil, nil
+		}
+		now := s.memCfg.Clock.Now()
+		var out []memorykit.Scope
+		seen := make(map[memorykit.Scope]bool)
+		found := 0
+		err := s.each(context.Background(), `SELECT r.tenant_id, r.subject_type, r.subject_id, r.content_hash, l.body
+			FROM records r LEFT JOIN embedding_leases l ON l.record_id = r.id AND l.profile = ?
+			WHERE`+pendingWhere+` ORDER BY r.id`, func(rows *sql.Rows) error {
+			var sc memorykit.Scope
+			var st, hash string
+			var body sql.NullString
+			if err := rows.Scan(&sc.TenantID, &st, &sc.SubjectID, &hash, &body); err != nil {
+				return err
+			}
+			sc.SubjectType = memorykit.SubjectType(st)
+			if body.Valid {
+				var l memorystore.LeaseImage
+				if err := json.Unmarshal([]byte(body.String), &l); err != nil {
+					return err
+				}
+				if l.ContentHash == hash && (l.LeasedBy != "" || l.Parked || l.RetryAt.After(now)) {
+					return nil
+				}
+			}
+			if !seen[sc] {
+				seen[sc] = true
+				out = append(out, sc)
+			}
+			if found++; found >= p.Max {
+				return errEnough
+			}
+			return nil
+		}, p.Profile, p.Profile)
+		if err == errEnough {
+			err = nil
+		}
+		return out, err
+	}
+}
+
+// expiredLeaseScopes is the Scopes function of ReapEmbeddingLeases: those
+// holding an embedding lease whose expiry the clock has reached.
+func (s *Store) expiredLeaseScopes() func() ([]memorykit.Scope, error) {
+	return func() ([]memorykit.Scope, error) {
+		now := s.memCfg.Clock.Now()
+		var out []memorykit.Scope
+		seen := make(map[memorykit.Scope]bool)
+		err := s.each(context.Background(), `SELECT r.tenant_id, r.subject_type, r.subject_id, x.body
+			FROM embedding_leases x JOIN records r ON r.id = x.record_id`, func(rows *sql.Rows) error {
+			var sc memorykit.Scope
+			var st, body string
+			if err := rows.Scan(&sc.TenantID, &st, &sc.SubjectID, &body); err != nil {
+				return err
+			}
+			sc.SubjectType = memorykit.SubjectType(st)
+			var l memorystore.LeaseImage
+			if err := json.Unmarshal([]byte(body), &l); err != nil {
+				return err
+			}
+			if l.LeasedBy != "" && !now.Before(l.LeaseExpiry) && !seen[sc] {
+				seen[sc] = true
+				out = append(out, sc)
+			}
+			return nil
+		})
+		return out, err
+	}
 }

@@ -24,8 +24,8 @@ var statementSQL = []struct {
 	dst func(*statements) **sql.Stmt
 	sql string
 }{
-	{func(x *statements) **sql.Stmt { return &x.upsertRecord }, `INSERT INTO records (id, tenant_id, subject_type, subject_id, body)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body`},
+	{func(x *statements) **sql.Stmt { return &x.upsertRecord }, `INSERT INTO records (id, tenant_id, subject_type, subject_id, body, status, content_hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body, status = excluded.status, content_hash = excluded.content_hash`},
 	{func(x *statements) **sql.Stmt { return &x.upsertRevision }, `INSERT INTO revisions (record_id, seq, body) VALUES (?, ?, ?)
 		ON CONFLICT (record_id, seq) DO UPDATE SET body = excluded.body WHERE body <> excluded.body`},
 	{func(x *statements) **sql.Stmt { return &x.deleteEmbeddings }, `DELETE FROM embeddings WHERE record_id = ?`},
@@ -86,6 +86,7 @@ func (s *Store) commitLocked(op string, purged bool) error {
 		return memorykit.WrapError(op, memorykit.ErrUnavailable, ReasonPoisoned, mapErr(op, err))
 	}
 	s.leaseSeq = ch.LeaseSeq
+	s.noteWritten(ch)
 	return nil
 }
 
@@ -152,15 +153,16 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) err
 		if err != nil {
 			return err
 		}
-		if _, err := s.stmts.upsertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, string(body)); err != nil {
+		if _, err := s.stmts.upsertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, string(body),
+			string(x.Status), x.ContentHash); err != nil {
 			return err
 		}
 		for i, v := range ri.Revisions {
-			body, err := json.Marshal(v)
+			body, err := encodeRevision(i, v, x)
 			if err != nil {
 				return err
 			}
-			if _, err := s.stmts.upsertRevision.ExecContext(ctx, x.ID, i, string(body)); err != nil {
+			if _, err := s.stmts.upsertRevision.ExecContext(ctx, x.ID, i, body); err != nil {
 				return err
 			}
 		}

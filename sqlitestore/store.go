@@ -73,10 +73,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 	"modernc.org/sqlite"
@@ -121,13 +123,23 @@ type Config struct {
 	Guard *memorykit.WriteGuard
 	// Tombstones digests the key of every erased record.
 	Tombstones *memorykit.TombstoneKeyer
-	// MaxRecords bounds how many records the store holds (see
-	// memorystore.Config.MaxRecords); zero means
-	// memorystore.DefaultMaxRecords.
+	// MaxRecords is ignored: the file holds any number of records, and
+	// MemoryBudget, not a count, bounds what is held in memory. Zero or a
+	// positive value is accepted (a negative one is a configuration error,
+	// as for memorystore).
 	MaxRecords int
+	// MemoryBudget bounds, in bytes, the estimated heap of the Scopes
+	// mirrored in memory (see the package documentation). Zero means
+	// DefaultMemoryBudget; negative is invalid. The Scopes one call needs
+	// are loaded whatever the budget, so a single Scope larger than the
+	// budget still works, and is evicted when the next call needs others.
+	MemoryBudget int64
 	// Sync is the durability of a commit; the zero value is SyncFull.
 	Sync SyncMode
 }
+
+// DefaultMemoryBudget is the MemoryBudget zero stands for: 256 MiB.
+const DefaultMemoryBudget int64 = 256 << 20
 
 // Store implements memorykit.Store on one SQLite file.
 type Store struct {
@@ -149,6 +161,16 @@ type Store struct {
 	// without any are absent.
 	rowsOf map[string]uint8
 	memCfg memorystore.Config
+	// budget is the effective Config.MemoryBudget; loaded holds every
+	// Scope in the mirror with its estimated bytes and last use, and
+	// loadedBytes their sum. The map changes only with mu held for
+	// writing; a reader marks use atomically.
+	budget      int64
+	loaded      map[memorykit.Scope]*loadedScope
+	loadedBytes int64
+	useSeq      atomic.Int64
+	// openRecords is how many records the file held when it was opened.
+	openRecords int64
 	// afterWrite, set only by this package's tests, runs after every
 	// write's commit with s.mu held (they check the file reloads to the
 	// mirror's state).
@@ -178,6 +200,9 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	// Check the rest of the configuration before touching the file.
 	if _, err := memorystore.New(memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}); err != nil {
 		return nil, err
+	}
+	if cfg.MemoryBudget < 0 {
+		return nil, memorykit.ConfigError(op, "memory_budget", "negative")
 	}
 	migs, err := loadMigrations()
 	if err != nil {
@@ -248,22 +273,40 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
-	img, err := s.load(ctx)
-	if err != nil {
-		return err
+	// Open reads what every call needs whatever its Scope (the lease
+	// sequence) and the record count it reports; the Scopes themselves are
+	// loaded when first used.
+	var seq int64
+	if err := s.each(ctx, `SELECT value FROM meta WHERE name = 'lease_seq'`, func(rows *sql.Rows) error {
+		return rows.Scan(&seq)
+	}); err != nil {
+		return mapErr(op, err)
 	}
-	s.leaseSeq = img.LeaseSeq
-	s.memCfg = memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}
-	mem, err := memorystore.NewJournaled(s.memCfg, img)
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM records`).Scan(&s.openRecords); err != nil {
+		return mapErr(op, err)
+	}
+	s.leaseSeq = seq
+	s.budget = cfg.MemoryBudget
+	if s.budget == 0 {
+		s.budget = DefaultMemoryBudget
+	}
+	s.loaded = make(map[memorykit.Scope]*loadedScope)
+	s.rowsOf = make(map[string]uint8)
+	// The mirror holds only the Scopes loaded, so memorystore's count
+	// bound would count those; the file holds any number of records.
+	s.memCfg = memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: math.MaxInt}
+	mem, err := memorystore.NewJournaled(s.memCfg, memorystore.Image{LeaseSeq: seq})
 	if err != nil {
 		return err
 	}
 	s.mem = mem
-	// NewJournaled brings keys written under an earlier canonical form to
-	// the current one (see memorykit.NormalizeKey); that re-keying, and
-	// any supersede it needed, reaches the file before the first request.
-	return s.commitLocked(op, false)
+	return nil
 }
+
+// Records is how many records the file held when it was opened (every
+// status, as the file keeps them until a purge): a content-free number a
+// Host may print at start.
+func (s *Store) Records() int64 { return s.openRecords }
 
 // Path is the file the store holds.
 func (s *Store) Path() string { return s.path }
@@ -304,26 +347,59 @@ func (s *Store) broken(op string) error {
 	return memorykit.NewError(op, memorykit.ErrUnavailable, s.failed)
 }
 
-// read runs fn on the mirror with the lock held shared.
-func read[T any](s *Store, op string, fn func() (T, error)) (T, error) {
+// read runs fn on the mirror once the Scopes it needs are loaded: with
+// the lock held shared when they are, else with it held exclusively while
+// they load. scopes, when not nil, names them; it runs with the lock held.
+func read[T any](s *Store, op string, scopes func() ([]memorykit.Scope, error), fn func() (T, error)) (T, error) {
+	var zero T
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if err := s.broken(op); err != nil {
-		var zero T
+		s.mu.RUnlock()
+		return zero, err
+	}
+	need, err := scopesOf(scopes)
+	if err != nil {
+		s.mu.RUnlock()
+		return zero, mapErr(op, err)
+	}
+	if s.allLoaded(need) {
+		defer s.mu.RUnlock()
+		v, err := fn()
+		return v, rename(err)
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.broken(op); err != nil {
+		return zero, err
+	}
+	// A writer may have run meanwhile: ask again.
+	if need, err = scopesOf(scopes); err != nil {
+		return zero, mapErr(op, err)
+	}
+	if err := s.ensureLocked(op, need); err != nil {
 		return zero, err
 	}
 	v, err := fn()
+	s.evictLocked(need)
 	return v, rename(err)
 }
 
-// write runs fn on the mirror and commits what it changed before
-// returning. fn's own error is returned once its changes (if any) are
-// committed; a failed commit poisons the store.
-func write[T any](s *Store, op string, fn func() (T, error)) (T, error) {
+// write loads the Scopes scopes names, runs fn on the mirror and commits
+// what it changed before returning. fn's own error is returned once its
+// changes (if any) are committed; a failed commit poisons the store.
+func write[T any](s *Store, op string, scopes func() ([]memorykit.Scope, error), fn func() (T, error)) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var zero T
 	if err := s.broken(op); err != nil {
+		return zero, err
+	}
+	need, err := scopesOf(scopes)
+	if err != nil {
+		return zero, mapErr(op, err)
+	}
+	if err := s.ensureLocked(op, need); err != nil {
 		return zero, err
 	}
 	v, err := fn()
@@ -333,7 +409,15 @@ func write[T any](s *Store, op string, fn func() (T, error)) (T, error) {
 	if s.afterWrite != nil {
 		s.afterWrite()
 	}
+	s.evictLocked(need)
 	return v, rename(err)
+}
+
+func scopesOf(f func() ([]memorykit.Scope, error)) ([]memorykit.Scope, error) {
+	if f == nil {
+		return nil, nil
+	}
+	return f()
 }
 
 // rename gives a mirror error this package's op prefix.
