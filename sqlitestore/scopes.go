@@ -14,7 +14,7 @@ import (
 // loadedScope is one Scope in the mirror: its estimated heap and when it
 // was last used (a sequence number, for evicting the least recent).
 type loadedScope struct {
-	bytes   int64
+	bytes int64
 	// lastUse is set by readers holding the lock shared, hence atomic.
 	lastUse atomic.Int64
 }
