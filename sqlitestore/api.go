@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
@@ -175,10 +176,17 @@ func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, err
 		if _, err := s.mem.PendingEmbeddings(ctx, profile); err != nil {
 			return 0, err
 		}
+		if c, ok := s.pendingCount[profile]; ok && c.generation == s.generation {
+			return c.n, nil
+		}
 		var n int
 		if err := s.conn.QueryRowContext(ctx, countPendingSQL, profile).Scan(&n); err != nil {
 			return 0, mapErr(op, err)
 		}
+		if len(s.pendingCount) >= maxCachedProfiles {
+			clear(s.pendingCount)
+		}
+		s.pendingCount[profile] = countAt{generation: s.generation, n: n}
 		return n, nil
 	})
 }
@@ -333,9 +341,16 @@ func (s *Store) leaseScopes(p memorykit.EmbeddingLease) func() ([]memorykit.Scop
 			return nil, nil
 		}
 		now := s.memCfg.Clock.Now()
+		if c, ok := s.noLease[p.Profile]; ok && c.generation == s.generation && (c.until.IsZero() || now.Before(c.until)) {
+			// Nothing was waiting at the last scan, nothing was written
+			// since and no retry time has come: an idle worker's poll
+			// reads nothing.
+			return nil, nil
+		}
 		var out []memorykit.Scope
 		seen := make(map[memorykit.Scope]bool)
 		found := 0
+		var until time.Time
 		err := s.each(context.Background(), `SELECT r.tenant_id, r.subject_type, r.subject_id, r.content_hash, l.body
 			FROM records r LEFT JOIN embedding_leases l ON l.record_id = r.id AND l.profile = ?
 			WHERE`+pendingWhere+` ORDER BY r.id`, func(rows *sql.Rows) error {
@@ -352,6 +367,9 @@ func (s *Store) leaseScopes(p memorykit.EmbeddingLease) func() ([]memorykit.Scop
 					return err
 				}
 				if l.ContentHash == hash && (l.LeasedBy != "" || l.Parked || l.RetryAt.After(now)) {
+					if l.LeasedBy == "" && !l.Parked && (until.IsZero() || l.RetryAt.Before(until)) {
+						until = l.RetryAt
+					}
 					return nil
 				}
 			}
@@ -367,9 +385,31 @@ func (s *Store) leaseScopes(p memorykit.EmbeddingLease) func() ([]memorykit.Scop
 		if err == errEnough {
 			err = nil
 		}
+		if err == nil && found == 0 {
+			if len(s.noLease) >= maxCachedProfiles {
+				clear(s.noLease)
+			}
+			s.noLease[p.Profile] = noWork{generation: s.generation, until: until}
+		}
 		return out, err
 	}
 }
+
+// noWork records that a scan for embedding work of a profile found none
+// at a generation; until, when set, is the earliest retry time it saw.
+type noWork struct {
+	generation uint64
+	until      time.Time
+}
+
+// countAt is PendingEmbeddings' count of a profile at a generation.
+type countAt struct {
+	generation uint64
+	n          int
+}
+
+// maxCachedProfiles bounds the per-profile caches.
+const maxCachedProfiles = 16
 
 // expiredLeaseScopes is the Scopes function of ReapEmbeddingLeases: those
 // holding an embedding lease whose expiry the clock has reached.

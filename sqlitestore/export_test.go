@@ -55,7 +55,7 @@ func (s *Store) reloadDiffLocked() string {
 func Poison(s *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stmts.upsertRecord.Close()
+	s.stmts.insertRecord.Close()
 }
 
 // LoadedScopes is how many Scopes the mirror holds and their estimated

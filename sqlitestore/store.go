@@ -169,8 +169,16 @@ type Store struct {
 	loaded      map[memorykit.Scope]*loadedScope
 	loadedBytes int64
 	useSeq      atomic.Int64
-	// openRecords is how many records the file held when it was opened.
-	openRecords int64
+	// records is how many records the file holds (read by Records
+	// without the lock); generation counts commits, so an answer read
+	// from the file can be kept until the next one.
+	records    atomic.Int64
+	generation uint64
+	// noLease caches, per profile, that a scan for embedding work found
+	// none at a generation, until a retry time passes (see leaseScopes);
+	// pendingCount caches PendingEmbeddings' count per profile.
+	noLease      map[string]noWork
+	pendingCount map[string]countAt
 	// afterWrite, set only by this package's tests, runs after every
 	// write's commit with s.mu held (they check the file reloads to the
 	// mirror's state).
@@ -276,15 +284,25 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	// Open reads what every call needs whatever its Scope (the lease
 	// sequence) and the record count it reports; the Scopes themselves are
 	// loaded when first used.
-	var seq int64
-	if err := s.each(ctx, `SELECT value FROM meta WHERE name = 'lease_seq'`, func(rows *sql.Rows) error {
-		return rows.Scan(&seq)
+	var seq, records int64
+	if err := s.each(ctx, `SELECT name, value FROM meta WHERE name IN ('lease_seq', 'records')`, func(rows *sql.Rows) error {
+		var name string
+		var v int64
+		if err := rows.Scan(&name, &v); err != nil {
+			return err
+		}
+		if name == "records" {
+			records = v
+		} else {
+			seq = v
+		}
+		return nil
 	}); err != nil {
 		return mapErr(op, err)
 	}
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM records`).Scan(&s.openRecords); err != nil {
-		return mapErr(op, err)
-	}
+	s.records.Store(records)
+	s.noLease = make(map[string]noWork)
+	s.pendingCount = make(map[string]countAt)
 	s.leaseSeq = seq
 	s.budget = cfg.MemoryBudget
 	if s.budget == 0 {
@@ -303,10 +321,10 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	return nil
 }
 
-// Records is how many records the file held when it was opened (every
-// status, as the file keeps them until a purge): a content-free number a
-// Host may print at start.
-func (s *Store) Records() int64 { return s.openRecords }
+// Records is how many records the file holds, of every status (a purge
+// erases records but keeps their tombstones): a content-free number a
+// Host may print at start. Open reads it from the file without counting.
+func (s *Store) Records() int64 { return s.records.Load() }
 
 // Path is the file the store holds.
 func (s *Store) Path() string { return s.path }
