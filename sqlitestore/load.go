@@ -19,13 +19,13 @@ func (s *Store) readScope(ctx context.Context, sc memorykit.Scope) (memorystore.
 	byID := make(map[string]int)
 	args := scopeArgs(sc)
 	const inScope = ` JOIN records r ON r.id = x.record_id WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ?`
-	err := s.each(ctx, `SELECT body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
-		var body string
-		if err := rows.Scan(&body); err != nil {
+	err := s.each(ctx, `SELECT id, status, content_hash, body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
+		var id, status, hash, body string
+		if err := rows.Scan(&id, &status, &hash, &body); err != nil {
 			return err
 		}
-		var r memorykit.Record
-		if err := json.Unmarshal([]byte(body), &r); err != nil {
+		r, err := decodeRecord(id, sc, status, hash, body)
+		if err != nil {
 			return err
 		}
 		byID[r.ID] = len(img.Records)

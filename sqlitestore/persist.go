@@ -166,11 +166,11 @@ func (s *Store) writeChanges(ctx context.Context, ch memorystore.Changes, purged
 func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (added int64, err error) {
 	x := &ri.Record
 	if ri.Lifecycle {
-		body, err := json.Marshal(x)
+		body, err := encodeRecord(x)
 		if err != nil {
 			return 0, err
 		}
-		res, err := s.stmts.insertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, string(body),
+		res, err := s.stmts.insertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, body,
 			string(x.Status), x.ContentHash)
 		if err != nil {
 			return 0, err
@@ -179,7 +179,7 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (ad
 			return 0, err
 		}
 		if added == 0 {
-			if _, err := s.stmts.updateRecord.ExecContext(ctx, string(body), string(x.Status), x.ContentHash, x.ID); err != nil {
+			if _, err := s.stmts.updateRecord.ExecContext(ctx, body, string(x.Status), x.ContentHash, x.ID); err != nil {
 				return 0, err
 			}
 		}
