@@ -5,23 +5,47 @@
 //
 // # Design
 //
-// The file is the authority; the process keeps a mirror of it. Open loads
-// every row into a memorystore built with memorystore.NewJournaled, and
-// every call is answered by that mirror, so the lifecycle rules, the
-// full-text rule and recall ranking are memorystore's own code rather than
-// a second implementation that could drift (the storetest suites and the
+// The file is the authority; the process keeps a mirror of the Scopes in
+// use. Open reads the schema version, the lease sequence and the record
+// count, and nothing else, so its time does not grow with the file. The
+// first call about a Scope loads that Scope's rows (records, revisions,
+// vectors, embedding leases and tokens, jobs, an unfinished purge) into a
+// memorystore built with memorystore.NewJournaled, and every call is
+// answered by that mirror, so the lifecycle rules, the full-text rule and
+// recall ranking are memorystore's own code rather than a second
+// implementation that could drift (the storetest suites and the
 // differential tests hold all three stores to one behaviour).
+//
+// Config.MemoryBudget (DefaultMemoryBudget, 256 MiB, when zero) bounds the
+// estimated heap of the Scopes mirrored: after a call, the least recently
+// used Scopes other than the ones it needed leave the mirror until the
+// estimate is within the budget; a later call about one of them loads it
+// again. The estimate counts about 0.9 KB per record plus twice its text,
+// a stored revision beyond the create, and 4 bytes per vector dimension.
+// docs/sqlite.md says how to size the budget.
+//
+// Calls across Scopes ask the file which Scopes take part and load only
+// those: LeaseEmbeddings loads the Scopes of the first records (in ID
+// order, as memorystore leases) that wait for a vector, LeaseJobs the
+// Scopes with queued jobs, ReapJobLeases those with leased jobs,
+// ReapEmbeddingLeases those with expired leases, DeleteAllEmbeddings those
+// with rows of the profile; PendingEmbeddings and CountJobs are counted by
+// SQL. A call naming a record or job id it may not own (Create with an
+// ID, EnqueueJob, CompleteJob) also loads the Scope that holds the id, so
+// memorystore sees the id taken. A poll that found no embedding work is
+// not repeated until something is written or a retry time comes.
 //
 // Every write runs under one writer lock: the mirror applies it, its
 // journal names what changed (records with their revisions, vectors,
 // embedding leases and fencing tokens, jobs, unfinished purges, the lease
 // sequence), and those rows are written in ONE SQLite transaction before
 // the call returns. A write is acknowledged only after its transaction
-// committed. Readers take the lock shared, so nobody sees a change the
-// file does not hold yet. If a commit fails, memory is ahead of the file;
-// the store then poisons itself: every later call fails with ErrUnavailable
-// and reason ReasonPoisoned until the file is opened again, which reloads
-// what was committed.
+// committed. Readers of loaded Scopes take the lock shared, so nobody sees
+// a change the file does not hold yet; a call whose Scopes must be loaded
+// takes it exclusively. If a commit fails, memory is ahead of the file;
+// the store then poisons itself: every later call fails with
+// ErrUnavailable and reason ReasonPoisoned until the file is opened again,
+// which reloads what was committed.
 //
 // The writer lock is held across the whole write, so the Host's
 // ContentValidator runs under it (memorystore runs it before taking its own
@@ -32,8 +56,9 @@
 // Why a mirror rather than SQL queries: recall has to rank in memory with
 // memorystore's index to match it exactly, and the lease, erase and purge
 // rules are subtle enough that one implementation of them is worth the
-// memory. The price is that the whole store lives in memory as it does in
-// memorystore (Config.MaxRecords bounds it) and Open reads the file once.
+// memory. The price is that a Scope is loaded whole: its first call after
+// Open (or after it was evicted) reads all its rows, and a write to a
+// Scope loads it too.
 //
 // # Durability and sharing
 //
