@@ -19,9 +19,10 @@ func (s *Store) readScope(ctx context.Context, sc memorykit.Scope) (memorystore.
 	byID := make(map[string]int)
 	args := scopeArgs(sc)
 	const inScope = ` JOIN records r ON r.id = x.record_id WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ?`
-	err := s.each(ctx, `SELECT id, status, content_hash, body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
+	err := s.each(ctx, `SELECT id, status, content_hash, trail, body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
 		var id, status, hash, body string
-		if err := rows.Scan(&id, &status, &hash, &body); err != nil {
+		var trail int
+		if err := rows.Scan(&id, &status, &hash, &trail, &body); err != nil {
 			return err
 		}
 		r, err := decodeRecord(id, sc, status, hash, body)
@@ -29,12 +30,18 @@ func (s *Store) readScope(ctx context.Context, sc memorykit.Scope) (memorystore.
 			return err
 		}
 		byID[r.ID] = len(img.Records)
-		img.Records = append(img.Records, memorystore.RecordImage{Lifecycle: true, Record: r})
+		ri := memorystore.RecordImage{Lifecycle: true, Record: r}
+		if trail == 0 {
+			// The one revision is the create the record describes; its
+			// row is not read (the query below skips it).
+			ri.Revisions = []memorykit.Revision{createRevision(&ri.Record, "").Clone()}
+		}
+		img.Records = append(img.Records, ri)
 		bytes += recordBytes + 2*int64(len(r.Content)+len(r.Key))
 		return nil
 	}, args...)
 	if err == nil {
-		err = s.each(ctx, `SELECT x.record_id, x.body FROM revisions x`+inScope+` ORDER BY x.record_id, x.seq`, func(rows *sql.Rows) error {
+		err = s.each(ctx, `SELECT x.record_id, x.body FROM revisions x`+inScope+` AND r.trail <> 0 ORDER BY x.record_id, x.seq`, func(rows *sql.Rows) error {
 			var id, body string
 			if err := rows.Scan(&id, &body); err != nil {
 				return err

@@ -25,9 +25,9 @@ var statementSQL = []struct {
 	dst func(*statements) **sql.Stmt
 	sql string
 }{
-	{func(x *statements) **sql.Stmt { return &x.insertRecord }, `INSERT INTO records (id, tenant_id, subject_type, subject_id, body, status, content_hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
-	{func(x *statements) **sql.Stmt { return &x.updateRecord }, `UPDATE records SET body = ?, status = ?, content_hash = ? WHERE id = ?`},
+	{func(x *statements) **sql.Stmt { return &x.insertRecord }, `INSERT INTO records (id, tenant_id, subject_type, subject_id, body, status, content_hash, trail)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+	{func(x *statements) **sql.Stmt { return &x.updateRecord }, `UPDATE records SET body = ?, status = ?, content_hash = ?, trail = ? WHERE id = ?`},
 	{func(x *statements) **sql.Stmt { return &x.addRecords }, `INSERT INTO meta (name, value) VALUES ('records', ?)
 		ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`},
 	{func(x *statements) **sql.Stmt { return &x.upsertRevision }, `INSERT INTO revisions (record_id, seq, body) VALUES (?, ?, ?)
@@ -170,8 +170,18 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (ad
 		if err != nil {
 			return 0, err
 		}
+		revs := make([]string, len(ri.Revisions))
+		for i, v := range ri.Revisions {
+			if revs[i], err = encodeRevision(i, v, x); err != nil {
+				return 0, err
+			}
+		}
+		trail := 1
+		if len(revs) == 1 && revs[0] == derivedMark {
+			trail = 0
+		}
 		res, err := s.stmts.insertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, body,
-			string(x.Status), x.ContentHash)
+			string(x.Status), x.ContentHash, trail)
 		if err != nil {
 			return 0, err
 		}
@@ -179,15 +189,11 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (ad
 			return 0, err
 		}
 		if added == 0 {
-			if _, err := s.stmts.updateRecord.ExecContext(ctx, body, string(x.Status), x.ContentHash, x.ID); err != nil {
+			if _, err := s.stmts.updateRecord.ExecContext(ctx, body, string(x.Status), x.ContentHash, trail, x.ID); err != nil {
 				return 0, err
 			}
 		}
-		for i, v := range ri.Revisions {
-			body, err := encodeRevision(i, v, x)
-			if err != nil {
-				return 0, err
-			}
+		for i, body := range revs {
 			if _, err := s.stmts.upsertRevision.ExecContext(ctx, x.ID, i, body); err != nil {
 				return 0, err
 			}

@@ -39,6 +39,10 @@ const (
 	scaleBatch        = 100
 )
 
+// scaleLayout tells apart cached files of one schema version whose
+// migrations changed before release; bump it with such a change.
+const scaleLayout = "b"
+
 // scaleSizes are the record counts benchmarked.
 func scaleSizes() []int {
 	sizes := []int{1_000, 100_000}
@@ -105,7 +109,7 @@ func scaleFile(b *testing.B, n int, vectors bool) string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	name := fmt.Sprintf("v%d-%d-vec%v.db", sqlitestore.SchemaVersion, n, vectors)
+	name := fmt.Sprintf("v%d%s-%d-vec%v.db", sqlitestore.SchemaVersion, scaleLayout, n, vectors)
 	path := filepath.Join(dir, name)
 	if _, err := os.Stat(path + ".done"); err == nil {
 		return path

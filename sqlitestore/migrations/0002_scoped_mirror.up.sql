@@ -4,6 +4,9 @@
 -- and indexes by Scope for records and jobs and by state for jobs.
 ALTER TABLE records ADD COLUMN status TEXT NOT NULL DEFAULT '';
 ALTER TABLE records ADD COLUMN content_hash TEXT NOT NULL DEFAULT '';
+-- trail = 0: the record's one revision is its create, without a reason,
+-- as the record still describes it, so loading the Scope need not read it.
+ALTER TABLE records ADD COLUMN trail INTEGER NOT NULL DEFAULT 1;
 UPDATE records SET status = json_extract(body, '$.Status'), content_hash = json_extract(body, '$.ContentHash');
 CREATE INDEX records_scope ON records (tenant_id, subject_type, subject_id);
 CREATE INDEX records_status ON records (status, id);
