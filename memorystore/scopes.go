@@ -54,17 +54,6 @@ func (s *Store) LoadScope(img Image) {
 	s.rekeyEntries(loaded)
 }
 
-// SetLeaseSeq raises the last fencing token issued to seq when it is
-// lower (a persisting store that opens without loading any Scope restores
-// it from its file).
-func (s *Store) SetLeaseSeq(seq int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if seq > s.leaseSeq {
-		s.leaseSeq = seq
-	}
-}
-
 // EvictScope forgets everything the Store holds about scope: its records
 // with their trails, vectors, leases and tokens, its recall index, its
 // jobs and its unfinished purge. Changes not yet taken with TakeChanges
