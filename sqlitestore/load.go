@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"time"
 
@@ -178,6 +179,10 @@ func createRevision(r *memorykit.Record, reason string) memorykit.Revision {
 func encodeRevision(seq int, v memorykit.Revision, r *memorykit.Record) (string, error) {
 	if seq == 0 && v.Action == memorykit.ActionCreate {
 		d := createRevision(r, v.Reason)
+		if reflect.DeepEqual(v, d) {
+			// Equal values encode alike: no need to encode either.
+			return derivedMark + v.Reason, nil
+		}
 		a, err := json.Marshal(v)
 		if err != nil {
 			return "", err
