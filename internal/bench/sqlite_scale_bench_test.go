@@ -32,11 +32,18 @@ import (
 // Per file it reports: Open time and the heap Open leaves; the first
 // recall of one Scope after Open; warm recall p50 against memorystore
 // holding the same Scope; batch write throughput with synchronous=FULL;
-// the file's bytes per record.
+// the file's bytes per record. The open benchmark fails when Open takes
+// over openTarget on average or leaves over heapTarget of heap.
 const (
 	scaleScopeRecords = 10_000
 	scaleDims         = 384
 	scaleBatch        = 100
+)
+
+// The targets the open benchmark checks at every size.
+const (
+	openTarget = 500 * time.Millisecond
+	heapTarget = 64 << 20
 )
 
 // scaleLayout tells apart cached files of one schema version whose
@@ -226,8 +233,17 @@ func benchScale(b *testing.B, n int, vectors bool) {
 			_ = s.Close()
 			b.StartTimer()
 		}
+		perOpen := b.Elapsed() / time.Duration(b.N)
 		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/open")
 		b.ReportMetric(float64(heap)/(1<<20), "heap-MB-after-open")
+		// The targets: Open reads no rows, so neither its time nor its
+		// heap grows with the file.
+		if perOpen > openTarget {
+			b.Errorf("Open took %v on average; the target is %v", perOpen, openTarget)
+		}
+		if heap > heapTarget {
+			b.Errorf("Open left %d MB of heap; the target is %d MB", heap>>20, heapTarget>>20)
+		}
 		b.ReportMetric(float64(size)/float64(count), "file-B/record")
 	})
 	b.Run("first-recall", func(b *testing.B) {
