@@ -25,8 +25,18 @@ const RekeyReason = "key_canonical_form"
 // changes is marked in the journal, so the persisting store writes it
 // back. The caller holds s.mu for writing, or owns s alone.
 func (s *Store) rekeyRestored() {
-	var todo []*entry
+	all := make([]*entry, 0, len(s.records))
 	for _, e := range s.records {
+		all = append(all, e)
+	}
+	s.rekeyEntries(all)
+}
+
+// rekeyEntries is rekeyRestored for the records in es (one or more whole
+// Scopes just loaded). The caller holds s.mu for writing.
+func (s *Store) rekeyEntries(es []*entry) {
+	var todo []*entry
+	for _, e := range es {
 		if e.rec.Status == memorykit.StatusErased {
 			continue
 		}

@@ -2,8 +2,13 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/storekit"
 )
 
@@ -17,54 +22,54 @@ func errOnly(err error) (none, error) { return none{}, err }
 
 // Create implements storekit.LifecycleStore.
 func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
-	return write(s, "sqlitestore.create", func() (memorykit.Record, error) { return s.mem.Create(ctx, in) })
+	return write(s, "sqlitestore.create", s.withRecordIDs([]memorykit.Scope{in.Scope}, []string{in.ID}), func() (memorykit.Record, error) { return s.mem.Create(ctx, in) })
 }
 
 // CreateBatch implements storekit.BatchCreator: the batch is one commit.
 func (s *Store) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
-	return write(s, "sqlitestore.create_batch", func() ([]memorykit.Record, error) { return s.mem.CreateBatch(ctx, items) })
+	return write(s, "sqlitestore.create_batch", s.withRecordIDs(batchScopes(items)), func() ([]memorykit.Record, error) { return s.mem.CreateBatch(ctx, items) })
 }
 
 // Get implements storekit.LifecycleStore.
 func (s *Store) Get(ctx context.Context, scope memorykit.Scope, id string) (memorykit.Record, error) {
-	return read(s, "sqlitestore.get", func() (memorykit.Record, error) { return s.mem.Get(ctx, scope, id) })
+	return read(s, "sqlitestore.get", one(scope), func() (memorykit.Record, error) { return s.mem.Get(ctx, scope, id) })
 }
 
 // FindActive implements storekit.LifecycleStore.
 func (s *Store) FindActive(ctx context.Context, scope memorykit.Scope, kind memorykit.Kind, key string) (memorykit.Record, error) {
-	return read(s, "sqlitestore.find_active", func() (memorykit.Record, error) { return s.mem.FindActive(ctx, scope, kind, key) })
+	return read(s, "sqlitestore.find_active", one(scope), func() (memorykit.Record, error) { return s.mem.FindActive(ctx, scope, kind, key) })
 }
 
 // List implements storekit.LifecycleStore.
 func (s *Store) List(ctx context.Context, f storekit.ListFilter) ([]memorykit.Record, error) {
-	return read(s, "sqlitestore.list", func() ([]memorykit.Record, error) { return s.mem.List(ctx, f) })
+	return read(s, "sqlitestore.list", one(f.Scope), func() ([]memorykit.Record, error) { return s.mem.List(ctx, f) })
 }
 
 // Activate implements storekit.LifecycleStore.
 func (s *Store) Activate(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
-	return write(s, "sqlitestore.activate", func() (memorykit.Record, error) { return s.mem.Activate(ctx, t) })
+	return write(s, "sqlitestore.activate", one(t.Scope), func() (memorykit.Record, error) { return s.mem.Activate(ctx, t) })
 }
 
 // Reject implements storekit.LifecycleStore.
 func (s *Store) Reject(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
-	return write(s, "sqlitestore.reject", func() (memorykit.Record, error) { return s.mem.Reject(ctx, t) })
+	return write(s, "sqlitestore.reject", one(t.Scope), func() (memorykit.Record, error) { return s.mem.Reject(ctx, t) })
 }
 
 // Correct implements storekit.LifecycleStore.
 func (s *Store) Correct(ctx context.Context, c storekit.Correction) (memorykit.Record, error) {
-	return write(s, "sqlitestore.correct", func() (memorykit.Record, error) { return s.mem.Correct(ctx, c) })
+	return write(s, "sqlitestore.correct", one(c.Scope), func() (memorykit.Record, error) { return s.mem.Correct(ctx, c) })
 }
 
 // Forget implements storekit.LifecycleStore.
 func (s *Store) Forget(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
-	return write(s, "sqlitestore.forget", func() (memorykit.Record, error) { return s.mem.Forget(ctx, t) })
+	return write(s, "sqlitestore.forget", one(t.Scope), func() (memorykit.Record, error) { return s.mem.Forget(ctx, t) })
 }
 
 // Erase implements storekit.LifecycleStore. After the commit the WAL is
 // checkpointed and truncated, so the rows' earlier versions leave it.
 func (s *Store) Erase(ctx context.Context, t storekit.Transition) (memorykit.Record, error) {
 	const op = "sqlitestore.erase"
-	r, err := write(s, op, func() (memorykit.Record, error) { return s.mem.Erase(ctx, t) })
+	r, err := write(s, op, one(t.Scope), func() (memorykit.Record, error) { return s.mem.Erase(ctx, t) })
 	if err != nil {
 		return r, err
 	}
@@ -82,6 +87,11 @@ func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memoryki
 		if err := s.broken(op); err != nil {
 			return memorykit.PurgeReport{}, err
 		}
+		need := []memorykit.Scope{scope}
+		if err := s.ensureLocked(op, need); err != nil {
+			return memorykit.PurgeReport{}, err
+		}
+		defer s.evictLocked(need)
 		rep, err := s.mem.Purge(ctx, scope, actor, reason)
 		if cerr := s.commitLocked(op, true); cerr != nil {
 			return memorykit.PurgeReport{}, cerr
@@ -123,30 +133,30 @@ func (s *Store) reclaim(op string, vacuum bool) error {
 
 // Revisions implements storekit.LifecycleStore.
 func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string) ([]storekit.Revision, error) {
-	return read(s, "sqlitestore.revisions", func() ([]storekit.Revision, error) { return s.mem.Revisions(ctx, scope, id) })
+	return read(s, "sqlitestore.revisions", one(scope), func() ([]storekit.Revision, error) { return s.mem.Revisions(ctx, scope, id) })
 }
 
 // Recall implements storekit.RecallStore with memorystore's index and
 // ranking.
 func (s *Store) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
-	return read(s, "sqlitestore.recall", func() (storekit.RecallResult, error) { return s.mem.Recall(ctx, q) })
+	return read(s, "sqlitestore.recall", one(q.Scope), func() (storekit.RecallResult, error) { return s.mem.Recall(ctx, q) })
 }
 
 // LeaseEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) LeaseEmbeddings(ctx context.Context, p storekit.EmbeddingLease) ([]storekit.EmbeddingTask, error) {
-	return write(s, "sqlitestore.lease_embeddings", func() ([]storekit.EmbeddingTask, error) { return s.mem.LeaseEmbeddings(ctx, p) })
+	return write(s, "sqlitestore.lease_embeddings", s.leaseScopes(p), func() ([]storekit.EmbeddingTask, error) { return s.mem.LeaseEmbeddings(ctx, p) })
 }
 
 // PutEmbedding implements storekit.EmbeddingStore.
 func (s *Store) PutEmbedding(ctx context.Context, p storekit.EmbeddingPut) error {
-	_, err := write(s, "sqlitestore.put_embedding", func() (none, error) { return errOnly(s.mem.PutEmbedding(ctx, p)) })
+	_, err := write(s, "sqlitestore.put_embedding", one(p.Scope), func() (none, error) { return errOnly(s.mem.PutEmbedding(ctx, p)) })
 	return err
 }
 
 // PutEmbeddings implements storekit.EmbeddingBatchPutter: the puts are
 // one commit.
 func (s *Store) PutEmbeddings(ctx context.Context, puts []storekit.EmbeddingPut) ([]error, error) {
-	errs, err := write(s, "sqlitestore.put_embeddings", func() ([]error, error) { return s.mem.PutEmbeddings(ctx, puts) })
+	errs, err := write(s, "sqlitestore.put_embeddings", putScopes(puts), func() ([]error, error) { return s.mem.PutEmbeddings(ctx, puts) })
 	for _, e := range errs {
 		_ = rename(e)
 	}
@@ -155,73 +165,278 @@ func (s *Store) PutEmbeddings(ctx context.Context, puts []storekit.EmbeddingPut)
 
 // ReleaseEmbedding implements storekit.EmbeddingStore.
 func (s *Store) ReleaseEmbedding(ctx context.Context, r storekit.EmbeddingRelease) error {
-	_, err := write(s, "sqlitestore.release_embedding", func() (none, error) { return errOnly(s.mem.ReleaseEmbedding(ctx, r)) })
+	_, err := write(s, "sqlitestore.release_embedding", one(r.Scope), func() (none, error) { return errOnly(s.mem.ReleaseEmbedding(ctx, r)) })
 	return err
 }
 
 // PendingEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) PendingEmbeddings(ctx context.Context, profile string) (int, error) {
-	return read(s, "sqlitestore.pending_embeddings", func() (int, error) { return s.mem.PendingEmbeddings(ctx, profile) })
+	const op = "sqlitestore.pending_embeddings"
+	return write(s, op, nil, func() (int, error) {
+		// The mirror checks the call; the file counts across every Scope.
+		if _, err := s.mem.PendingEmbeddings(ctx, profile); err != nil {
+			return 0, err
+		}
+		if c, ok := s.pendingCount[profile]; ok && c.generation == s.generation {
+			return c.n, nil
+		}
+		var n int
+		if err := s.conn.QueryRowContext(ctx, countPendingSQL, profile).Scan(&n); err != nil {
+			return 0, mapErr(op, err)
+		}
+		if len(s.pendingCount) >= maxCachedProfiles {
+			clear(s.pendingCount)
+		}
+		s.pendingCount[profile] = countAt{generation: s.generation, n: n}
+		return n, nil
+	})
 }
 
 // PendingEmbeddingsIn implements storekit.ScopedPendingCounter.
 func (s *Store) PendingEmbeddingsIn(ctx context.Context, scope memorykit.Scope, profile string) (int, error) {
-	return read(s, "sqlitestore.pending_embeddings_in", func() (int, error) { return s.mem.PendingEmbeddingsIn(ctx, scope, profile) })
+	return read(s, "sqlitestore.pending_embeddings_in", one(scope), func() (int, error) { return s.mem.PendingEmbeddingsIn(ctx, scope, profile) })
 }
 
 // DeleteEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) DeleteEmbeddings(ctx context.Context, profile string, scope memorykit.Scope) (int, error) {
-	return write(s, "sqlitestore.delete_embeddings", func() (int, error) { return s.mem.DeleteEmbeddings(ctx, profile, scope) })
+	return write(s, "sqlitestore.delete_embeddings", one(scope), func() (int, error) { return s.mem.DeleteEmbeddings(ctx, profile, scope) })
 }
 
 // DeleteAllEmbeddings implements storekit.EmbeddingStore.
 func (s *Store) DeleteAllEmbeddings(ctx context.Context, profile string) (int, error) {
-	return write(s, "sqlitestore.delete_all_embeddings", func() (int, error) { return s.mem.DeleteAllEmbeddings(ctx, profile) })
+	return write(s, "sqlitestore.delete_all_embeddings", s.ofQuery(scopesWithProfileRows, profile, profile, profile), func() (int, error) { return s.mem.DeleteAllEmbeddings(ctx, profile) })
 }
 
 // ReapEmbeddingLeases implements storekit.EmbeddingStore.
 func (s *Store) ReapEmbeddingLeases(ctx context.Context) (int, error) {
-	return write(s, "sqlitestore.reap_embedding_leases", func() (int, error) { return s.mem.ReapEmbeddingLeases(ctx) })
+	return write(s, "sqlitestore.reap_embedding_leases", s.expiredLeaseScopes(), func() (int, error) { return s.mem.ReapEmbeddingLeases(ctx) })
 }
 
 // EnqueueJob implements storekit.JobStore.
 func (s *Store) EnqueueJob(ctx context.Context, j storekit.NewJob) (storekit.Job, error) {
-	return write(s, "sqlitestore.enqueue_job", func() (storekit.Job, error) { return s.mem.EnqueueJob(ctx, j) })
+	return write(s, "sqlitestore.enqueue_job", s.ofJob(j.ID, j.Scope), func() (storekit.Job, error) { return s.mem.EnqueueJob(ctx, j) })
 }
 
 // LeaseJobs implements storekit.JobStore.
 func (s *Store) LeaseJobs(ctx context.Context, p storekit.JobLease) ([]storekit.Job, error) {
-	return write(s, "sqlitestore.lease_jobs", func() ([]storekit.Job, error) { return s.mem.LeaseJobs(ctx, p) })
+	return write(s, "sqlitestore.lease_jobs", s.ofQuery(`SELECT DISTINCT tenant_id, subject_type, subject_id FROM jobs WHERE state = 'queued'`), func() ([]storekit.Job, error) { return s.mem.LeaseJobs(ctx, p) })
 }
 
 // CompleteJob implements storekit.JobStore: the job and its candidates
 // are one commit.
 func (s *Store) CompleteJob(ctx context.Context, c storekit.JobCompletion) (int, error) {
-	return write(s, "sqlitestore.complete_job", func() (int, error) { return s.mem.CompleteJob(ctx, c) })
+	return write(s, "sqlitestore.complete_job", s.ofJob(c.JobID), func() (int, error) { return s.mem.CompleteJob(ctx, c) })
 }
 
 // FailJob implements storekit.JobStore.
 func (s *Store) FailJob(ctx context.Context, f storekit.JobFailure) (storekit.Job, error) {
-	return write(s, "sqlitestore.fail_job", func() (storekit.Job, error) { return s.mem.FailJob(ctx, f) })
+	return write(s, "sqlitestore.fail_job", s.ofJob(f.JobID), func() (storekit.Job, error) { return s.mem.FailJob(ctx, f) })
 }
 
 // ReleaseJob implements storekit.JobStore.
 func (s *Store) ReleaseJob(ctx context.Context, r storekit.JobRelease) error {
-	_, err := write(s, "sqlitestore.release_job", func() (none, error) { return errOnly(s.mem.ReleaseJob(ctx, r)) })
+	_, err := write(s, "sqlitestore.release_job", s.ofJob(r.JobID), func() (none, error) { return errOnly(s.mem.ReleaseJob(ctx, r)) })
 	return err
 }
 
 // ReapJobLeases implements storekit.JobStore.
 func (s *Store) ReapJobLeases(ctx context.Context) (int, error) {
-	return write(s, "sqlitestore.reap_job_leases", func() (int, error) { return s.mem.ReapJobLeases(ctx) })
+	return write(s, "sqlitestore.reap_job_leases", s.ofQuery(`SELECT DISTINCT tenant_id, subject_type, subject_id FROM jobs WHERE state = 'leased'`), func() (int, error) { return s.mem.ReapJobLeases(ctx) })
 }
 
 // GetJob implements storekit.JobStore.
 func (s *Store) GetJob(ctx context.Context, scope memorykit.Scope, id string) (storekit.Job, error) {
-	return read(s, "sqlitestore.get_job", func() (storekit.Job, error) { return s.mem.GetJob(ctx, scope, id) })
+	return read(s, "sqlitestore.get_job", one(scope), func() (storekit.Job, error) { return s.mem.GetJob(ctx, scope, id) })
 }
 
 // CountJobs implements storekit.JobStore.
 func (s *Store) CountJobs(ctx context.Context) (storekit.JobCounts, error) {
-	return read(s, "sqlitestore.count_jobs", func() (storekit.JobCounts, error) { return s.mem.CountJobs(ctx) })
+	const op = "sqlitestore.count_jobs"
+	return write(s, op, nil, func() (storekit.JobCounts, error) {
+		if _, err := s.mem.CountJobs(ctx); err != nil {
+			return storekit.JobCounts{}, err
+		}
+		var c storekit.JobCounts
+		err := s.each(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`, func(rows *sql.Rows) error {
+			var state string
+			var n int
+			if err := rows.Scan(&state, &n); err != nil {
+				return err
+			}
+			addJobCount(&c, storekit.JobState(state), n)
+			return nil
+		})
+		if err != nil {
+			return storekit.JobCounts{}, mapErr(op, err)
+		}
+		return c, nil
+	})
+}
+
+// addJobCount adds n jobs of state to c.
+func addJobCount(c *storekit.JobCounts, state storekit.JobState, n int) {
+	switch state {
+	case storekit.JobQueued:
+		c.Queued += n
+	case storekit.JobLeased:
+		c.Leased += n
+	case storekit.JobDone:
+		c.Done += n
+	case storekit.JobFailed:
+		c.Failed += n
+	}
+}
+
+// pendingWhere selects the active records lacking a vector of the
+// profile (the first argument) at their current content hash: the
+// records memorystore counts as waiting for one.
+const pendingWhere = ` r.status = 'active' AND NOT EXISTS (SELECT 1 FROM embeddings e
+	WHERE e.record_id = r.id AND e.profile = ? AND e.content_hash = r.content_hash)`
+
+// countPendingSQL counts them across every Scope.
+const countPendingSQL = `SELECT count(*) FROM records r WHERE` + pendingWhere
+
+// scopesWithProfileRows names the Scopes with a vector, lease or token of
+// a profile (given three times).
+const scopesWithProfileRows = `SELECT DISTINCT r.tenant_id, r.subject_type, r.subject_id FROM records r WHERE
+	EXISTS (SELECT 1 FROM embeddings x WHERE x.record_id = r.id AND x.profile = ?) OR
+	EXISTS (SELECT 1 FROM embedding_leases x WHERE x.record_id = r.id AND x.profile = ?) OR
+	EXISTS (SELECT 1 FROM embedding_tokens x WHERE x.record_id = r.id AND x.profile = ?)`
+
+// batchScopes are the Scopes and ids a batch names.
+func batchScopes(items []storekit.BatchItem) ([]memorykit.Scope, []string) {
+	var scopes []memorykit.Scope
+	var ids []string
+	for _, it := range items {
+		scopes = append(scopes, it.Record.Scope)
+		ids = append(ids, it.Record.ID)
+	}
+	return scopes, ids
+}
+
+// putScopes is the Scopes function of a batch of puts.
+func putScopes(puts []storekit.EmbeddingPut) func() ([]memorykit.Scope, error) {
+	return func() ([]memorykit.Scope, error) {
+		out := make([]memorykit.Scope, 0, len(puts))
+		for _, p := range puts {
+			out = append(out, p.Scope)
+		}
+		return out, nil
+	}
+}
+
+// errEnough stops a scan that found what it looked for.
+var errEnough = errors.New("enough")
+
+// leaseScopes is the Scopes function of LeaseEmbeddings: its Scope when it
+// names one; else the Scopes of the first p.Max records, in ID order
+// across the file, that a lease would pick (pending, and not leased,
+// parked or waiting for a retry at their current hash). The mirror then
+// holds every record the lease takes, as memorystore picks in ID order.
+func (s *Store) leaseScopes(p storekit.EmbeddingLease) func() ([]memorykit.Scope, error) {
+	return func() ([]memorykit.Scope, error) {
+		if p.Scope != nil {
+			return []memorykit.Scope{*p.Scope}, nil
+		}
+		if p.Max <= 0 {
+			return nil, nil
+		}
+		now := s.memCfg.Clock.Now()
+		if c, ok := s.noLease[p.Profile]; ok && c.generation == s.generation && (c.until.IsZero() || now.Before(c.until)) {
+			// Nothing was waiting at the last scan, nothing was written
+			// since and no retry time has come: an idle worker's poll
+			// reads nothing.
+			return nil, nil
+		}
+		var out []memorykit.Scope
+		seen := make(map[memorykit.Scope]bool)
+		found := 0
+		var until time.Time
+		err := s.each(context.Background(), `SELECT r.tenant_id, r.subject_type, r.subject_id, r.content_hash, l.body
+			FROM records r LEFT JOIN embedding_leases l ON l.record_id = r.id AND l.profile = ?
+			WHERE`+pendingWhere+` ORDER BY r.id`, func(rows *sql.Rows) error {
+			var sc memorykit.Scope
+			var st, hash string
+			var body sql.NullString
+			if err := rows.Scan(&sc.TenantID, &st, &sc.SubjectID, &hash, &body); err != nil {
+				return err
+			}
+			sc.SubjectType = memorykit.SubjectType(st)
+			if body.Valid {
+				var l memorystore.LeaseImage
+				if err := json.Unmarshal([]byte(body.String), &l); err != nil {
+					return err
+				}
+				if l.ContentHash == hash && (l.LeasedBy != "" || l.Parked || l.RetryAt.After(now)) {
+					if l.LeasedBy == "" && !l.Parked && (until.IsZero() || l.RetryAt.Before(until)) {
+						until = l.RetryAt
+					}
+					return nil
+				}
+			}
+			if !seen[sc] {
+				seen[sc] = true
+				out = append(out, sc)
+			}
+			if found++; found >= p.Max {
+				return errEnough
+			}
+			return nil
+		}, p.Profile, p.Profile)
+		if err == errEnough {
+			err = nil
+		}
+		if err == nil && found == 0 {
+			if len(s.noLease) >= maxCachedProfiles {
+				clear(s.noLease)
+			}
+			s.noLease[p.Profile] = noWork{generation: s.generation, until: until}
+		}
+		return out, err
+	}
+}
+
+// noWork records that a scan for embedding work of a profile found none
+// at a generation; until, when set, is the earliest retry time it saw.
+type noWork struct {
+	generation uint64
+	until      time.Time
+}
+
+// countAt is PendingEmbeddings' count of a profile at a generation.
+type countAt struct {
+	generation uint64
+	n          int
+}
+
+// maxCachedProfiles bounds the per-profile caches.
+const maxCachedProfiles = 16
+
+// expiredLeaseScopes is the Scopes function of ReapEmbeddingLeases: those
+// holding an embedding lease whose expiry the clock has reached.
+func (s *Store) expiredLeaseScopes() func() ([]memorykit.Scope, error) {
+	return func() ([]memorykit.Scope, error) {
+		now := s.memCfg.Clock.Now()
+		var out []memorykit.Scope
+		seen := make(map[memorykit.Scope]bool)
+		err := s.each(context.Background(), `SELECT r.tenant_id, r.subject_type, r.subject_id, x.body
+			FROM embedding_leases x JOIN records r ON r.id = x.record_id`, func(rows *sql.Rows) error {
+			var sc memorykit.Scope
+			var st, body string
+			if err := rows.Scan(&sc.TenantID, &st, &sc.SubjectID, &body); err != nil {
+				return err
+			}
+			sc.SubjectType = memorykit.SubjectType(st)
+			var l memorystore.LeaseImage
+			if err := json.Unmarshal([]byte(body), &l); err != nil {
+				return err
+			}
+			if l.LeasedBy != "" && !now.Before(l.LeaseExpiry) && !seen[sc] {
+				seen[sc] = true
+				out = append(out, sc)
+			}
+			return nil
+		})
+		return out, err
+	}
 }

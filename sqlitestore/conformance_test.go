@@ -24,11 +24,15 @@ func TestMain(m *testing.M) {
 // harness gives every case its own file in its own temporary directory.
 // Cases run with synchronous=NORMAL: fsync would dominate the suites' run
 // time and proves nothing they check (the kill test runs with FULL).
-func harness() storetest.Harness {
+func harness() storetest.Harness { return harnessBudget(0) }
+
+// harnessBudget is harness with a memory budget.
+func harnessBudget(budget int64) storetest.Harness {
 	return storetest.Harness{
 		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 			path := filepath.Join(t.TempDir(), "memory.db")
-			s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t), Sync: sqlitestore.SyncNormal})
+			s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t),
+				Sync: sqlitestore.SyncNormal, MemoryBudget: budget})
 			if err != nil {
 				t.Fatalf("sqlitestore.Open: %v", err)
 			}
@@ -55,6 +59,14 @@ func harness() storetest.Harness {
 
 func TestConformance(t *testing.T) {
 	storetest.RunAll(t, harness())
+}
+
+// TestConformanceEvicting runs the suites with a budget of one byte: every
+// call loads the Scopes it needs, and the next call that needs others
+// evicts them, so every rule is checked against Scopes read back from the
+// file.
+func TestConformanceEvicting(t *testing.T) {
+	storetest.RunAll(t, harnessBudget(1))
 }
 
 // TestReasonsGoThroughContentPolicy mirrors memorystore's and pgstore's

@@ -22,14 +22,18 @@ import (
 // share one mock clock, compares every answer (values and errors), and
 // every few operations closes and reopens the SQLite file and compares the
 // whole state: what sqlitestore answers is memorystore's answer, and what
-// its file reloads to is memorystore's state.
+// its file reloads to is memorystore's state. The evicting runs give the
+// store a budget of one byte, so every call loads the Scopes it needs and
+// the next call that needs others evicts them: answers across Scopes
+// (leases, jobs, counts) and a reopen find them on disk.
 func TestDifferentialAgainstMemorystore(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
-		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) { differential(t, seed) })
+		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) { differential(t, seed, 0) })
+		t.Run("seed"+strconv.FormatInt(seed, 10)+"-evicting", func(t *testing.T) { differential(t, seed, 1) })
 	}
 }
 
-func differential(t *testing.T, seed int64) {
+func differential(t *testing.T, seed int64, budget int64) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(seed))
 	clk := storetest.NewClock()
@@ -38,7 +42,7 @@ func differential(t *testing.T, seed int64) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "d.db")
-	sq := openAt(t, path, clk, sqlitestore.SyncNormal)
+	sq := openBudget(t, path, clk, sqlitestore.SyncNormal, budget)
 	scopes := []memorykit.Scope{storetest.Scope(t, "tenant-d", "p1"), storetest.Scope(t, "tenant-d", "p2")}
 	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"}
 	keys := []string{"k1", "k2", "k3", "k4"}
@@ -240,7 +244,7 @@ func differential(t *testing.T, seed int64) {
 			if err := sq.Close(); err != nil {
 				t.Fatal(err)
 			}
-			sq = openAt(t, path, clk, sqlitestore.SyncNormal)
+			sq = openBudget(t, path, clk, sqlitestore.SyncNormal, budget)
 			if a, b := mem.Dump(), mirrorDump(t, sq); a != b {
 				t.Fatalf("step %d: the reopened file differs from memorystore:\n%s\n---\n%s", step, a, b)
 			}
@@ -249,7 +253,7 @@ func differential(t *testing.T, seed int64) {
 	if err := sq.Close(); err != nil {
 		t.Fatal(err)
 	}
-	sq = openAt(t, path, clk, sqlitestore.SyncNormal)
+	sq = openBudget(t, path, clk, sqlitestore.SyncNormal, budget)
 	if a, b := mem.Dump(), mirrorDump(t, sq); a != b {
 		t.Fatalf("at the end the reopened file differs from memorystore:\n%s\n---\n%s", a, b)
 	}

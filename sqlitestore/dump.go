@@ -20,15 +20,26 @@ var dumpTables = []struct{ name, order string }{
 }
 
 // Dump renders every row of the file's tables as text, then the
-// in-process mirror (memorystore.Store.Dump), deterministically. It is for
-// tests and debugging: it contains content.
+// in-process mirror (memorystore.Store.Dump) after loading every Scope
+// the file holds, whatever the memory budget, deterministically. It is
+// for tests and debugging: it contains content.
 func (s *Store) Dump(ctx context.Context) (string, error) {
 	const op = "sqlitestore.dump"
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.broken(op); err != nil {
 		return "", err
 	}
+	all, err := s.scopeRows(`SELECT tenant_id, subject_type, subject_id FROM records
+		UNION SELECT tenant_id, subject_type, subject_id FROM jobs
+		UNION SELECT tenant_id, subject_type, subject_id FROM purges`)
+	if err != nil {
+		return "", mapErr(op, err)
+	}
+	if err := s.ensureLocked(op, all); err != nil {
+		return "", err
+	}
+	defer s.evictLocked(nil)
 	var b strings.Builder
 	for _, t := range dumpTables {
 		fmt.Fprintf(&b, "table %s\n", t.name)

@@ -17,12 +17,26 @@ func CheckEveryWrite(s *Store, report func(diff string)) {
 	s.afterWrite = func() { report(s.reloadDiffLocked()) }
 }
 
-// reloadDiffLocked loads the file into a fresh mirror and compares its
-// whole image with the live one's. The caller holds s.mu.
+// reloadDiffLocked loads the Scopes the mirror holds from the file into a
+// fresh mirror and compares its whole image with the live one's. The
+// caller holds s.mu.
 func (s *Store) reloadDiffLocked() string {
-	img, err := s.load(context.Background())
-	if err != nil {
-		return "load: " + err.Error()
+	img := memorystore.Image{LeaseSeq: s.leaseSeq}
+	for _, sc := range s.loadedScopes() {
+		one, _, err := s.readScope(context.Background(), sc)
+		if err != nil {
+			return "load: " + err.Error()
+		}
+		img.Records = append(img.Records, one.Records...)
+		img.Jobs = append(img.Jobs, one.Jobs...)
+		img.Purges = append(img.Purges, one.Purges...)
+	}
+	var seq int64
+	if err := s.conn.QueryRowContext(context.Background(), `SELECT coalesce(max(value), 0) FROM meta WHERE name = 'lease_seq'`).Scan(&seq); err != nil {
+		return "lease_seq: " + err.Error()
+	}
+	if seq != s.leaseSeq {
+		return fmt.Sprintf("lease_seq: file %d, store %d", seq, s.leaseSeq)
 	}
 	again, err := memorystore.NewJournaled(s.memCfg, img)
 	if err != nil {
@@ -41,5 +55,13 @@ func (s *Store) reloadDiffLocked() string {
 func Poison(s *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stmts.upsertRecord.Close()
+	s.stmts.insertRecord.Close()
+}
+
+// LoadedScopes is how many Scopes the mirror holds and their estimated
+// bytes.
+func LoadedScopes(s *Store) (int, int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.loaded), s.loadedBytes
 }

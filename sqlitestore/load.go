@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/goagents/memorykit"
@@ -11,44 +13,58 @@ import (
 	"github.com/goagents/memorykit/storekit"
 )
 
-// load reads every row into a memorystore image.
-func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
-	const op = "sqlitestore.load"
+// readScope reads one Scope's rows into a memorystore image and estimates
+// the heap the mirror will spend on them.
+func (s *Store) readScope(ctx context.Context, sc memorykit.Scope) (memorystore.Image, int64, error) {
 	var img memorystore.Image
+	bytes := int64(scopeBytes)
 	byID := make(map[string]int)
-	err := s.each(ctx, `SELECT body FROM records ORDER BY id`, func(rows *sql.Rows) error {
-		var body string
-		if err := rows.Scan(&body); err != nil {
+	args := scopeArgs(sc)
+	const inScope = ` JOIN records r ON r.id = x.record_id WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ?`
+	err := s.each(ctx, `SELECT id, status, content_hash, trail, body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
+		var id, status, hash, body string
+		var trail int
+		if err := rows.Scan(&id, &status, &hash, &trail, &body); err != nil {
 			return err
 		}
-		var r memorykit.Record
-		if err := json.Unmarshal([]byte(body), &r); err != nil {
+		r, err := decodeRecord(id, sc, status, hash, body)
+		if err != nil {
 			return err
 		}
 		byID[r.ID] = len(img.Records)
-		img.Records = append(img.Records, memorystore.RecordImage{Lifecycle: true, Record: r})
+		ri := memorystore.RecordImage{Lifecycle: true, Record: r}
+		if trail == 0 {
+			// The one revision is the create the record describes; its
+			// row is not read (the query below skips it).
+			ri.Revisions = []storekit.Revision{createRevision(&ri.Record, "").Clone()}
+		}
+		img.Records = append(img.Records, ri)
+		bytes += recordBytes + 2*int64(len(r.Content)+len(r.Key))
 		return nil
-	})
+	}, args...)
 	if err == nil {
-		err = s.each(ctx, `SELECT record_id, body FROM revisions ORDER BY record_id, seq`, func(rows *sql.Rows) error {
+		err = s.each(ctx, `SELECT x.record_id, x.body FROM revisions x`+inScope+` AND r.trail <> 0 ORDER BY x.record_id, x.seq`, func(rows *sql.Rows) error {
 			var id, body string
 			if err := rows.Scan(&id, &body); err != nil {
-				return err
-			}
-			var v storekit.Revision
-			if err := json.Unmarshal([]byte(body), &v); err != nil {
 				return err
 			}
 			i, ok := byID[id]
 			if !ok {
 				return errOrphan
 			}
+			v, err := decodeRevision(body, &img.Records[i].Record)
+			if err != nil {
+				return err
+			}
+			if !strings.HasPrefix(body, derivedMark) {
+				bytes += revisionBytes + int64(len(v.Content))
+			}
 			img.Records[i].Revisions = append(img.Records[i].Revisions, v)
 			return nil
-		})
+		}, args...)
 	}
 	if err == nil {
-		err = s.each(ctx, `SELECT record_id, profile, content_hash, vector, at FROM embeddings ORDER BY record_id, profile`, func(rows *sql.Rows) error {
+		err = s.each(ctx, `SELECT x.record_id, x.profile, x.content_hash, x.vector, x.at FROM embeddings x`+inScope+` ORDER BY x.record_id, x.profile`, func(rows *sql.Rows) error {
 			var id, at string
 			var m memorystore.EmbeddingImage
 			var vec []byte
@@ -65,11 +81,12 @@ func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
 				return errOrphan
 			}
 			img.Records[i].Embeddings = append(img.Records[i].Embeddings, m)
+			bytes += vectorBytes + int64(len(vec))
 			return nil
-		})
+		}, args...)
 	}
 	if err == nil {
-		err = s.each(ctx, `SELECT record_id, body FROM embedding_leases ORDER BY record_id, profile`, func(rows *sql.Rows) error {
+		err = s.each(ctx, `SELECT x.record_id, x.body FROM embedding_leases x`+inScope+` ORDER BY x.record_id, x.profile`, func(rows *sql.Rows) error {
 			var id, body string
 			if err := rows.Scan(&id, &body); err != nil {
 				return err
@@ -84,10 +101,10 @@ func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
 			}
 			img.Records[i].Leases = append(img.Records[i].Leases, l)
 			return nil
-		})
+		}, args...)
 	}
 	if err == nil {
-		err = s.each(ctx, `SELECT record_id, profile, content_hash, token FROM embedding_tokens ORDER BY record_id, profile`, func(rows *sql.Rows) error {
+		err = s.each(ctx, `SELECT x.record_id, x.profile, x.content_hash, x.token FROM embedding_tokens x`+inScope+` ORDER BY x.record_id, x.profile`, func(rows *sql.Rows) error {
 			var id string
 			var t memorystore.TokenImage
 			if err := rows.Scan(&id, &t.Profile, &t.ContentHash, &t.Token); err != nil {
@@ -99,10 +116,10 @@ func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
 			}
 			img.Records[i].Tokens = append(img.Records[i].Tokens, t)
 			return nil
-		})
+		}, args...)
 	}
 	if err == nil {
-		err = s.each(ctx, `SELECT body, erased_keys FROM jobs ORDER BY id`, func(rows *sql.Rows) error {
+		err = s.each(ctx, `SELECT body, erased_keys FROM jobs WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
 			var body, keys string
 			if err := rows.Scan(&body, &keys); err != nil {
 				return err
@@ -116,10 +133,10 @@ func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
 			}
 			img.Jobs = append(img.Jobs, j)
 			return nil
-		})
+		}, args...)
 	}
 	if err == nil {
-		err = s.each(ctx, `SELECT body FROM purges ORDER BY tenant_id, subject_type, subject_id`, func(rows *sql.Rows) error {
+		err = s.each(ctx, `SELECT body FROM purges WHERE tenant_id = ? AND subject_type = ? AND subject_id = ?`, func(rows *sql.Rows) error {
 			var body string
 			if err := rows.Scan(&body); err != nil {
 				return err
@@ -130,41 +147,69 @@ func (s *Store) load(ctx context.Context) (memorystore.Image, error) {
 			}
 			img.Purges = append(img.Purges, p)
 			return nil
-		})
+		}, args...)
 	}
-	if err == nil {
-		err = s.each(ctx, `SELECT value FROM meta WHERE name = 'lease_seq'`, func(rows *sql.Rows) error {
-			return rows.Scan(&img.LeaseSeq)
-		})
+	return img, bytes, err
+}
+
+// derivedMark starts the body of a create revision that the record
+// describes exactly as it is now; the rest of the body is the create's
+// reason. Such a revision costs a few bytes instead of a second copy of
+// the content; a JSON body always starts with '{'.
+const derivedMark = "~"
+
+// createRevision is the revision a create of r with reason wrote, as
+// long as r has not changed since.
+func createRevision(r *memorykit.Record, reason string) storekit.Revision {
+	return storekit.Revision{
+		RecordID:    r.ID,
+		Version:     r.Version,
+		Action:      memorykit.ActionCreate,
+		Actor:       r.CreatedBy,
+		Reason:      reason,
+		Status:      r.Status,
+		ContentHash: r.ContentHash,
+		Content:     r.Content,
+		Metadata:    r.Metadata,
+		Sources:     r.Sources,
+		At:          r.CreatedAt,
 	}
-	if err == nil {
-		s.rowsOf = make(map[string]uint8)
-		for _, ri := range img.Records {
-			var has uint8
-			if len(ri.Embeddings) > 0 {
-				has |= rowEmbeddings
-			}
-			if len(ri.Leases) > 0 {
-				has |= rowLeases
-			}
-			if len(ri.Tokens) > 0 {
-				has |= rowTokens
-			}
-			if has != 0 {
-				s.rowsOf[ri.Record.ID] = has
-			}
+}
+
+// encodeRevision is the body of revision seq of r.
+func encodeRevision(seq int, v storekit.Revision, r *memorykit.Record) (string, error) {
+	if seq == 0 && v.Action == memorykit.ActionCreate {
+		d := createRevision(r, v.Reason)
+		if reflect.DeepEqual(v, d) {
+			// Equal values encode alike: no need to encode either.
+			return derivedMark + v.Reason, nil
 		}
-	}
-	if err != nil {
-		if err == errOrphan {
-			return memorystore.Image{}, memorykit.WrapError(op, memorykit.ErrIntegrity, "orphan_row", err)
+		a, err := json.Marshal(v)
+		if err != nil {
+			return "", err
 		}
-		if _, ok := err.(*json.SyntaxError); ok {
-			return memorystore.Image{}, memorykit.WrapError(op, memorykit.ErrIntegrity, "malformed_row", err)
+		b, err := json.Marshal(d)
+		if err != nil {
+			return "", err
 		}
-		return memorystore.Image{}, mapErr(op, err)
+		if string(a) == string(b) {
+			return derivedMark + v.Reason, nil
+		}
+		return string(a), nil
 	}
-	return img, nil
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// decodeRevision reads a body encodeRevision wrote for a revision of r.
+func decodeRevision(body string, r *memorykit.Record) (storekit.Revision, error) {
+	if reason, ok := strings.CutPrefix(body, derivedMark); ok {
+		v := createRevision(r, reason)
+		return v.Clone(), nil
+	}
+	var v storekit.Revision
+	err := json.Unmarshal([]byte(body), &v)
+	return v, err
 }
 
 // errOrphan: a row names a record the file does not hold.

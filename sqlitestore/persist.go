@@ -14,7 +14,8 @@ import (
 
 // statements are prepared once on the store's connection.
 type statements struct {
-	upsertRecord, upsertRevision                    *sql.Stmt
+	insertRecord, updateRecord, upsertRevision      *sql.Stmt
+	addRecords                                      *sql.Stmt
 	deleteEmbeddings, deleteLeases, deleteTokens    *sql.Stmt
 	insertEmbedding, insertLease, insertToken       *sql.Stmt
 	upsertJob, deletePurges, insertPurge, upsertSeq *sql.Stmt
@@ -24,8 +25,11 @@ var statementSQL = []struct {
 	dst func(*statements) **sql.Stmt
 	sql string
 }{
-	{func(x *statements) **sql.Stmt { return &x.upsertRecord }, `INSERT INTO records (id, tenant_id, subject_type, subject_id, body)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body`},
+	{func(x *statements) **sql.Stmt { return &x.insertRecord }, `INSERT INTO records (id, tenant_id, subject_type, subject_id, body, status, content_hash, trail)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+	{func(x *statements) **sql.Stmt { return &x.updateRecord }, `UPDATE records SET body = ?, status = ?, content_hash = ?, trail = ? WHERE id = ?`},
+	{func(x *statements) **sql.Stmt { return &x.addRecords }, `INSERT INTO meta (name, value) VALUES ('records', ?)
+		ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`},
 	{func(x *statements) **sql.Stmt { return &x.upsertRevision }, `INSERT INTO revisions (record_id, seq, body) VALUES (?, ?, ?)
 		ON CONFLICT (record_id, seq) DO UPDATE SET body = excluded.body WHERE body <> excluded.body`},
 	{func(x *statements) **sql.Stmt { return &x.deleteEmbeddings }, `DELETE FROM embeddings WHERE record_id = ?`},
@@ -81,19 +85,23 @@ func (s *Store) commitLocked(op string, purged bool) error {
 	// The change is already in memory: it must reach the file whatever
 	// became of the caller's context.
 	ctx := context.Background()
-	if err := s.writeChanges(ctx, ch, purged); err != nil {
+	added, err := s.writeChanges(ctx, ch, purged)
+	if err != nil {
 		s.failed = ReasonPoisoned
 		return memorykit.WrapError(op, memorykit.ErrUnavailable, ReasonPoisoned, mapErr(op, err))
 	}
 	s.leaseSeq = ch.LeaseSeq
+	s.records.Add(added)
+	s.generation++
+	s.noteWritten(ch)
 	return nil
 }
 
-func (s *Store) writeChanges(ctx context.Context, ch memorystore.Changes, purged bool) (err error) {
+func (s *Store) writeChanges(ctx context.Context, ch memorystore.Changes, purged bool) (added int64, err error) {
 	// BEGIN and COMMIT go straight to the one connection, which the
 	// prepared statements are bound to as well.
 	if _, err := s.conn.ExecContext(ctx, "BEGIN"); err != nil {
-		return err
+		return 0, err
 	}
 	defer func() {
 		if err != nil {
@@ -101,67 +109,93 @@ func (s *Store) writeChanges(ctx context.Context, ch memorystore.Changes, purged
 		}
 	}()
 	for _, ri := range ch.Records {
-		if err := s.writeRecord(ctx, ri); err != nil {
-			return err
+		n, err := s.writeRecord(ctx, ri)
+		if err != nil {
+			return 0, err
+		}
+		added += n
+	}
+	if added > 0 {
+		if _, err := s.stmts.addRecords.ExecContext(ctx, added); err != nil {
+			return 0, err
 		}
 	}
 	for _, ji := range ch.Jobs {
 		body, err := json.Marshal(ji.Job)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		keys, err := json.Marshal(ji.ErasedKeys)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		sc := ji.Job.Scope
 		if _, err := s.stmts.upsertJob.ExecContext(ctx, ji.Job.ID, sc.TenantID, string(sc.SubjectType), sc.SubjectID,
 			string(ji.Job.State), string(body), string(keys)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if purged {
 		if _, err := s.stmts.deletePurges.ExecContext(ctx); err != nil {
-			return err
+			return 0, err
 		}
 		for _, p := range ch.Purges {
 			body, err := json.Marshal(p)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			if _, err := s.stmts.insertPurge.ExecContext(ctx, p.Scope.TenantID, string(p.Scope.SubjectType), p.Scope.SubjectID, string(body)); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
 	if ch.LeaseSeq != s.leaseSeq {
 		if _, err := s.stmts.upsertSeq.ExecContext(ctx, ch.LeaseSeq); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	_, err = s.conn.ExecContext(ctx, "COMMIT")
-	return err
+	if _, err = s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return 0, err
+	}
+	return added, nil
 }
 
 // writeRecord writes one record image: the record and its revisions when
-// the lifecycle changed, and always its whole embedding state.
-func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) error {
+// the lifecycle changed, and always its whole embedding state. It returns
+// 1 when the record is new to the file.
+func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (added int64, err error) {
 	x := &ri.Record
 	if ri.Lifecycle {
-		body, err := json.Marshal(x)
+		body, err := encodeRecord(x)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if _, err := s.stmts.upsertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, string(body)); err != nil {
-			return err
-		}
+		revs := make([]string, len(ri.Revisions))
 		for i, v := range ri.Revisions {
-			body, err := json.Marshal(v)
-			if err != nil {
-				return err
+			if revs[i], err = encodeRevision(i, v, x); err != nil {
+				return 0, err
 			}
-			if _, err := s.stmts.upsertRevision.ExecContext(ctx, x.ID, i, string(body)); err != nil {
-				return err
+		}
+		trail := 1
+		if len(revs) == 1 && revs[0] == derivedMark {
+			trail = 0
+		}
+		res, err := s.stmts.insertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, body,
+			string(x.Status), x.ContentHash, trail)
+		if err != nil {
+			return 0, err
+		}
+		if added, err = res.RowsAffected(); err != nil {
+			return 0, err
+		}
+		if added == 0 {
+			if _, err := s.stmts.updateRecord.ExecContext(ctx, body, string(x.Status), x.ContentHash, trail, x.ID); err != nil {
+				return 0, err
+			}
+		}
+		for i, body := range revs {
+			if _, err := s.stmts.upsertRevision.ExecContext(ctx, x.ID, i, body); err != nil {
+				return 0, err
 			}
 		}
 	}
@@ -171,7 +205,7 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) err
 			continue
 		}
 		if _, err := p.ExecContext(ctx, x.ID); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	var has uint8
@@ -193,24 +227,24 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) err
 	}
 	for _, m := range ri.Embeddings {
 		if _, err := s.stmts.insertEmbedding.ExecContext(ctx, x.ID, m.Profile, m.ContentHash, encodeVector(m.Vector), formatTime(m.At)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, l := range ri.Leases {
 		body, err := json.Marshal(l)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if _, err := s.stmts.insertLease.ExecContext(ctx, x.ID, l.Profile, string(body)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, t := range ri.Tokens {
 		if _, err := s.stmts.insertToken.ExecContext(ctx, x.ID, t.Profile, t.ContentHash, t.Token); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return added, nil
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

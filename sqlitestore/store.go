@@ -5,23 +5,47 @@
 //
 // # Design
 //
-// The file is the authority; the process keeps a mirror of it. Open loads
-// every row into a memorystore built with memorystore.NewJournaled, and
-// every call is answered by that mirror, so the lifecycle rules, the
-// full-text rule and recall ranking are memorystore's own code rather than
-// a second implementation that could drift (the storetest suites and the
+// The file is the authority; the process keeps a mirror of the Scopes in
+// use. Open reads the schema version, the lease sequence and the record
+// count, and nothing else, so its time does not grow with the file. The
+// first call about a Scope loads that Scope's rows (records, revisions,
+// vectors, embedding leases and tokens, jobs, an unfinished purge) into a
+// memorystore built with memorystore.NewJournaled, and every call is
+// answered by that mirror, so the lifecycle rules, the full-text rule and
+// recall ranking are memorystore's own code rather than a second
+// implementation that could drift (the storetest suites and the
 // differential tests hold all three stores to one behaviour).
+//
+// Config.MemoryBudget (DefaultMemoryBudget, 256 MiB, when zero) bounds the
+// estimated heap of the Scopes mirrored: after a call, the least recently
+// used Scopes other than the ones it needed leave the mirror until the
+// estimate is within the budget; a later call about one of them loads it
+// again. The estimate counts about 0.9 KB per record plus twice its text,
+// a stored revision beyond the create, and 4 bytes per vector dimension.
+// docs/sqlite.md says how to size the budget.
+//
+// Calls across Scopes ask the file which Scopes take part and load only
+// those: LeaseEmbeddings loads the Scopes of the first records (in ID
+// order, as memorystore leases) that wait for a vector, LeaseJobs the
+// Scopes with queued jobs, ReapJobLeases those with leased jobs,
+// ReapEmbeddingLeases those with expired leases, DeleteAllEmbeddings those
+// with rows of the profile; PendingEmbeddings and CountJobs are counted by
+// SQL. A call naming a record or job id it may not own (Create with an
+// ID, EnqueueJob, CompleteJob) also loads the Scope that holds the id, so
+// memorystore sees the id taken. A poll that found no embedding work is
+// not repeated until something is written or a retry time comes.
 //
 // Every write runs under one writer lock: the mirror applies it, its
 // journal names what changed (records with their revisions, vectors,
 // embedding leases and fencing tokens, jobs, unfinished purges, the lease
 // sequence), and those rows are written in ONE SQLite transaction before
 // the call returns. A write is acknowledged only after its transaction
-// committed. Readers take the lock shared, so nobody sees a change the
-// file does not hold yet. If a commit fails, memory is ahead of the file;
-// the store then poisons itself: every later call fails with ErrUnavailable
-// and reason ReasonPoisoned until the file is opened again, which reloads
-// what was committed.
+// committed. Readers of loaded Scopes take the lock shared, so nobody sees
+// a change the file does not hold yet; a call whose Scopes must be loaded
+// takes it exclusively. If a commit fails, memory is ahead of the file;
+// the store then poisons itself: every later call fails with
+// ErrUnavailable and reason ReasonPoisoned until the file is opened again,
+// which reloads what was committed.
 //
 // The writer lock is held across the whole write, so the Host's
 // ContentValidator runs under it (memorystore runs it before taking its own
@@ -32,8 +56,9 @@
 // Why a mirror rather than SQL queries: recall has to rank in memory with
 // memorystore's index to match it exactly, and the lease, erase and purge
 // rules are subtle enough that one implementation of them is worth the
-// memory. The price is that the whole store lives in memory as it does in
-// memorystore (Config.MaxRecords bounds it) and Open reads the file once.
+// memory. The price is that a Scope is loaded whole: its first call after
+// Open (or after it was evicted) reads all its rows, and a write to a
+// Scope loads it too.
 //
 // # Durability and sharing
 //
@@ -73,10 +98,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 	"modernc.org/sqlite"
@@ -122,13 +149,23 @@ type Config struct {
 	Guard *memorykit.WriteGuard
 	// Tombstones digests the key of every erased record.
 	Tombstones *memorykit.TombstoneKeyer
-	// MaxRecords bounds how many records the store holds (see
-	// memorystore.Config.MaxRecords); zero means
-	// memorystore.DefaultMaxRecords.
+	// MaxRecords is ignored: the file holds any number of records, and
+	// MemoryBudget, not a count, bounds what is held in memory. Zero or a
+	// positive value is accepted (a negative one is a configuration error,
+	// as for memorystore).
 	MaxRecords int
+	// MemoryBudget bounds, in bytes, the estimated heap of the Scopes
+	// mirrored in memory (see the package documentation). Zero means
+	// DefaultMemoryBudget; negative is invalid. The Scopes one call needs
+	// are loaded whatever the budget, so a single Scope larger than the
+	// budget still works, and is evicted when the next call needs others.
+	MemoryBudget int64
 	// Sync is the durability of a commit; the zero value is SyncFull.
 	Sync SyncMode
 }
+
+// DefaultMemoryBudget is the MemoryBudget zero stands for: 256 MiB.
+const DefaultMemoryBudget int64 = 256 << 20
 
 // Store implements storekit.Store on one SQLite file.
 type Store struct {
@@ -150,6 +187,24 @@ type Store struct {
 	// without any are absent.
 	rowsOf map[string]uint8
 	memCfg memorystore.Config
+	// budget is the effective Config.MemoryBudget; loaded holds every
+	// Scope in the mirror with its estimated bytes and last use, and
+	// loadedBytes their sum. The map changes only with mu held for
+	// writing; a reader marks use atomically.
+	budget      int64
+	loaded      map[memorykit.Scope]*loadedScope
+	loadedBytes int64
+	useSeq      atomic.Int64
+	// records is how many records the file holds (read by Records
+	// without the lock); generation counts commits, so an answer read
+	// from the file can be kept until the next one.
+	records    atomic.Int64
+	generation uint64
+	// noLease caches, per profile, that a scan for embedding work found
+	// none at a generation, until a retry time passes (see leaseScopes);
+	// pendingCount caches PendingEmbeddings' count per profile.
+	noLease      map[string]noWork
+	pendingCount map[string]countAt
 	// afterWrite, set only by this package's tests, runs after every
 	// write's commit with s.mu held (they check the file reloads to the
 	// mirror's state).
@@ -179,6 +234,9 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	// Check the rest of the configuration before touching the file.
 	if _, err := memorystore.New(memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}); err != nil {
 		return nil, err
+	}
+	if cfg.MemoryBudget < 0 {
+		return nil, memorykit.ConfigError(op, "memory_budget", "negative")
 	}
 	migs, err := loadMigrations()
 	if err != nil {
@@ -249,22 +307,50 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
-	img, err := s.load(ctx)
-	if err != nil {
-		return err
+	// Open reads what every call needs whatever its Scope (the lease
+	// sequence) and the record count it reports; the Scopes themselves are
+	// loaded when first used.
+	var seq, records int64
+	if err := s.each(ctx, `SELECT name, value FROM meta WHERE name IN ('lease_seq', 'records')`, func(rows *sql.Rows) error {
+		var name string
+		var v int64
+		if err := rows.Scan(&name, &v); err != nil {
+			return err
+		}
+		if name == "records" {
+			records = v
+		} else {
+			seq = v
+		}
+		return nil
+	}); err != nil {
+		return mapErr(op, err)
 	}
-	s.leaseSeq = img.LeaseSeq
-	s.memCfg = memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: cfg.MaxRecords}
-	mem, err := memorystore.NewJournaled(s.memCfg, img)
+	s.records.Store(records)
+	s.noLease = make(map[string]noWork)
+	s.pendingCount = make(map[string]countAt)
+	s.leaseSeq = seq
+	s.budget = cfg.MemoryBudget
+	if s.budget == 0 {
+		s.budget = DefaultMemoryBudget
+	}
+	s.loaded = make(map[memorykit.Scope]*loadedScope)
+	s.rowsOf = make(map[string]uint8)
+	// The mirror holds only the Scopes loaded, so memorystore's count
+	// bound would count those; the file holds any number of records.
+	s.memCfg = memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: math.MaxInt}
+	mem, err := memorystore.NewJournaled(s.memCfg, memorystore.Image{LeaseSeq: seq})
 	if err != nil {
 		return err
 	}
 	s.mem = mem
-	// NewJournaled brings keys written under an earlier canonical form to
-	// the current one (see storekit.NormalizeKey); that re-keying, and
-	// any supersede it needed, reaches the file before the first request.
-	return s.commitLocked(op, false)
+	return nil
 }
+
+// Records is how many records the file holds, of every status (a purge
+// erases records but keeps their tombstones): a content-free number a
+// Host may print at start. Open reads it from the file without counting.
+func (s *Store) Records() int64 { return s.records.Load() }
 
 // Path is the file the store holds.
 func (s *Store) Path() string { return s.path }
@@ -305,26 +391,59 @@ func (s *Store) broken(op string) error {
 	return memorykit.NewError(op, memorykit.ErrUnavailable, s.failed)
 }
 
-// read runs fn on the mirror with the lock held shared.
-func read[T any](s *Store, op string, fn func() (T, error)) (T, error) {
+// read runs fn on the mirror once the Scopes it needs are loaded: with
+// the lock held shared when they are, else with it held exclusively while
+// they load. scopes, when not nil, names them; it runs with the lock held.
+func read[T any](s *Store, op string, scopes func() ([]memorykit.Scope, error), fn func() (T, error)) (T, error) {
+	var zero T
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if err := s.broken(op); err != nil {
-		var zero T
+		s.mu.RUnlock()
+		return zero, err
+	}
+	need, err := scopesOf(scopes)
+	if err != nil {
+		s.mu.RUnlock()
+		return zero, mapErr(op, err)
+	}
+	if s.allLoaded(need) {
+		defer s.mu.RUnlock()
+		v, err := fn()
+		return v, rename(err)
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.broken(op); err != nil {
+		return zero, err
+	}
+	// A writer may have run meanwhile: ask again.
+	if need, err = scopesOf(scopes); err != nil {
+		return zero, mapErr(op, err)
+	}
+	if err := s.ensureLocked(op, need); err != nil {
 		return zero, err
 	}
 	v, err := fn()
+	s.evictLocked(need)
 	return v, rename(err)
 }
 
-// write runs fn on the mirror and commits what it changed before
-// returning. fn's own error is returned once its changes (if any) are
-// committed; a failed commit poisons the store.
-func write[T any](s *Store, op string, fn func() (T, error)) (T, error) {
+// write loads the Scopes scopes names, runs fn on the mirror and commits
+// what it changed before returning. fn's own error is returned once its
+// changes (if any) are committed; a failed commit poisons the store.
+func write[T any](s *Store, op string, scopes func() ([]memorykit.Scope, error), fn func() (T, error)) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var zero T
 	if err := s.broken(op); err != nil {
+		return zero, err
+	}
+	need, err := scopesOf(scopes)
+	if err != nil {
+		return zero, mapErr(op, err)
+	}
+	if err := s.ensureLocked(op, need); err != nil {
 		return zero, err
 	}
 	v, err := fn()
@@ -334,7 +453,15 @@ func write[T any](s *Store, op string, fn func() (T, error)) (T, error) {
 	if s.afterWrite != nil {
 		s.afterWrite()
 	}
+	s.evictLocked(need)
 	return v, rename(err)
+}
+
+func scopesOf(f func() ([]memorykit.Scope, error)) ([]memorykit.Scope, error) {
+	if f == nil {
+		return nil, nil
+	}
+	return f()
 }
 
 // rename gives a mirror error this package's op prefix.

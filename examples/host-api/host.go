@@ -166,10 +166,14 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 			return nil, memorykit.WrapError(op, memorykit.ErrInvalidConfig, "data_dir_unusable", err)
 		}
+		opened := o.Clock.Now()
 		ss, err := sqlitestore.Open(ctx, filepath.Join(o.DataDir, DataFile), sqlitestore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones})
 		if err != nil {
 			return nil, err
 		}
+		// Content-free: how long opening took and how many records the
+		// file holds, so an operator sees the store grow.
+		o.Logger.Info("store opened", zap.String("store", "sqlite"), zap.Duration("open", o.Clock.Since(opened)), zap.Int64("records", ss.Records()))
 		store, closeStore = ss, func() { _ = ss.Close() }
 	case o.DSN == "":
 		ms, err := memorystore.New(memorystore.Config{Clock: o.Clock, Guard: guard, Tombstones: tombstones})
