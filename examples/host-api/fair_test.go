@@ -96,60 +96,6 @@ func TestFairEdgeShareBetweenTenants(t *testing.T) {
 	}
 }
 
-// TestFairEdgePressingTenant: a tenant is pressing for fairWindow after
-// the class last turned one of its requests away, and only then.
-func TestFairEdgePressingTenant(t *testing.T) {
-	clk := clock.NewMock()
-	c := newEdge(overloadLimits{EdgeReads: 1, EdgeWrites: 1, EdgeChats: 1}, clk)[classReads]
-	if !c.enter("storm") || c.pressing("storm") || c.pressing("nobody") {
-		t.Fatal("pressing before any refusal")
-	}
-	if c.enter("storm") {
-		t.Fatal("a lone tenant got past the slots")
-	}
-	if !c.pressing("storm") {
-		t.Fatal("a refused tenant is not pressing")
-	}
-	clk.Add(fairWindow - time.Millisecond)
-	if !c.pressing("storm") {
-		t.Fatal("pressing ended before fairWindow")
-	}
-	clk.Add(time.Millisecond)
-	if c.pressing("storm") {
-		t.Fatal("still pressing after fairWindow")
-	}
-	c.leave("storm")
-}
-
-// TestPressingTenantReadsRunOnTheLowerPool: once the edge has turned a
-// tenant's read away, that tenant's admitted reads run on the pressing
-// pool for fairWindow; another tenant's on the usual pool.
-func TestPressingTenantReadsRunOnTheLowerPool(t *testing.T) {
-	lim := hostLimits(2, true, time.Second)
-	lim.EdgeReads = 1
-	e := newEnv(t, memoryBackend, nil, func(o *Options) { o.limits = &lim })
-	if e.host.pressing == nil {
-		t.Fatal("no pressing pool")
-	}
-	if n := e.host.pressing.lowered.Load() + e.host.pressing.lowerFailed.Load(); n != 2 {
-		t.Fatalf("pressing pool has %d workers, want the read ceiling 2", n)
-	}
-	reads := e.host.edge[classReads]
-	// acme holds its share; its next read is turned away.
-	if !reads.enter("acme") || reads.enter("acme") {
-		t.Fatal("acme's share not enforced")
-	}
-	reads.leave("acme")
-	e.searchIDs(aliceToken, "apollo", "anything")
-	if got, usual := e.host.pressing.ran.Load(), e.host.pool.ran.Load(); got != 1 || usual != 0 {
-		t.Fatalf("acme's read: pressing pool ran %d, usual pool %d; want 1 and 0", got, usual)
-	}
-	e.searchIDs(carolToken, "apollo", "anything")
-	if got, usual := e.host.pressing.ran.Load(), e.host.pool.ran.Load(); got != 1 || usual != 1 {
-		t.Fatalf("globex's read: pressing pool ran %d, usual pool %d; want 1 and 1", got, usual)
-	}
-}
-
 // TestFairEdgePrunesIdleTenants: the tenants an edge class tracks stay
 // bounded; idle ones are dropped first.
 func TestFairEdgePrunesIdleTenants(t *testing.T) {

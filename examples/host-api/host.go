@@ -82,9 +82,6 @@ type Options struct {
 	// noWorkPool runs reads on the HTTP server's goroutines, as before
 	// the work pool: a benchmark knob for A/B runs in one binary.
 	noWorkPool bool
-	// onePool runs every admitted read on one pool, as before the
-	// second pool for pressing tenants: a benchmark knob for A/B runs.
-	onePool bool
 }
 
 // DataFile is the name of the SQLite file in Options.DataDir.
@@ -116,10 +113,6 @@ type Host struct {
 	// pool runs admitted reads at a lower CPU priority (workpool.go);
 	// nil only when Options.noWorkPool is set.
 	pool *workPool
-	// pressing runs the admitted reads of a tenant that sends more than
-	// its fair share, at a lower priority than pool's (hostPressingNice);
-	// nil with noWorkPool or onePool.
-	pressing *workPool
 	// closedConns counts the connections closed for refusals (refuse).
 	closedConns atomic.Int64
 	// tarpit holds the refusals of clients that retry before Retry-After
@@ -237,15 +230,10 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	if o.workerNice != nil {
 		nice = *o.workerNice
 	}
-	var pool, pressing *workPool
+	var pool *workPool
 	if !o.noWorkPool {
-		// Each pool has a worker for every read the edge may let in, so
-		// neither adds a queue whichever tenants send the reads.
 		pool = newWorkPool(edgeCeiling(limits.EdgeReads), func() error { return lowerThreadPriority(nice) })
-		if !o.onePool {
-			pressing = newWorkPool(edgeCeiling(limits.EdgeReads), func() error { return lowerThreadPriority(max(nice, hostPressingNice)) })
-		}
-		if n := pool.lowerFailed.Load() + pressing.failed(); n > 0 {
+		if n := pool.lowerFailed.Load(); n > 0 {
 			// Tolerated: the reads then compete with the front end as equals.
 			o.Logger.Warn("work pool threads keep the default priority", zap.Int64("threads", n))
 		}
@@ -253,12 +241,11 @@ func NewHost(ctx context.Context, o Options) (*Host, error) {
 	h := &Host{
 		dir: o.Directory, rt: rt, proj: proj, store: store, closeStore: closeStore,
 		clock: o.Clock, log: o.Logger, model: o.Model, runner: o.Runner, mux: http.NewServeMux(), obs: obs,
-		edge:     newEdge(limits, o.Clock),
-		procs:    serverProcs(runtime.GOMAXPROCS(0), limits, o.recallInProcess()),
-		pool:     pool,
-		pressing: pressing,
-		purges:   newPurges(),
-		tarpit:   newTarpit(maxParkedRefusals),
+		edge:   newEdge(limits, o.Clock),
+		procs:  serverProcs(runtime.GOMAXPROCS(0), limits, o.recallInProcess()),
+		pool:   pool,
+		purges: newPurges(),
+		tarpit: newTarpit(maxParkedRefusals),
 	}
 	if o.tarpitSlots != nil {
 		h.tarpit = newTarpit(*o.tarpitSlots)
@@ -365,9 +352,6 @@ func (h *Host) Close(ctx context.Context) error {
 	// has stopped, so they return at once), before the store closes.
 	if h.pool != nil {
 		h.pool.stop()
-	}
-	if h.pressing != nil {
-		h.pressing.stop()
 	}
 	h.closeStore()
 	obsErr := h.obs.close(context.WithoutCancel(ctx))

@@ -79,13 +79,8 @@ func (h *Host) route(pattern string, query []string, fn func(http.ResponseWriter
 			return
 		}
 		// An admitted read runs on the lower-priority work pool, so that
-		// this goroutine's thread stays free for the front end (workpool.go);
-		// a tenant sending more than its share, on the lowest.
-		pool := h.pool
-		if h.pressing != nil && class.pressing(tenant) {
-			pool = h.pressing
-		}
-		if err := pool.run(r.Context(), func() { fn(w, r, c) }); err != nil {
+		// this goroutine's thread stays free for the front end (workpool.go).
+		if err := h.pool.run(r.Context(), func() { fn(w, r, c) }); err != nil {
 			writePoolErr(w, err)
 		}
 	})

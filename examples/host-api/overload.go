@@ -154,14 +154,6 @@ func serverProcs(cpus int, l overloadLimits, inProcess bool) int {
 // of an idle one.
 const hostWorkerNice = 10
 
-// hostPressingNice is how much the second work pool, for the reads of a
-// tenant that sends more than its fair share (edgeClass.pressing), lowers
-// its threads' priority: on a contended core a thread at nice 10 gets
-// about seven times the CPU of one at nice 19, so a retry storm's
-// admitted reads take what the other tenants' leave, and still all of an
-// idle core.
-const hostPressingNice = 19
-
 // hostWorkerConns is how many background workers hold a connection at
 // once: the embedding worker, the extraction worker and the lease reaper.
 const hostWorkerConns = 3
@@ -242,8 +234,6 @@ type edgeClass struct {
 type tenantUse struct {
 	held     int
 	lastSeen time.Time
-	// lastRefused is when the class last turned one of its requests away.
-	lastRefused time.Time
 }
 
 // fairWindow is how long a tenant counts as active after its last request.
@@ -293,8 +283,6 @@ func (c *edgeClass) enter(tenant string) bool {
 	if ok {
 		c.running++
 		u.held++
-	} else {
-		u.lastRefused = now
 	}
 	c.mu.Unlock()
 	if !ok {
@@ -304,18 +292,6 @@ func (c *edgeClass) enter(tenant string) bool {
 		}
 	}
 	return ok
-}
-
-// pressing reports whether the class turned one of tenant's requests
-// away within fairWindow: the tenant sends more than its share. The Host
-// runs such a tenant's admitted reads at a lower CPU priority than the
-// others' (Host.pools).
-func (c *edgeClass) pressing(tenant string) bool {
-	now := c.clk.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	u := c.tenants[tenant]
-	return u != nil && !u.lastRefused.IsZero() && now.Sub(u.lastRefused) < fairWindow
 }
 
 // activeLocked counts the tenants active at now (at least one: the

@@ -51,7 +51,6 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 		o.workerNice = &v
 	}
 	o.noWorkPool = os.Getenv(loadWorkPoolEnv) == "off"
-	o.onePool = os.Getenv(loadWorkPoolEnv) == "one"
 	ctx := context.Background()
 	host, err := NewHost(ctx, o)
 	if err != nil {

@@ -57,8 +57,6 @@ type workPool struct {
 	// priority and those where that failed (the worker then runs at the
 	// default priority: only the separation is lost).
 	lowered, lowerFailed atomic.Int64
-	// ran counts the jobs the workers have taken.
-	ran atomic.Int64
 }
 
 // poolJob is one call of run.
@@ -116,7 +114,6 @@ func (p *workPool) worker(ready func()) {
 // runtime.Goexit, this goroutine ends after exec's deferred call, which
 // starts a replacement worker so that the pool keeps its size.
 func (p *workPool) exec(j *poolJob) {
-	p.ran.Add(1)
 	returned := false
 	defer func() {
 		if !returned {
@@ -161,15 +158,6 @@ func (p *workPool) run(ctx context.Context, fn func()) error {
 		panic(errWorkExited)
 	}
 	return nil
-}
-
-// failed is the number of workers whose thread kept the default priority
-// (zero for a nil pool).
-func (p *workPool) failed() int64 {
-	if p == nil {
-		return 0
-	}
-	return p.lowerFailed.Load()
 }
 
 // stop ends the workers once their current work has returned and waits
