@@ -69,7 +69,12 @@ func runStorm(b *testing.B, records int, dur time.Duration) {
 	defer srv.Close()
 
 	quiet := envInt("MEMORYKIT_LOAD_QUIET_CLIENTS", 2)
-	rate := envInt("MEMORYKIT_LOAD_QUIET_RATE", 100)
+	// MEMORYKIT_LOAD_QUIET_RATE=0 runs the well-behaved tenant as a closed
+	// loop in every phase.
+	rate := 100
+	if v, err := strconv.Atoi(os.Getenv("MEMORYKIT_LOAD_QUIET_RATE")); err == nil && v >= 0 {
+		rate = v
+	}
 	storm := envInt("MEMORYKIT_LOAD_STORM_CLIENTS", 256)
 	paced := tenantLoad{token: carolToken, clients: quiet, backoff: true}
 	if rate > 0 {
