@@ -135,8 +135,16 @@ CONF
     "SELECT 1 FROM pg_database WHERE datname = '$DBNAME'" postgres | grep -q 1; then
     as_pg "$PGBIN/createdb" -h "$DIR" -p "$PORT" -U postgres "$DBNAME"
   fi
-  as_pg "$PGBIN/psql" -h "$DIR" -p "$PORT" -U postgres -d "$DBNAME" -qtA -v ON_ERROR_STOP=1 \
-    -c "CREATE EXTENSION IF NOT EXISTS citus" -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
+  # A worker refuses DDL once it is in the cluster, even a no-op
+  # IF NOT EXISTS: look first.
+  local ext
+  for ext in citus vector; do
+    if ! as_pg "$PGBIN/psql" -h "$DIR" -p "$PORT" -U postgres -d "$DBNAME" -tAc \
+      "SELECT 1 FROM pg_extension WHERE extname = '$ext'" | grep -q 1; then
+      as_pg "$PGBIN/psql" -h "$DIR" -p "$PORT" -U postgres -d "$DBNAME" -qtA -v ON_ERROR_STOP=1 \
+        -c "CREATE EXTENSION $ext" >/dev/null
+    fi
+  done
 }
 
 start_node coordinator
