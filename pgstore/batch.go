@@ -415,7 +415,7 @@ func (s *Store) checkExpect(ctx context.Context, tx pgx.Tx, op string, in memory
 func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow) error {
 	recRows := make([][]any, len(rows))
 	var revRows, embRows [][]any
-	var embIDs, embProfiles []string
+	var embIDs, embProfiles, embTenants []string
 	for i, r := range rows {
 		var until any
 		if !r.rec.EffectiveUntil.IsZero() {
@@ -426,14 +426,17 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 			r.rec.ContentHash, r.rec.EffectiveFrom, until, string(r.rec.CreatedBy.Kind), r.rec.CreatedBy.ID,
 			string(r.rec.TouchedBy.Kind), r.rec.TouchedBy.ID, r.rec.CreatedAt, r.rec.UpdatedAt, r.terms}
 		revRows = append(revRows, []any{r.rec.ID, int64(1), string(memorykit.ActionCreate), string(r.in.Actor.Kind),
-			r.in.Actor.ID, r.in.Reason, string(r.in.Status), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.CreatedAt})
+			r.in.Actor.ID, r.in.Reason, string(r.in.Status), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.CreatedAt,
+			r.rec.Scope.TenantID})
 		if r.superseder >= 0 {
 			by := rows[r.superseder].in
 			revRows = append(revRows, []any{r.rec.ID, int64(2), string(memorykit.ActionSupersede), string(by.Actor.Kind),
-				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.UpdatedAt})
+				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.UpdatedAt,
+				r.rec.Scope.TenantID})
 		}
 		if r.emb != nil {
 			embIDs, embProfiles = append(embIDs, r.rec.ID), append(embProfiles, r.emb.Profile)
+			embTenants = append(embTenants, r.rec.Scope.TenantID)
 			embRows = append(embRows, []any{r.rec.ID, r.emb.Profile, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType),
 				r.rec.Scope.SubjectID, r.rec.ContentHash, int32(len(r.emb.Vector)), pgvector.NewVector(r.emb.Vector), r.rec.CreatedAt,
 				r.rec.Status == memorykit.StatusActive})
@@ -452,7 +455,7 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 		return err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "revisions"}, []string{"record_id", "version", "action",
-		"actor_kind", "actor_id", "reason", "status", "content_hash", "content", "metadata", "sources", "at"},
+		"actor_kind", "actor_id", "reason", "status", "content_hash", "content", "metadata", "sources", "at", "tenant_id"},
 		pgx.CopyFromRows(revRows)); err != nil {
 		return err
 	}
@@ -466,7 +469,7 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 	}
 	// The records trigger queued these records for every registered
 	// profile; the ones just given a vector need no work for it.
-	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs, embProfiles)
+	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs, embProfiles, embTenants)
 	return err
 }
 

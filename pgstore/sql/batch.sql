@@ -22,13 +22,14 @@ WITH x AS (
 	RETURNING r.*, x.reason AS why
 )
 INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-	status, content_hash, content, metadata, sources, at)
+	status, content_hash, content, metadata, sources, at, tenant_id)
 SELECT id, version, 'supersede', touched_by_kind, touched_by_id, why, status, content_hash,
-	content, metadata, sources, updated_at
+	content, metadata, sources, updated_at, tenant_id
 FROM u
 
 -- name: batch_dequeue_embedded
--- $1, $2: the records the batch gave a vector and that vector's profile.
+-- $1, $2, $3: the records the batch gave a vector, that vector's profile
+-- and the record's tenant.
 DELETE FROM {schema}.embedding_queue q
-	USING unnest($1::text[], $2::text[]) AS e(record_id, profile)
-	WHERE q.profile = e.profile AND q.record_id = e.record_id
+	USING unnest($1::text[], $2::text[], $3::text[]) AS e(record_id, profile, tenant_id)
+	WHERE q.profile = e.profile AND q.record_id = e.record_id AND q.tenant_id = e.tenant_id
