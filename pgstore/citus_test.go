@@ -1,0 +1,65 @@
+package pgstore
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/goagents/memorykit/internal/testkit/pgtest"
+)
+
+// envCitusDSN names the coordinator of a Citus cluster with pgvector
+// (scripts/citus-test-env.sh starts one). The TestCitus... tests run
+// PostgreSQL tests again there: every schema a Store of those tests
+// migrates is distributed right after (testAfterMigrate), so they exercise
+// the same code on distributed tables.
+const envCitusDSN = "MEMORYKIT_CITUS_TEST_DSN"
+
+// citusDSN returns the Citus coordinator's DSN; without one it skips the
+// test, or fails it under MEMORYKIT_REQUIRE_POSTGRES=1.
+func citusDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(envCitusDSN)
+	if dsn == "" {
+		if pgtest.Required() {
+			t.Fatalf("%s=1 but %s is not set (scripts/citus-test-env.sh prints it)", pgtest.EnvRequire, envCitusDSN)
+		}
+		t.Skipf("%s is not set: skipping the Citus test (set it, and %s=1 to make a missing cluster fail)", envCitusDSN, pgtest.EnvRequire)
+	}
+	return dsn
+}
+
+func init() {
+	// Distribute every schema migrated on a Citus database (a no-op
+	// elsewhere: plain PostgreSQL has no citus extension).
+	testAfterMigrate = func(ctx context.Context, conn *pgx.Conn, schema string) error {
+		var citus bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil || !citus {
+			return err
+		}
+		return withSessionLock(ctx, "pgstore.distribute", conn, schemaLockKey(schema), func() error {
+			return distribute(ctx, "pgstore.distribute", conn, schema)
+		})
+	}
+}
+
+// The whole conformance suite, through SQL recall and through the recall
+// cache, on distributed schemas.
+func TestCitusConformance(t *testing.T)            { TestPostgresConformance(t) }
+func TestCitusCacheRecallConformance(t *testing.T) { TestPostgresCacheRecallConformance(t) }
+func TestCitusReasonsGoThroughContentPolicy(t *testing.T) {
+	TestPostgresReasonsGoThroughContentPolicy(t)
+}
+
+// The recall cache's differential test and the SQL/memorystore ones.
+func TestCitusRecallCacheMatchesSQL(t *testing.T) { TestRecallCacheMatchesSQL(t) }
+func TestCitusMatchesMemorystore(t *testing.T)    { TestPostgresMatchesMemorystore(t) }
+
+// Several workers sharing the job and embedding queues.
+func TestCitusSharedJobQueue(t *testing.T) { TestPostgresSharedJobQueue(t) }
+func TestCitusJobCompletionStoresCandidatesOnce(t *testing.T) {
+	TestPostgresJobCompletionStoresCandidatesOnce(t)
+}
+func TestCitusEmbeddingLeasesAreExclusive(t *testing.T) { TestPostgresEmbeddingLeasesAreExclusive(t) }
