@@ -308,15 +308,37 @@ func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) 
 	// lock.
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k`, locks)
-	batch.Queue(s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
+	reads := 1
+	if s.distributed {
+		// One statement per tenant, in tenant order (the row locks of a
+		// tenant are taken in ID order by each).
+		reads = 0
+		for _, t := range sortedUnique(tenants) {
+			batch.Queue(s.stmt("batch_active_holders_in"), tenants, types, subjects, kinds, ks, t)
+			reads++
+		}
+	} else {
+		batch.Queue(s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
+	}
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
+	for range reads {
+		if err := readHolders(br, holders); err != nil {
+			return nil, err
+		}
+	}
+	return holders, br.Close()
+}
+
+// readHolders reads the next batch_active_holders result of br into
+// holders.
+func readHolders(br pgx.BatchResults, holders map[activeKey]*batchHolder) error {
 	res, err := br.Query()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer res.Close()
 	for res.Next() {
@@ -326,16 +348,13 @@ func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) 
 			st, kindSt string
 		)
 		if err := res.Scan(&h.id, &h.version, &k.scope.TenantID, &st, &k.scope.SubjectID, &kindSt, &k.key); err != nil {
-			return nil, err
+			return err
 		}
 		k.scope.SubjectType, k.kind, h.item = memorykit.SubjectType(st), memorykit.Kind(kindSt), -1
 		holders[k] = &h
 	}
 	res.Close()
-	if err := res.Err(); err != nil {
-		return nil, err
-	}
-	return holders, br.Close()
+	return res.Err()
 }
 
 // supersedes are the earlier holders an UPDATE supersedes, with the

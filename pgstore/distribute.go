@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -302,4 +303,11 @@ func (s *Store) planCacheMode() string {
 		return "auto"
 	}
 	return "force_generic_plan"
+}
+
+// sortedUnique returns the distinct values of xs in order.
+func sortedUnique(xs []string) []string {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -36,6 +36,8 @@ type options struct {
 	embedder, url, model, apiKeyEnv string
 	dimension                       int
 	getenv                          func(string) string
+	// migrate --distribute: distribute the schema on a Citus coordinator.
+	distribute bool
 }
 
 // command is one CLI command.
@@ -94,6 +96,8 @@ var commands = []command{
 	{
 		name:    "migrate",
 		summary: "create or upgrade the schema (and the vector extension) to the version this binary supports",
+		flags:   distributeFlag,
+		check:   checkDistribute,
 		run:     runMigrate,
 	},
 	{

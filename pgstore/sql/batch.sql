@@ -12,6 +12,17 @@ SELECT r.id, r.version, r.tenant_id, r.subject_type, r.subject_id, r.kind, r.key
 	ORDER BY r.id
 	FOR UPDATE OF r
 
+-- name: batch_active_holders_in
+-- batch_active_holders for one tenant ($6) of a distributed schema: Citus
+-- locks rows only in a statement that names one tenant.
+SELECT r.id, r.version, r.tenant_id, r.subject_type, r.subject_id, r.kind, r.key
+	FROM {schema}.records r
+	JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS k(t, st, sid, kind, key)
+	  ON r.tenant_id = k.t AND r.subject_type = k.st AND r.subject_id = k.sid AND r.kind = k.kind AND r.key = k.key
+	WHERE r.status = 'active' AND r.tenant_id = $6
+	ORDER BY r.id
+	FOR UPDATE OF r
+
 -- name: batch_supersede
 WITH x AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(id, actor_kind, actor_id, reason, at)

@@ -49,6 +49,55 @@ SELECT c.id, c.tenant_id, c.subject_type, c.subject_id, c.key, c.content, up.con
 FROM up JOIN cand c ON c.id = up.record_id AND c.tenant_id = up.tenant_id
 ORDER BY c.id
 
+-- name: lease_candidates_in
+-- The first half of lease_embeddings for one tenant ($2) of a distributed
+-- schema: the candidates, share-locked with SKIP LOCKED in a statement
+-- naming one tenant (the only kind in which Citus locks rows). $3/$4
+-- restrict them to one Scope when not NULL, $5 is now, $6 the limit.
+SELECT r.id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
+	FROM (SELECT record_id FROM {schema}.embedding_queue WHERE profile = $1 AND tenant_id = $2 ORDER BY record_id) q
+	CROSS JOIN LATERAL (
+		SELECT r.id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
+		FROM {schema}.records r
+		WHERE r.id = q.record_id AND r.tenant_id = $2 AND r.status = 'active'
+		  AND ($3::text IS NULL OR (r.subject_type = $3 AND r.subject_id = $4))
+		  AND (SELECT e.content_hash FROM {schema}.embeddings e
+		       WHERE e.record_id = r.id AND e.tenant_id = $2 AND e.profile = $1) IS DISTINCT FROM r.content_hash
+		  AND coalesce((SELECT l.content_hash <> r.content_hash
+		       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $5))
+		       FROM {schema}.embedding_leases l WHERE l.record_id = r.id AND l.tenant_id = $2 AND l.profile = $1), true)
+		FOR SHARE SKIP LOCKED
+	) r
+	ORDER BY q.record_id
+	LIMIT $6
+
+-- name: lease_upsert_in
+-- The second half: the lease rows of the candidates ($6 ids, $7 content
+-- hashes, $8 fencing tokens drawn from the sequence on the coordinator)
+-- of tenant $5, upserted as lease_embeddings does.
+INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
+		lease_expires_at, attempts, retry_at, parked, reason, updated_at, lease_token, tenant_id)
+	SELECT u.id, $1, u.hash, $3, $4, 1, NULL, false, '', $2, u.token, $5
+	FROM unnest($6::text[], $7::text[], $8::bigint[]) AS u(id, hash, token)
+	ORDER BY u.id
+	ON CONFLICT (record_id, profile, tenant_id) DO UPDATE SET
+		content_hash = excluded.content_hash,
+		worker_id = excluded.worker_id,
+		lease_expires_at = excluded.lease_expires_at,
+		attempts = CASE WHEN l.content_hash = excluded.content_hash THEN l.attempts + 1 ELSE 1 END,
+		retry_at = NULL,
+		parked = false,
+		reason = CASE WHEN l.content_hash = excluded.content_hash THEN l.reason ELSE '' END,
+		stored = false,
+		updated_at = excluded.updated_at,
+		lease_token = excluded.lease_token
+	WHERE l.content_hash <> excluded.content_hash
+	   OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
+	RETURNING l.record_id, l.content_hash, l.attempts, l.lease_token
+
+-- name: embedding_queue_tenants
+SELECT DISTINCT tenant_id FROM {schema}.embedding_queue WHERE profile = $1 ORDER BY 1
+
 -- name: put_lock_records
 SELECT id, tenant_id, subject_type, subject_id, status, content_hash
 	FROM {schema}.records WHERE id = ANY ($1::text[]) AND tenant_id = ANY ($2::text[]) ORDER BY id FOR SHARE
@@ -87,6 +136,20 @@ SELECT l.record_id, l.profile, l.content_hash, l.lease_token
 	WHERE (l.record_id, l.profile, l.tenant_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
 	ORDER BY l.record_id, l.profile
 	FOR UPDATE OF l
+
+-- name: embedding_lease_tokens_in
+-- embedding_lease_tokens for one tenant ($4) of a distributed schema.
+SELECT l.record_id, l.profile, l.content_hash, l.lease_token
+	FROM {schema}.embedding_leases l
+	WHERE (l.record_id, l.profile, l.tenant_id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+	  AND l.tenant_id = $4
+	ORDER BY l.record_id, l.profile
+	FOR UPDATE OF l
+
+-- name: put_lock_records_in
+-- put_lock_records for one tenant ($2) of a distributed schema.
+SELECT id, tenant_id, subject_type, subject_id, status, content_hash
+	FROM {schema}.records WHERE id = ANY ($1::text[]) AND tenant_id = $2 ORDER BY id FOR SHARE
 
 -- name: check_current
 SELECT status, content_hash FROM {schema}.records
@@ -172,6 +235,22 @@ WITH picked AS (
 	SET worker_id = NULL, lease_expires_at = NULL, updated_at = $1
 	FROM picked WHERE l.record_id = picked.record_id AND l.profile = picked.profile
 		AND l.tenant_id = picked.tenant_id
+
+-- name: reap_embedding_leases_in
+-- reap_embedding_leases for one tenant ($2) of a distributed schema.
+WITH picked AS (
+		SELECT record_id, profile, tenant_id FROM {schema}.embedding_leases
+		WHERE worker_id IS NOT NULL AND lease_expires_at <= $1 AND tenant_id = $2
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE {schema}.embedding_leases l
+	SET worker_id = NULL, lease_expires_at = NULL, updated_at = $1
+	FROM picked WHERE l.record_id = picked.record_id AND l.profile = picked.profile
+		AND l.tenant_id = picked.tenant_id AND l.tenant_id = $2
+
+-- name: expired_lease_tenants
+SELECT DISTINCT tenant_id FROM {schema}.embedding_leases
+	WHERE worker_id IS NOT NULL AND lease_expires_at <= $1 ORDER BY 1
 
 -- name: count_scope
 SELECT
