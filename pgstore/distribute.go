@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"slices"
 	"strings"
@@ -33,6 +34,12 @@ const (
 	// distribution (undistribute_table) and run it again.
 	ReasonColocationMismatch = "colocation_mismatch"
 )
+
+// citusTriggers are the trigger functions of a distributed schema (see
+// the file), installed by Distribute.
+//
+//go:embed citus_triggers.sql
+var citusTriggers string
 
 // distributedTables are the tables Distribute distributes by tenant_id,
 // in order: records first (the others co-locate with it, and three hold
@@ -141,6 +148,15 @@ func distribute(ctx context.Context, op string, conn *pgx.Conn, schema string) e
 	// Rows already in a table are copied to its shards in this
 	// transaction, over one connection per node.
 	if _, err := tx.Exec(ctx, `SET LOCAL citus.multi_shard_modify_mode = sequential`); err != nil {
+		return mapErr(op, err)
+	}
+	ext, err := vectorSchema(ctx, op, tx)
+	if err != nil {
+		return err
+	}
+	// Replacing the functions is idempotent, and done before the tables
+	// move, so no shard ever runs the single-server forms.
+	if _, err := tx.Exec(ctx, renderSQL(citusTriggers, schema, ext)); err != nil {
 		return mapErr(op, err)
 	}
 	moved := false
