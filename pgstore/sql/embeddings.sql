@@ -55,29 +55,33 @@ ORDER BY c.id
 -- naming one tenant (the only kind in which Citus locks rows). $3/$4
 -- restrict them to one Scope when not NULL, $5 is now, $6 the limit.
 SELECT r.id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
-	FROM (SELECT record_id FROM {schema}.embedding_queue WHERE profile = $1 AND tenant_id = $2 ORDER BY record_id) q
+	FROM (SELECT record_id FROM {schema}.embedding_queue WHERE profile = $1::text AND tenant_id = $2::text ORDER BY record_id) q
 	CROSS JOIN LATERAL (
 		SELECT r.id, r.subject_type, r.subject_id, r.key, r.content, r.content_hash
 		FROM {schema}.records r
-		WHERE r.id = q.record_id AND r.tenant_id = $2 AND r.status = 'active'
-		  AND ($3::text IS NULL OR (r.subject_type = $3 AND r.subject_id = $4))
+		WHERE r.id = q.record_id AND r.tenant_id = $2::text AND r.status = 'active'
+		  AND ($3::text IS NULL OR (r.subject_type = $3::text AND r.subject_id = $4::text))
 		  AND (SELECT e.content_hash FROM {schema}.embeddings e
-		       WHERE e.record_id = r.id AND e.tenant_id = $2 AND e.profile = $1) IS DISTINCT FROM r.content_hash
+		       WHERE e.record_id = r.id AND e.tenant_id = $2::text AND e.profile = $1::text) IS DISTINCT FROM r.content_hash
 		  AND coalesce((SELECT l.content_hash <> r.content_hash
-		       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $5))
-		       FROM {schema}.embedding_leases l WHERE l.record_id = r.id AND l.tenant_id = $2 AND l.profile = $1), true)
+		       OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $5::timestamptz))
+		       FROM {schema}.embedding_leases l WHERE l.record_id = r.id AND l.tenant_id = $2::text AND l.profile = $1::text), true)
 		FOR SHARE SKIP LOCKED
 	) r
 	ORDER BY q.record_id
-	LIMIT $6
+	LIMIT $6::int
 
 -- name: lease_upsert_in
 -- The second half: the lease rows of the candidates ($6 ids, $7 content
 -- hashes, $8 fencing tokens drawn from the sequence on the coordinator)
--- of tenant $5, upserted as lease_embeddings does.
+-- of tenant $5, upserted as lease_embeddings does. The conflict clause
+-- names no parameter (excluded.updated_at is now, $2): Citus runs it on
+-- the shard with the rows from the coordinator, where a parameter the
+-- rest of the statement no longer uses has no type.
 INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, worker_id,
 		lease_expires_at, attempts, retry_at, parked, reason, updated_at, lease_token, tenant_id)
-	SELECT u.id, $1, u.hash, $3, $4, 1, NULL, false, '', $2, u.token, $5
+	SELECT u.id, $1::text, u.hash, $3::text, $4::timestamptz, 1, NULL::timestamptz, false, '', $2::timestamptz,
+		u.token, $5::text
 	FROM unnest($6::text[], $7::text[], $8::bigint[]) AS u(id, hash, token)
 	ORDER BY u.id
 	ON CONFLICT (record_id, profile, tenant_id) DO UPDATE SET
@@ -92,7 +96,7 @@ INSERT INTO {schema}.embedding_leases AS l (record_id, profile, content_hash, wo
 		updated_at = excluded.updated_at,
 		lease_token = excluded.lease_token
 	WHERE l.content_hash <> excluded.content_hash
-	   OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= $2))
+	   OR (l.worker_id IS NULL AND NOT l.parked AND NOT l.stored AND (l.retry_at IS NULL OR l.retry_at <= excluded.updated_at))
 	RETURNING l.record_id, l.content_hash, l.attempts, l.lease_token
 
 -- name: embedding_queue_tenants
@@ -194,7 +198,7 @@ INSERT INTO {schema}.embedding_profiles (profile) VALUES ($1)
 
 -- name: queue_profile_records
 INSERT INTO {schema}.embedding_queue (profile, record_id, tenant_id)
-	SELECT $1, r.id, r.tenant_id FROM {schema}.records r
+	SELECT $1::text, r.id, r.tenant_id FROM {schema}.records r
 	WHERE r.status = 'active' AND NOT EXISTS (
 		SELECT 1 FROM {schema}.embeddings e
 		WHERE e.record_id = r.id AND e.tenant_id = r.tenant_id AND e.profile = $1 AND e.content_hash = r.content_hash)
@@ -215,7 +219,7 @@ WITH d AS (
 		  AND ($2::boolean OR (r.tenant_id = $3 AND r.subject_type = $4 AND r.subject_id = $5))
 	), q AS (
 		INSERT INTO {schema}.embedding_queue (profile, record_id, tenant_id)
-		SELECT $1, r.id, r.tenant_id FROM {schema}.records r
+		SELECT $1::text, r.id, r.tenant_id FROM {schema}.records r
 		WHERE r.status = 'active'
 		  AND ($2::boolean OR (r.tenant_id = $3 AND r.subject_type = $4 AND r.subject_id = $5))
 		  AND EXISTS (SELECT 1 FROM {schema}.embedding_profiles WHERE profile = $1)
