@@ -65,6 +65,10 @@ if [ "$status" -ne 0 ]; then
   grep -nE -B2 -A20 -- '--- FAIL|^panic:|race detected' "$log" | head -300 || true
   exit "$status"
 fi
+echo "== Citus: a worker stopped during a batch write and a recall (TestCitusWorkerStopped)"
+# Alone, after the main run: it stops and restarts a worker of the cluster.
+MEMORYKIT_CITUS_FAULT=1 MEMORYKIT_CITUS_DIR="${MEMORYKIT_CITUS_DIR:-/tmp/memorykit-citus}" \
+  go test -count=1 -run '^TestCitusWorkerStopped$' ./pgstore/
 echo "== fuzz (bounded)"
 # Budgets are execution counts, not durations: with a duration, Go 1.26's
 # fuzz coordinator can report "context deadline exceeded" at the end of the
