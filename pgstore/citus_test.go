@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -31,10 +32,16 @@ func citusDSN(t testing.TB) string {
 	return dsn
 }
 
+// keepLocal holds the schemas the hook below leaves undistributed.
+var keepLocal sync.Map
+
 func init() {
 	// Distribute every schema migrated on a Citus database (a no-op
 	// elsewhere: plain PostgreSQL has no citus extension).
 	testAfterMigrate = func(ctx context.Context, conn *pgx.Conn, schema string) error {
+		if _, ok := keepLocal.Load(schema); ok {
+			return nil
+		}
 		var citus bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil || !citus {
 			return err

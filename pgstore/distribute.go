@@ -159,6 +159,16 @@ func distribute(ctx context.Context, op string, conn *pgx.Conn, schema string) e
 	if _, err := tx.Exec(ctx, renderSQL(citusTriggers, schema, ext)); err != nil {
 		return mapErr(op, err)
 	}
+	// The rows already here are moved with their derived rows (recall
+	// text, counts, versions, queue): the triggers must not fire for the
+	// copies, or the counts would double. They are back on before commit.
+	for _, t := range triggerTables {
+		if state.kind[t] == "" {
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+qualified(schema, t)+` DISABLE TRIGGER USER`); err != nil {
+				return mapErr(op, err)
+			}
+		}
+	}
 	moved := false
 	for _, t := range referenceTables {
 		if state.kind[t] != "" {
@@ -199,11 +209,21 @@ func distribute(ctx context.Context, op string, conn *pgx.Conn, schema string) e
 			}
 		}
 	}
+	for _, t := range triggerTables {
+		if state.kind[t] == "" {
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+qualified(schema, t)+` ENABLE TRIGGER USER`); err != nil {
+				return mapErr(op, err)
+			}
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return mapErr(op, err)
 	}
 	return nil
 }
+
+// triggerTables are the tables with triggers of their own.
+var triggerTables = []string{"records", "embeddings"}
 
 // qualified is schema.table, quoted, as a regclass literal.
 func qualified(schema, table string) string { return quoteIdent(schema) + "." + quoteIdent(table) }
