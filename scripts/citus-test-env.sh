@@ -108,8 +108,9 @@ start_node() {
   if [ ! -f "$data/PG_VERSION" ]; then
     log "initdb in $data"
     as_pg "$PGBIN/initdb" -D "$data" -U postgres -A trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
-    # shard_count 8: the tests distribute many small schemas; the default 32
-    # shards per table would make each Distribute create hundreds of tables.
+    # shard_count 4 (two per worker): the tests distribute many small schemas;
+    # the default 32 shards per table would make each Distribute create hundreds
+    # of tables.
     as_pg tee -a "$data/postgresql.conf" >/dev/null <<'CONF'
 shared_preload_libraries = 'citus'
 listen_addresses = '127.0.0.1'
@@ -117,7 +118,7 @@ max_connections = 300
 fsync = off
 synchronous_commit = off
 full_page_writes = off
-citus.shard_count = 8
+citus.shard_count = 4
 CONF
   fi
   if [ -f "$DIR/$name.port" ] && as_pg "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
