@@ -59,7 +59,6 @@ func mapErr(op string, err error) error {
 func pgErr(op string, pe *pgconn.PgError, cause error) *memorykit.Error {
 	code := pe.Code
 	reason := "sqlstate_" + strings.ToLower(code)
-	reason += "ZZDBG:" + pe.Message
 	e := &memorykit.Error{Op: op, Kind: memorykit.ErrUnavailable, Reason: reason, Err: cause}
 	switch {
 	case retryableState(code):
