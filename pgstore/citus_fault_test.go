@@ -65,7 +65,7 @@ func TestCitusWorkerStopped(t *testing.T) {
 		var port int
 		if err := conn.QueryRow(ctx, `SELECT p.nodeport FROM pg_dist_placement pl
 			JOIN pg_dist_node p ON p.groupid = pl.groupid
-			WHERE pl.shardid = get_shard_id_for_distribution_column($1::regclass, $2)`,
+			WHERE pl.shardid = get_shard_id_for_distribution_column($1::regclass, $2::text)`,
 			qualified(b.schema, "records"), sc.TenantID).Scan(&port); err != nil {
 			t.Fatal(err)
 		}
@@ -130,10 +130,10 @@ func TestCitusWorkerStopped(t *testing.T) {
 	}
 	_, err = batch(down[0], "during")
 	recoverable("CreateBatch", err)
-	_, err = b.s.Recall(ctx, memorykit.RecallQuery{Scope: down[0], Terms: []string{"deploys"}, ExactLimit: 3, FullTextLimit: 3})
+	_, err = b.s.Recall(ctx, memorykit.RecallQuery{Scope: down[0], Terms: []string{"deploys"}, ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3})
 	recoverable("Recall", err)
 	// A tenant on the running worker is served.
-	if _, err := b.s.Recall(ctx, memorykit.RecallQuery{Scope: up[0], Terms: []string{"deploys"}, ExactLimit: 3, FullTextLimit: 3}); err != nil {
+	if _, err := b.s.Recall(ctx, memorykit.RecallQuery{Scope: up[0], Terms: []string{"deploys"}, ExactLimit: 3, FullTextLimit: 3, VectorLimit: 3}); err != nil {
 		t.Fatalf("Recall of a tenant on the running worker: %v", err)
 	}
 
