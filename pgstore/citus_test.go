@@ -60,8 +60,10 @@ func TestCitusReasonsGoThroughContentPolicy(t *testing.T) {
 	TestPostgresReasonsGoThroughContentPolicy(t)
 }
 
-// The recall cache's differential test and the SQL/memorystore ones.
-func TestCitusRecallCacheMatchesSQL(t *testing.T) { TestRecallCacheMatchesSQL(t) }
+// The recall cache's differential test (one seed of 500 steps: every
+// step is a few distributed statements, several times slower than on one
+// server) and the SQL/memorystore one.
+func TestCitusRecallCacheMatchesSQL(t *testing.T) { testRecallCacheMatchesSQL(t, 1, 500) }
 func TestCitusMatchesMemorystore(t *testing.T)    { TestPostgresMatchesMemorystore(t) }
 
 // Several workers sharing the job and embedding queues.
