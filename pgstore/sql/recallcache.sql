@@ -30,7 +30,7 @@ SELECT e.record_id, e.profile, e.content_hash, e.embedding
 	FROM (SELECT * FROM {schema}.embeddings WHERE tenant_id = $1 AND record_id = ANY ((SELECT coalesce(array_agg(record_id), '{}') FROM (SELECT c.record_id FROM {schema}.scope_changes c
 	WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4) ch)::text[]) OFFSET 0) e
 	WHERE e.content_hash = (SELECT r.content_hash FROM {schema}.records r
-		WHERE r.id = e.record_id AND r.tenant_id = e.tenant_id AND r.status = 'active')
+		WHERE r.id = e.record_id AND r.tenant_id = $1 AND r.status = 'active')
 
 -- name: load_scope_records
 SELECT {record_cols} FROM {schema}.records
