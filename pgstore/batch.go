@@ -308,15 +308,37 @@ func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) 
 	// lock.
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k`, locks)
-	batch.Queue(s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
+	reads := 1
+	if s.distributed {
+		// One statement per tenant, in tenant order (the row locks of a
+		// tenant are taken in ID order by each).
+		reads = 0
+		for _, t := range sortedUnique(tenants) {
+			batch.Queue(s.stmt("batch_active_holders_in"), tenants, types, subjects, kinds, ks, t)
+			reads++
+		}
+	} else {
+		batch.Queue(s.stmt("batch_active_holders"), tenants, types, subjects, kinds, ks)
+	}
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
+	for range reads {
+		if err := readHolders(br, holders); err != nil {
+			return nil, err
+		}
+	}
+	return holders, br.Close()
+}
+
+// readHolders reads the next batch_active_holders result of br into
+// holders.
+func readHolders(br pgx.BatchResults, holders map[activeKey]*batchHolder) error {
 	res, err := br.Query()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer res.Close()
 	for res.Next() {
@@ -326,16 +348,13 @@ func (s *Store) lockActiveKeys(ctx context.Context, tx pgx.Tx, rows []batchRow) 
 			st, kindSt string
 		)
 		if err := res.Scan(&h.id, &h.version, &k.scope.TenantID, &st, &k.scope.SubjectID, &kindSt, &k.key); err != nil {
-			return nil, err
+			return err
 		}
 		k.scope.SubjectType, k.kind, h.item = memorykit.SubjectType(st), memorykit.Kind(kindSt), -1
 		holders[k] = &h
 	}
 	res.Close()
-	if err := res.Err(); err != nil {
-		return nil, err
-	}
-	return holders, br.Close()
+	return res.Err()
 }
 
 // supersedes are the earlier holders an UPDATE supersedes, with the
@@ -415,7 +434,7 @@ func (s *Store) checkExpect(ctx context.Context, tx pgx.Tx, op string, in memory
 func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batchRow) error {
 	recRows := make([][]any, len(rows))
 	var revRows, embRows [][]any
-	var embIDs, embProfiles []string
+	var embIDs, embProfiles, embTenants []string
 	for i, r := range rows {
 		var until any
 		if !r.rec.EffectiveUntil.IsZero() {
@@ -426,14 +445,17 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 			r.rec.ContentHash, r.rec.EffectiveFrom, until, string(r.rec.CreatedBy.Kind), r.rec.CreatedBy.ID,
 			string(r.rec.TouchedBy.Kind), r.rec.TouchedBy.ID, r.rec.CreatedAt, r.rec.UpdatedAt, r.terms}
 		revRows = append(revRows, []any{r.rec.ID, int64(1), string(memorykit.ActionCreate), string(r.in.Actor.Kind),
-			r.in.Actor.ID, r.in.Reason, string(r.in.Status), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.CreatedAt})
+			r.in.Actor.ID, r.in.Reason, string(r.in.Status), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.CreatedAt,
+			r.rec.Scope.TenantID})
 		if r.superseder >= 0 {
 			by := rows[r.superseder].in
 			revRows = append(revRows, []any{r.rec.ID, int64(2), string(memorykit.ActionSupersede), string(by.Actor.Kind),
-				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.UpdatedAt})
+				by.Actor.ID, by.Reason, string(memorykit.StatusSuperseded), r.rec.ContentHash, r.rec.Content, r.meta, r.src, r.rec.UpdatedAt,
+				r.rec.Scope.TenantID})
 		}
 		if r.emb != nil {
 			embIDs, embProfiles = append(embIDs, r.rec.ID), append(embProfiles, r.emb.Profile)
+			embTenants = append(embTenants, r.rec.Scope.TenantID)
 			embRows = append(embRows, []any{r.rec.ID, r.emb.Profile, r.rec.Scope.TenantID, string(r.rec.Scope.SubjectType),
 				r.rec.Scope.SubjectID, r.rec.ContentHash, int32(len(r.emb.Vector)), pgvector.NewVector(r.emb.Vector), r.rec.CreatedAt,
 				r.rec.Status == memorykit.StatusActive})
@@ -452,7 +474,7 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 		return err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "revisions"}, []string{"record_id", "version", "action",
-		"actor_kind", "actor_id", "reason", "status", "content_hash", "content", "metadata", "sources", "at"},
+		"actor_kind", "actor_id", "reason", "status", "content_hash", "content", "metadata", "sources", "at", "tenant_id"},
 		pgx.CopyFromRows(revRows)); err != nil {
 		return err
 	}
@@ -466,7 +488,7 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 	}
 	// The records trigger queued these records for every registered
 	// profile; the ones just given a vector need no work for it.
-	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs, embProfiles)
+	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs, embProfiles, embTenants)
 	return err
 }
 

@@ -66,5 +66,11 @@ func newTxStore(ctx context.Context, tx pgx.Tx, cfg Config) (*Store, error) {
 	// them in snapshots of their own: neither fits one transaction, so a
 	// Store on a transaction ranks every recall in SQL.
 	cfg.SQLRecall = true
-	return newStore(txDB{tx}, nil, false, cfg, schema, ext), nil
+	distributed, err := isDistributed(ctx, tx, schema)
+	if err != nil {
+		return nil, mapErr(op, err)
+	}
+	s := newStore(txDB{tx}, nil, false, cfg, schema, ext)
+	s.setDistributed(distributed)
+	return s, nil
 }

@@ -130,5 +130,10 @@ func isUniqueViolation(err error, constraint string) bool {
 	if !errors.As(err, &pe) || pe.Code != "23505" {
 		return false
 	}
-	return constraint == "" || pe.ConstraintName == constraint
+	if constraint == "" || pe.ConstraintName == constraint {
+		return true
+	}
+	// Citus reports the constraint of a shard: the name, "_", the shard id.
+	rest, ok := strings.CutPrefix(pe.ConstraintName, constraint+"_")
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
 }

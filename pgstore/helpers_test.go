@@ -20,9 +20,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testDSN returns the test database's DSN under pgtest's skip/fail rule.
+// testDSN returns the test database's DSN under pgtest's skip/fail rule:
+// the Citus coordinator's for the tests named TestCitus... (citus_test.go),
+// which run PostgreSQL tests again on a distributed schema.
 func testDSN(t testing.TB) string {
 	t.Helper()
+	if strings.HasPrefix(t.Name(), "TestCitus") {
+		return citusDSN(t)
+	}
 	return pgtest.DSN(t)
 }
 

@@ -19,7 +19,7 @@ import (
 // SchemaVersion is the schema version this package writes and accepts: the
 // number of the newest embedded migration. Open refuses a schema that
 // records a newer or unknown version.
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // Reason codes of Open and New failures that callers may want to branch on.
 const (

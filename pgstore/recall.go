@@ -107,8 +107,8 @@ func (s *Store) sendRecall(ctx context.Context, q storekit.RecallQuery, now time
 		vec = pgvector.NewVector(append([]float32(nil), q.Vector...))
 	}
 	batch := &pgx.Batch{}
-	batch.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
-		set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)`)
+	batch.Queue(`SELECT set_config('plan_cache_mode', $1, true),
+		set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)`, s.planCacheMode())
 	batch.Queue(s.recallSQLFor(len(literals)),
 		q.Scope.TenantID, string(q.Scope.SubjectType), q.Scope.SubjectID, now,
 		keys, q.ExactLimit, literals, terms, q.FullTextLimit,

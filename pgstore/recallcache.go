@@ -763,7 +763,7 @@ func (s *Store) readDelta(ctx context.Context, scope memorykit.Scope, from int64
 	// See sql/recallcache.sql for why the changed rows are read by id.
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-	batch.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
+	batch.Queue(`SELECT set_config('plan_cache_mode', $1, true)`, s.planCacheMode())
 	batch.Queue(s.stmt("scope_version"), args[:3]...)
 	batch.Queue(s.stmt("read_delta_changed"), args...)
 	batch.Queue(s.stmt("read_delta_records"), args...)

@@ -196,13 +196,13 @@ vc AS MATERIALIZED (
 ),
 vec AS (
 	(SELECT e.record_id AS id, e.embedding
-	FROM vc JOIN {schema}.embeddings e ON e.record_id = vc.record_id AND e.profile = $10
-	JOIN {schema}.records r ON r.id = e.record_id
+	FROM vc JOIN {schema}.embeddings e ON e.record_id = vc.record_id AND e.tenant_id = $1 AND e.profile = $10
+	JOIN {schema}.records r ON r.id = e.record_id AND r.tenant_id = $1
 	ORDER BY e.embedding OPERATOR({ext}.<=>) $12::{ext}.vector, r.updated_at DESC, e.record_id
 	LIMIT $13)
 	UNION ALL
 	(SELECT e.record_id, e.embedding FROM {schema}.embeddings e
-	JOIN {schema}.records r ON r.id = e.record_id
+	JOIN {schema}.records r ON r.id = e.record_id AND r.tenant_id = $1
 	WHERE $11 > ` + halfMaxDims + ` AND e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
 	  AND e.profile = $10 AND e.dims = $11 AND e.live
 	  AND e.record_id NOT IN (SELECT record_id FROM dorm)
@@ -216,7 +216,7 @@ hits AS (
 	UNION ALL SELECT 'v', id, 0, 0, embedding FROM vec
 )
 SELECT h.ch, h.m, h.w, h.embedding, ` + recordColsR + `
-FROM hits h JOIN {schema}.records r ON r.id = h.id`
+FROM hits h JOIN {schema}.records r ON r.id = h.id AND r.tenant_id = $1`
 
 // fullTextCTEs returns the CTEs ending in fx for k distinct query terms.
 func fullTextCTEs(k int) string {

@@ -79,7 +79,7 @@ func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.T
 		return err
 	}
 	supersede := func(id string) error {
-		_, err := tx.Exec(ctx, q(statements["touch_plain"]), id, string(memorykit.StatusSuperseded), string(migrationActor.Kind), migrationActor.ID,
+		_, err := tx.Exec(ctx, q(rekeySupersede), id, string(memorykit.StatusSuperseded), string(migrationActor.Kind), migrationActor.ID,
 			now, string(memorykit.ActionSupersede), reason)
 		return err
 	}
@@ -117,3 +117,19 @@ func rekeyRecords(ctx context.Context, tx pgx.Tx, schema, ext string, now time.T
 	}
 	return nil
 }
+
+// rekeySupersede is touch_plain as of schema 12, whose revisions have no
+// tenant_id column yet: the data steps of versions 5 and 12 run before
+// version 13 adds it.
+const rekeySupersede = `WITH u AS (
+	UPDATE {schema}.records SET status = $2, version = version + 1,
+		touched_by_kind = $3, touched_by_id = $4, updated_at = $5
+	WHERE id = $1
+	RETURNING *
+), rev AS (
+	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
+		status, content_hash, content, metadata, sources, at)
+	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5
+	FROM u
+)
+SELECT 1 FROM u`

@@ -61,6 +61,9 @@ func TestPostgresMigratesKeysToCanonicalForm(t *testing.T) {
 
 	// Back to schema 4: forget every later version and undo its DDL, so
 	// reopening runs them all again.
+	if err := MigrateDown(ctx, conn, schema, 12); err != nil {
+		t.Fatal(err)
+	}
 	for _, stmt := range []string{
 		`DELETE FROM {schema}.schema_migrations WHERE version >= 5`,
 		// 6: erasure
@@ -168,6 +171,9 @@ func TestPostgresMigratesLookAlikeKeys(t *testing.T) {
 	blank := mk(memorykit.KindNote, "placeholder two")
 	setKey(blank.ID, "on\u2800call")
 	other := mk(memorykit.KindNote, "other")
+	if err := MigrateDown(ctx, conn, schema, 12); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, renderSQL(`DELETE FROM {schema}.schema_migrations WHERE version = 12`, schema, "")); err != nil {
 		t.Fatal(err)
 	}

@@ -218,6 +218,9 @@ type Store struct {
 	closeOnce sync.Once
 	// cache is the recall cache (nil: off, Config.SQLRecall).
 	cache *recallCache
+	// distributed: the schema is distributed by Citus (Distribute), so
+	// statements take the forms Citus can plan (see setDistributed).
+	distributed bool
 }
 
 var (
@@ -263,6 +266,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	ext, err := migrate(ctx, conn, schema, cfg.Clock)
+	var distributed bool
+	if err == nil {
+		distributed, err = afterMigrate(ctx, op, conn, schema)
+	}
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	_ = conn.Close(closeCtx)
 	cancel()
@@ -282,6 +289,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		return nil, memorykit.ConfigError(op, "dsn", "pool_config")
 	}
 	s := newStore(pool, pool, true, cfg, schema, ext)
+	s.setDistributed(distributed)
 	if err := s.checkVector(ctx, op); err != nil {
 		pool.Close()
 		return nil, err
@@ -321,6 +329,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, connectErr(op, err)
 	}
 	ext, err := migrate(ctx, conn.Conn(), schema, cfg.Clock)
+	var distributed bool
+	if err == nil {
+		distributed, err = afterMigrate(ctx, op, conn.Conn(), schema)
+	}
 	if err == nil {
 		err = checkRegistered(ctx, op, conn.Conn(), ext)
 	}
@@ -331,6 +343,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := newStore(pool, pool, false, cfg, schema, ext)
+	s.setDistributed(distributed)
 	if err := s.checkVector(ctx, op); err != nil {
 		return nil, err
 	}

@@ -9,11 +9,13 @@
 #   MEMORYKIT_POSTGRES_TEST_DSN  use this database instead (left alone)
 #   MEMORYKIT_PG_DIR             cluster directory (default /tmp/memorykit-pg)
 #   MEMORYKIT_PG_PORT            first port to try (default 55432)
+#   MEMORYKIT_PG_INSTALL_ONLY    set to 1: install PostgreSQL and pgvector, start
+#                                nothing, print nothing (scripts/citus-test-env.sh)
 set -euo pipefail
 
 log() { echo "postgres-test-env: $*" >&2; }
 
-if [ -n "${MEMORYKIT_POSTGRES_TEST_DSN:-}" ]; then
+if [ -n "${MEMORYKIT_POSTGRES_TEST_DSN:-}" ] && [ "${MEMORYKIT_PG_INSTALL_ONLY:-}" != 1 ]; then
   log "MEMORYKIT_POSTGRES_TEST_DSN is set; using it as given"
   printf 'export MEMORYKIT_POSTGRES_TEST_DSN=%q\n' "$MEMORYKIT_POSTGRES_TEST_DSN"
   exit 0
@@ -76,6 +78,10 @@ SRC
     as_root make -s PG_CONFIG="$PGBIN/pg_config" install >&2
   )
   rm -rf "$BUILD"
+fi
+
+if [ "${MEMORYKIT_PG_INSTALL_ONLY:-}" = 1 ]; then
+  exit 0
 fi
 
 # 3. A throwaway cluster owned by the postgres user.

@@ -14,6 +14,14 @@ eval "$(scripts/postgres-test-env.sh)"
 export MEMORYKIT_POSTGRES_TEST_DSN
 export MEMORYKIT_REQUIRE_POSTGRES=1
 
+# The Citus cluster (a coordinator and two workers) for pgstore's TestCitus
+# tests: built and started in the background (building Citus takes about 12
+# minutes on 2 cores the first time) while the static gates run.
+echo "== provisioning Citus in the background (scripts/citus-test-env.sh)"
+citus_env=$(mktemp /tmp/memorykit-citus-env.XXXXXX)
+scripts/citus-test-env.sh >"$citus_env" 2>"$citus_env.log" &
+citus_pid=$!
+
 echo "== gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
@@ -31,10 +39,19 @@ if ! go mod tidy -diff; then
   echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1
 fi
 
+echo "== waiting for Citus"
+citus_wait_start=$(date +%s)
+if ! wait "$citus_pid"; then
+  echo "scripts/citus-test-env.sh failed:"; cat "$citus_env.log"; exit 1
+fi
+echo "waited $(( $(date +%s) - citus_wait_start )) s"
+eval "$(cat "$citus_env")"
+export MEMORYKIT_CITUS_TEST_DSN
+
 echo "== go test -race -count=1 ./... (MEMORYKIT_REQUIRE_POSTGRES=1)"
 log=$(mktemp /tmp/memorykit-test.XXXXXX)
 status=0
-go test -race -count=1 -timeout 25m -v ./... >"$log" 2>&1 || status=$?
+go test -race -count=1 -timeout 45m -v ./... >"$log" 2>&1 || status=$?
 grep -E '^(ok|FAIL|---|panic:|\?)' "$log" | grep -vE '^\s*--- PASS' | grep -vE '^--- PASS' || true
 echo "== summary"
 printf 'passed: %s  failed: %s  skipped: %s\n' \
@@ -42,11 +59,16 @@ printf 'passed: %s  failed: %s  skipped: %s\n' \
   "$(grep -cE -- '--- FAIL' "$log" || true)" \
   "$(grep -cE -- '--- SKIP' "$log" || true)"
 printf 'PostgreSQL tests passed: %s\n' "$(grep -cE -- '--- PASS: TestPostgres' "$log" || true)"
+printf 'Citus tests passed: %s\n' "$(grep -cE -- '--- PASS: TestCitus' "$log" || true)"
 if [ "$status" -ne 0 ]; then
   echo "== failures (full log: $log)"
   grep -nE -B2 -A20 -- '--- FAIL|^panic:|race detected' "$log" | head -300 || true
   exit "$status"
 fi
+echo "== Citus: a worker stopped during a batch write and a recall (TestCitusWorkerStopped)"
+# Alone, after the main run: it stops and restarts a worker of the cluster.
+MEMORYKIT_CITUS_FAULT=1 MEMORYKIT_CITUS_DIR="${MEMORYKIT_CITUS_DIR:-/tmp/memorykit-citus}" \
+  go test -count=1 -run '^TestCitusWorkerStopped$' ./pgstore/
 echo "== fuzz (bounded)"
 # Budgets are execution counts, not durations: with a duration, Go 1.26's
 # fuzz coordinator can report "context deadline exceeded" at the end of the
@@ -65,7 +87,7 @@ go -C examples/host-api test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 25000x
 go test -run '^$' -fuzz '^FuzzEngineAnswer$' -fuzztime 10000x -fuzzminimizetime 500x ./extraction/
 go test -run '^$' -fuzz '^FuzzExplicit$' -fuzztime 20000x -fuzzminimizetime 500x ./extraction/
 echo "== go test ./... without a database (PostgreSQL tests must skip, not fail)"
-env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
+env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_CITUS_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
   echo "plain go test without a database failed:"; grep -E -B2 -A15 -- '--- FAIL|^FAIL' "$log.nodb" | head -100; exit 1; }
 echo "ok (log: $log.nodb)"
 

@@ -39,6 +39,8 @@ type options struct {
 	embedder, url, model, apiKeyEnv string
 	dimension                       int
 	getenv                          func(string) string
+	// migrate --distribute: distribute the schema on a Citus coordinator.
+	distribute bool
 }
 
 // command is one CLI command. The cobra tree is built from this table:
@@ -127,6 +129,8 @@ var commands = []command{
 		name:    "migrate",
 		summary: "create or upgrade the schema (and the vector extension) to the version this binary supports",
 		example: "memorykit migrate --dsn \"$MEMORYKIT_DSN\"\nmemorykit migrate --sqlite memorykit-data/memorykit.db",
+		flags:   distributeFlag,
+		check:   checkDistribute,
 		run:     runMigrate,
 	},
 	{

@@ -41,6 +41,9 @@ func runMigrate(ctx context.Context, c *cli, o *options) error {
 		return err
 	}
 	fmt.Fprintf(c.out, "%s: migrated, version %d\n", where, version)
+	if o.distribute {
+		return runDistribute(ctx, c, o)
+	}
 	return nil
 }
 

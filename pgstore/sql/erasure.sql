@@ -122,8 +122,8 @@ WITH u AS (
 		RETURNING r.*
 	)
 	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
-	SELECT id, version, 'purge', $3, $4, $6, status, '', '', NULL, NULL, $5 FROM u
+		status, content_hash, content, metadata, sources, at, tenant_id)
+	SELECT id, version, 'purge', $3, $4, $6, status, '', '', NULL, NULL, $5, tenant_id FROM u
 
 -- name: purge_count_step
 UPDATE {schema}.purges SET records = records + $4,

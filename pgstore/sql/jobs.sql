@@ -29,13 +29,13 @@ WITH ins AS (
 		search_tsv)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, 1, $11, $12, $13,
 		$14, $15, $14, $15, $16, $16, array_to_tsvector($17::text[]))
-	ON CONFLICT (id) DO NOTHING
+	ON CONFLICT (id, tenant_id) DO NOTHING
 	RETURNING *
 ), rev AS (
 	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
+		status, content_hash, content, metadata, sources, at, tenant_id)
 	SELECT id, version, 'create', created_by_kind, created_by_id, $18, status, content_hash,
-		content, metadata, sources, created_at
+		content, metadata, sources, created_at, tenant_id
 	FROM ins
 )
 SELECT {record_cols} FROM ins

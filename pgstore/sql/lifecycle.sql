@@ -51,7 +51,7 @@ SELECT {record_cols} FROM {schema}.records
 SELECT v.record_id, v.version, v.action, v.actor_kind, v.actor_id, v.reason,
 			v.status, v.content_hash, v.content, v.metadata, v.sources, v.at
 		FROM {schema}.revisions v
-		JOIN {schema}.records r ON r.id = v.record_id
+		JOIN {schema}.records r ON r.id = v.record_id AND r.tenant_id = v.tenant_id
 		WHERE r.id = $1 AND r.tenant_id = $2 AND r.subject_type = $3 AND r.subject_id = $4
 		ORDER BY v.version
 
@@ -68,8 +68,8 @@ WITH u AS (
 	RETURNING *
 ), rev AS (
 	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
-	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5
+		status, content_hash, content, metadata, sources, at, tenant_id)
+	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5, tenant_id
 	FROM u
 )
 SELECT {record_cols} FROM u
@@ -83,8 +83,8 @@ WITH u AS (
 	RETURNING *
 ), rev AS (
 	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
-	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5
+		status, content_hash, content, metadata, sources, at, tenant_id)
+	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5, tenant_id
 	FROM u
 )
 SELECT {record_cols} FROM u
@@ -100,8 +100,8 @@ WITH u AS (
 	RETURNING *
 ), rev AS (
 	INSERT INTO {schema}.revisions (record_id, version, action, actor_kind, actor_id, reason,
-		status, content_hash, content, metadata, sources, at)
-	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5
+		status, content_hash, content, metadata, sources, at, tenant_id)
+	SELECT id, version, $6, $3, $4, $7, status, content_hash, content, metadata, sources, $5, tenant_id
 	FROM u
 )
 SELECT {record_cols} FROM u

@@ -21,15 +21,16 @@ SELECT c.record_id FROM {schema}.scope_changes c
 	WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4
 
 -- name: read_delta_records
-SELECT {record_cols} FROM (SELECT * FROM {schema}.records WHERE id = ANY ((SELECT coalesce(array_agg(record_id), '{}') FROM (SELECT c.record_id FROM {schema}.scope_changes c
+SELECT {record_cols} FROM (SELECT * FROM {schema}.records WHERE tenant_id = $1 AND id = ANY ((SELECT coalesce(array_agg(record_id), '{}') FROM (SELECT c.record_id FROM {schema}.scope_changes c
 	WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4) ch)::text[]) OFFSET 0) r
 	WHERE status = 'active'
 
 -- name: read_delta_embeddings
 SELECT e.record_id, e.profile, e.content_hash, e.embedding
-	FROM (SELECT * FROM {schema}.embeddings WHERE record_id = ANY ((SELECT coalesce(array_agg(record_id), '{}') FROM (SELECT c.record_id FROM {schema}.scope_changes c
+	FROM (SELECT * FROM {schema}.embeddings WHERE tenant_id = $1 AND record_id = ANY ((SELECT coalesce(array_agg(record_id), '{}') FROM (SELECT c.record_id FROM {schema}.scope_changes c
 	WHERE c.tenant_id = $1 AND c.subject_type = $2 AND c.subject_id = $3 AND c.version > $4) ch)::text[]) OFFSET 0) e
-	WHERE e.content_hash = (SELECT r.content_hash FROM {schema}.records r WHERE r.id = e.record_id AND r.status = 'active')
+	WHERE e.content_hash = (SELECT r.content_hash FROM {schema}.records r
+		WHERE r.id = e.record_id AND r.tenant_id = $1 AND r.status = 'active')
 
 -- name: load_scope_records
 SELECT {record_cols} FROM {schema}.records
@@ -37,6 +38,6 @@ SELECT {record_cols} FROM {schema}.records
 
 -- name: load_scope_embeddings
 SELECT e.record_id, e.profile, e.content_hash, e.embedding
-	FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id
+	FROM {schema}.embeddings e JOIN {schema}.records r ON r.id = e.record_id AND r.tenant_id = e.tenant_id
 	WHERE e.tenant_id = $1 AND e.subject_type = $2 AND e.subject_id = $3
 	AND r.status = 'active' AND r.content_hash = e.content_hash
