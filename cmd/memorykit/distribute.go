@@ -15,13 +15,13 @@ import (
 // distributeFlag registers migrate's --distribute.
 func distributeFlag(fs *pflag.FlagSet, o *options) {
 	fs.BoolVar(&o.distribute, "distribute", false,
-		"after migrating, distribute the schema by tenant on the Citus coordinator --dsn names (pgstore.Distribute; running it again changes nothing)")
+		"after migrating, distribute the schema by tenant on the Citus head node --dsn names (pgstore.Distribute; running it again changes nothing)")
 }
 
 // checkDistribute refuses --distribute with --sqlite.
 func checkDistribute(o *options) error {
 	if o.distribute && o.sqlite != "" {
-		return usagef("--distribute needs --dsn (a Citus coordinator), not --sqlite")
+		return usagef("--distribute needs --dsn (a Citus head node), not --sqlite")
 	}
 	return nil
 }
@@ -42,9 +42,9 @@ func runDistribute(ctx context.Context, c *cli, o *options) error {
 		if errors.As(err, &e) {
 			switch e.Reason {
 			case pgstore.ReasonCitusUnavailable:
-				return errors.New("the database has no citus extension: install Citus on every node, run CREATE EXTENSION citus on the coordinator and the workers, add the workers with citus_add_node, then run 'memorykit migrate --distribute' again")
+				return errors.New("the database has no citus extension: install Citus on every node, run CREATE EXTENSION citus on the head node and the workers, add the workers with citus_add_node, then run 'memorykit migrate --distribute' again")
 			case pgstore.ReasonNotCoordinator:
-				return errors.New("--dsn names a Citus worker: point it at the coordinator")
+				return errors.New("--dsn names a Citus worker: point it at the head node")
 			}
 		}
 		return err
