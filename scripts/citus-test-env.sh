@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Provision a throwaway Citus cluster (a head node and two workers, each a
+# Provision a throwaway Citus cluster (a coordinator and two workers, each a
 # PostgreSQL 15 server with Citus and pgvector) for memorykit's distributed
 # tests.
 #
-# Prints `export MEMORYKIT_CITUS_TEST_DSN=...` (the head node) on stdout;
+# Prints `export MEMORYKIT_CITUS_TEST_DSN=...` (the coordinator) on stdout;
 # everything else goes to stderr. Each step is skipped when it is already
 # done, so running it twice is cheap. When MEMORYKIT_CITUS_TEST_DSN is
 # already set, nothing is touched.
@@ -18,7 +18,7 @@
 #   scripts/citus-test-env.sh --build-only build if needed, start nothing
 #
 # Environment:
-#   MEMORYKIT_CITUS_TEST_DSN  use this head node instead (left alone)
+#   MEMORYKIT_CITUS_TEST_DSN  use this coordinator instead (left alone)
 #   MEMORYKIT_CITUS_SRC       directory holding citus-13.2.2.tar.gz and the patch
 #   MEMORYKIT_CITUS_DIR       cluster directory (default /tmp/memorykit-citus)
 #   MEMORYKIT_CITUS_PORT      first port to try (default 55440)
@@ -148,7 +148,7 @@ CONF
   done
 }
 
-start_node head node
+start_node coordinator
 COORD=$PORT
 start_node worker1
 W1=$PORT
@@ -157,10 +157,10 @@ W2=$PORT
 
 csql() { as_pg "$PGBIN/psql" -h "$DIR" -p "$COORD" -U postgres -d "$DBNAME" -qtA -v ON_ERROR_STOP=1 "$@"; }
 
-# 4. The head node knows itself and both workers (ports may have changed
+# 4. The coordinator knows itself and both workers (ports may have changed
 # since the last run: nodes are re-registered by name and port).
 if [ "$(csql -c "SELECT count(*) FROM pg_dist_node WHERE groupid = 0 AND nodeport = $COORD")" != 1 ]; then
-  log "registering the head node"
+  log "registering the coordinator"
   csql -c "SELECT citus_set_coordinator_host('127.0.0.1', $COORD)" >/dev/null
 fi
 for w in "$W1" "$W2"; do
