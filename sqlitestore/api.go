@@ -138,8 +138,71 @@ func (s *Store) Revisions(ctx context.Context, scope memorykit.Scope, id string)
 
 // Recall implements storekit.RecallStore with memorystore's index and
 // ranking.
+// A Scope the mirror does not hold is answered from the file's recall
+// index (see sqlRecall) and then loaded in the background.
 func (s *Store) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.RecallResult, error) {
-	return read(s, "sqlitestore.recall", one(q.Scope), func() (storekit.RecallResult, error) { return s.mem.Recall(ctx, q) })
+	const op = "sqlitestore.recall"
+	s.mu.RLock()
+	if err := s.broken(op); err != nil {
+		s.mu.RUnlock()
+		return storekit.RecallResult{}, err
+	}
+	if s.allLoaded([]memorykit.Scope{q.Scope}) {
+		defer s.mu.RUnlock()
+		res, err := s.mem.Recall(ctx, q)
+		return res, rename(err)
+	}
+	// The mirror checks the query and the context; it holds nothing of
+	// the Scope, so it answers nothing else.
+	if _, err := s.mem.Recall(ctx, q); err != nil {
+		s.mu.RUnlock()
+		return storekit.RecallResult{}, rename(err)
+	}
+	res, ok, err := s.sqlRecall(ctx, q)
+	s.mu.RUnlock()
+	if err != nil {
+		return storekit.RecallResult{}, mapErr(op, err)
+	}
+	if ok {
+		s.loadSoon(q.Scope)
+		return res, nil
+	}
+	return read(s, op, one(q.Scope), func() (storekit.RecallResult, error) { return s.mem.Recall(ctx, q) })
+}
+
+// loadSoon loads sc into the mirror on a goroutine of its own, unless it
+// is being loaded already; Close waits for it.
+func (s *Store) loadSoon(sc memorykit.Scope) {
+	if s.noBackgroundLoad {
+		return
+	}
+	s.loadMu.Lock()
+	if s.closing || s.loading[sc] {
+		s.loadMu.Unlock()
+		return
+	}
+	s.loading[sc] = true
+	s.loads.Add(1)
+	s.loadMu.Unlock()
+	go func() {
+		defer s.loads.Done()
+		defer func() {
+			s.loadMu.Lock()
+			delete(s.loading, sc)
+			s.loadMu.Unlock()
+		}()
+		const op = "sqlitestore.load"
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.failed != "" {
+			return
+		}
+		need := []memorykit.Scope{sc}
+		// A failure here is reported by the next call that needs sc.
+		if err := s.ensureLocked(op, need); err == nil {
+			s.evictLocked(need)
+		}
+	}()
 }
 
 // LeaseEmbeddings implements storekit.EmbeddingStore.

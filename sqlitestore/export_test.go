@@ -65,3 +65,11 @@ func LoadedScopes(s *Store) (int, int64) {
 	defer s.mu.RUnlock()
 	return len(s.loaded), s.loadedBytes
 }
+
+// WaitForLoads waits until the Scopes Recall answered from the file are
+// loaded into the mirror.
+func WaitForLoads(s *Store) { s.loads.Wait() }
+
+// NoBackgroundLoads keeps s from loading a Scope Recall answered from the
+// file, so every recall of a Scope not loaded otherwise reads the file.
+func NoBackgroundLoads(s *Store) { s.noBackgroundLoad = true }

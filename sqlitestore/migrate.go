@@ -13,7 +13,7 @@ import (
 // SchemaVersion is the schema version this package writes and accepts: the
 // number of the newest embedded migration. Open refuses a file whose
 // schema records a newer or unknown version, and changes nothing in it.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Reason codes of Open failures that callers may want to branch on.
 const (

@@ -19,6 +19,8 @@ type statements struct {
 	deleteEmbeddings, deleteLeases, deleteTokens    *sql.Stmt
 	insertEmbedding, insertLease, insertToken       *sql.Stmt
 	upsertJob, deletePurges, insertPurge, upsertSeq *sql.Stmt
+	// The recall index (sqlrecall.go).
+	oldRecord, setRecallColumns, insertTerms, deleteTerms, insertMark *sql.Stmt
 }
 
 var statementSQL = []struct {
@@ -42,6 +44,11 @@ var statementSQL = []struct {
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, body = excluded.body, erased_keys = excluded.erased_keys`},
 	{func(x *statements) **sql.Stmt { return &x.deletePurges }, `DELETE FROM purges`},
 	{func(x *statements) **sql.Stmt { return &x.insertPurge }, `INSERT INTO purges (tenant_id, subject_type, subject_id, body) VALUES (?, ?, ?, ?)`},
+	{func(x *statements) **sql.Stmt { return &x.oldRecord }, `SELECT rowid, status FROM records WHERE id = ?`},
+	{func(x *statements) **sql.Stmt { return &x.setRecallColumns }, `UPDATE records SET updated_ns = ?, from_ns = ?, until_ns = ? WHERE rowid = ?`},
+	{func(x *statements) **sql.Stmt { return &x.insertTerms }, `INSERT INTO recall_terms (rowid, tokens) VALUES (?, ?)`},
+	{func(x *statements) **sql.Stmt { return &x.deleteTerms }, `DELETE FROM recall_terms WHERE rowid = ?`},
+	{func(x *statements) **sql.Stmt { return &x.insertMark }, `INSERT INTO recall_scopes (tenant_id, subject_type, subject_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
 	{func(x *statements) **sql.Stmt { return &x.upsertSeq }, `INSERT INTO meta (name, value) VALUES ('lease_seq', ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`},
 }
@@ -79,7 +86,7 @@ const (
 // A failure poisons the store. The caller holds s.mu for writing.
 func (s *Store) commitLocked(op string, purged bool) error {
 	ch := s.mem.TakeChanges()
-	if len(ch.Records) == 0 && len(ch.Jobs) == 0 && ch.LeaseSeq == s.leaseSeq && !purged {
+	if len(ch.Records) == 0 && len(ch.Jobs) == 0 && ch.LeaseSeq == s.leaseSeq && !purged && len(s.pendingMarks) == 0 {
 		return nil
 	}
 	// The change is already in memory: it must reach the file whatever
@@ -91,6 +98,7 @@ func (s *Store) commitLocked(op string, purged bool) error {
 		return memorykit.WrapError(op, memorykit.ErrUnavailable, ReasonPoisoned, mapErr(op, err))
 	}
 	s.leaseSeq = ch.LeaseSeq
+	s.pendingMarks = s.pendingMarks[:0]
 	s.records.Add(added)
 	s.generation++
 	s.noteWritten(ch)
@@ -108,6 +116,11 @@ func (s *Store) writeChanges(ctx context.Context, ch memorystore.Changes, purged
 			_, _ = s.conn.ExecContext(ctx, "ROLLBACK")
 		}
 	}()
+	for _, sc := range s.pendingMarks {
+		if _, err := s.stmts.insertMark.ExecContext(ctx, scopeArgs(sc)...); err != nil {
+			return 0, err
+		}
+	}
 	for _, ri := range ch.Records {
 		n, err := s.writeRecord(ctx, ri)
 		if err != nil {
@@ -180,6 +193,8 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (ad
 		if len(revs) == 1 && revs[0] == derivedMark {
 			trail = 0
 		}
+		var rowid int64
+		wasIndexed := false
 		res, err := s.stmts.insertRecord.ExecContext(ctx, x.ID, x.Scope.TenantID, string(x.Scope.SubjectType), x.Scope.SubjectID, body,
 			string(x.Status), x.ContentHash, trail)
 		if err != nil {
@@ -189,9 +204,19 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (ad
 			return 0, err
 		}
 		if added == 0 {
+			var old string
+			if err := s.stmts.oldRecord.QueryRowContext(ctx, x.ID).Scan(&rowid, &old); err != nil {
+				return 0, err
+			}
+			wasIndexed = old == string(memorykit.StatusActive)
 			if _, err := s.stmts.updateRecord.ExecContext(ctx, body, string(x.Status), x.ContentHash, trail, x.ID); err != nil {
 				return 0, err
 			}
+		} else if rowid, err = res.LastInsertId(); err != nil {
+			return 0, err
+		}
+		if err := s.indexRecord(ctx, rowid, x, wasIndexed); err != nil {
+			return 0, err
 		}
 		for i, body := range revs {
 			if _, err := s.stmts.upsertRevision.ExecContext(ctx, x.ID, i, body); err != nil {
@@ -245,6 +270,30 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (ad
 		}
 	}
 	return added, nil
+}
+
+// indexRecord brings a record's row in the recall index in line with it:
+// an active record of an indexed Scope has its tokens there, and its
+// recall columns set. wasIndexed says whether its row was active before
+// this write.
+func (s *Store) indexRecord(ctx context.Context, rowid int64, x *memorykit.Record, wasIndexed bool) error {
+	if !s.indexed[x.Scope] {
+		return nil
+	}
+	if wasIndexed {
+		if _, err := s.stmts.deleteTerms.ExecContext(ctx, rowid); err != nil {
+			return err
+		}
+	}
+	if x.Status != memorykit.StatusActive {
+		return nil
+	}
+	u, f, t := recallColumns(x)
+	if _, err := s.stmts.setRecallColumns.ExecContext(ctx, u, f, t, rowid); err != nil {
+		return err
+	}
+	_, err := s.stmts.insertTerms.ExecContext(ctx, rowid, recordTokens(x))
+	return err
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

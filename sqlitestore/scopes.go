@@ -61,6 +61,12 @@ func (s *Store) ensureLocked(op string, need []memorykit.Scope) error {
 		l.lastUse.Store(s.useSeq.Add(1))
 		s.loaded[sc] = l
 		s.loadedBytes += bytes
+		if err := s.markScopeLocked(context.Background(), sc); err != nil {
+			// The Scope leaves the mirror again: no write may reach a
+			// Scope whose recall index is incomplete.
+			s.evictScopeLocked(sc)
+			return mapErr(op, err)
+		}
 		if err := s.commitLocked(op, false); err != nil {
 			return err
 		}
@@ -117,6 +123,7 @@ func (s *Store) evictScopeLocked(sc memorykit.Scope) {
 	s.mem.EvictScope(sc)
 	s.loadedBytes -= l.bytes
 	delete(s.loaded, sc)
+	delete(s.indexed, sc)
 }
 
 // noteWritten adds the estimated bytes of what a commit wrote to the

@@ -44,6 +44,8 @@ func TestScopesLoadWhenUsedAndLeavePastTheBudget(t *testing.T) {
 	if err != nil || len(res.FullText) != 1 {
 		t.Fatalf("recall = %+v, %v", res, err)
 	}
+	// The recall was answered from the file; the Scope loads after it.
+	sqlitestore.WaitForLoads(s)
 	if n, b := sqlitestore.LoadedScopes(s); n != 1 || b <= 0 {
 		t.Fatalf("after a recall %d Scopes (%d bytes) are loaded; want 1", n, b)
 	}

@@ -205,6 +205,20 @@ type Store struct {
 	// pendingCount caches PendingEmbeddings' count per profile.
 	noLease      map[string]noWork
 	pendingCount map[string]countAt
+	// indexed holds the loaded Scopes the file's recall index holds, whose
+	// writes keep it; pendingMarks those marked in the next commit.
+	// sqlMu serializes readers' queries of the file (sqlRecall) while they
+	// hold mu shared. loads tracks background loads (see loadSoon).
+	indexed      map[memorykit.Scope]bool
+	pendingMarks []memorykit.Scope
+	sqlMu        sync.Mutex
+	loadMu       sync.Mutex
+	loads        sync.WaitGroup
+	loading      map[memorykit.Scope]bool
+	closing      bool
+	// noBackgroundLoad, set only by this package's tests, keeps Recall
+	// from loading a Scope it answered from the file.
+	noBackgroundLoad bool
 	// afterWrite, set only by this package's tests, runs after every
 	// write's commit with s.mu held (they check the file reloads to the
 	// mirror's state).
@@ -336,6 +350,8 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	}
 	s.loaded = make(map[memorykit.Scope]*loadedScope)
 	s.rowsOf = make(map[string]uint8)
+	s.indexed = make(map[memorykit.Scope]bool)
+	s.loading = make(map[memorykit.Scope]bool)
 	// The mirror holds only the Scopes loaded, so memorystore's count
 	// bound would count those; the file holds any number of records.
 	s.memCfg = memorystore.Config{Clock: cfg.Clock, Guard: cfg.Guard, Tombstones: cfg.Tombstones, MaxRecords: math.MaxInt}
@@ -359,12 +375,20 @@ func (s *Store) Path() string { return s.path }
 // ErrUnavailable, reason ReasonClosed. Closing twice is a no-op.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.failed == ReasonClosed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.failed = ReasonClosed
-	return s.closeDB()
+	err := s.closeDB()
+	s.mu.Unlock()
+	s.loadMu.Lock()
+	s.closing = true
+	s.loadMu.Unlock()
+	// A background load still waiting for the lock finds the store
+	// closed and stops.
+	s.loads.Wait()
+	return err
 }
 
 func (s *Store) closeDB() error {

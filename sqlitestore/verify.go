@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -179,9 +180,16 @@ func rawHits(op, path string, match *storekit.Canary) ([]ErasureHit, error) {
 }
 
 // rowHits reads every row of every table through q and returns the hits
+// (a virtual table's rows are those of its shadow tables, read as tables)
 // in rows of scope, and whether a row of another Scope holds the canary.
 func rowHits(ctx context.Context, op string, q queryer, file string, scope memorykit.Scope, match *storekit.Canary) ([]ErasureHit, bool, error) {
-	tables, err := strList(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	tables, err := strList(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+		AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name`)
+	if err != nil {
+		return nil, false, mapErr(op, err)
+	}
+	// Tables without a rowid name their rows by their columns only.
+	noRowid, err := strList(ctx, q, `SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%WITHOUT ROWID%'`)
 	if err != nil {
 		return nil, false, mapErr(op, err)
 	}
@@ -220,6 +228,9 @@ func rowHits(ctx context.Context, op string, q queryer, file string, scope memor
 		}
 		have := map[string]bool{}
 		exprs := []string{"rowid"}
+		if slices.Contains(noRowid, table) {
+			exprs[0] = "NULL"
+		}
 		for _, c := range cols {
 			have[c] = true
 			exprs = append(exprs, `CAST(`+quoteSQLiteIdent(c)+` AS TEXT)`)

@@ -1,0 +1,444 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base32"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/storekit"
+)
+
+// Recall of a Scope the mirror does not hold is answered from the file, so
+// a Scope's first recall after Open (or after eviction) does not wait for
+// the whole Scope to load; the Scope then loads in the background and
+// later calls use the mirror. The answer is the mirror's: the same
+// recallable records, the same full-text rule and weights (storekit.IDF
+// over the Scope's recallable records), the same exact-key order and the
+// same float64 cosine similarities and tie-breaks as memorystore.
+//
+// The file keeps, for every active record of an indexed Scope, one FTS5
+// row (rowid = the record's rowid) of tokens: each index term and the key
+// as a hash prefixed by a hash of the Scope, so a token names one term in
+// one Scope and the index holds no text. Hash collisions cannot change an
+// answer: every row a token finds is checked against the Scope, and exact
+// keys against the record's key.
+
+// tokenEncoding writes hashes with letters and digits only, which FTS5's
+// ascii tokenizer keeps as one token.
+var tokenEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
+
+// hash64 is FNV-1a over the parts, each followed by a zero byte.
+func hash64(parts ...string) []byte {
+	h := fnv.New64a()
+	for _, p := range parts {
+		_, _ = h.Write([]byte(p))
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum(nil)
+}
+
+// scopeTag is the prefix of every token of a Scope.
+func scopeTag(sc memorykit.Scope) string {
+	return strings.ToLower(tokenEncoding.EncodeToString(hash64(sc.TenantID, string(sc.SubjectType), sc.SubjectID))[:12])
+}
+
+// termToken is the token of an index term in the Scope of tag; keyToken
+// that of an exact key.
+func termToken(tag, term string) string {
+	return tag + strings.ToLower(tokenEncoding.EncodeToString(hash64("t", term)))
+}
+
+func keyToken(tag, key string) string {
+	return tag + strings.ToLower(tokenEncoding.EncodeToString(hash64("k", key)))
+}
+
+// recordTokens is the FTS5 document of an active record.
+func recordTokens(r *memorykit.Record) string {
+	tag := scopeTag(r.Scope)
+	terms := storekit.IndexTerms(r.Key, r.Content)
+	var b strings.Builder
+	b.Grow((len(terms) + 1) * 26)
+	for _, t := range terms {
+		b.WriteString(termToken(tag, t))
+		b.WriteByte(' ')
+	}
+	if r.Key != "" {
+		b.WriteString(keyToken(tag, r.Key))
+	}
+	return b.String()
+}
+
+// unixNanos is t in Unix nanoseconds, clamped to the int64 range; an open
+// bound (the zero time) is given as open.
+func unixNanos(t time.Time, open int64) int64 {
+	switch {
+	case t.IsZero():
+		return open
+	case t.Before(minNanoTime):
+		return math.MinInt64 + 1
+	case t.After(maxNanoTime):
+		return math.MaxInt64 - 1
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNanoTime = time.Unix(0, math.MinInt64+1)
+	maxNanoTime = time.Unix(0, math.MaxInt64-1)
+)
+
+// recallColumns are the updated_ns, from_ns and until_ns of r.
+func recallColumns(r *memorykit.Record) (updated, from, until int64) {
+	return unixNanos(r.UpdatedAt, 0), unixNanos(r.EffectiveFrom, math.MinInt64), unixNanos(r.EffectiveUntil, math.MaxInt64)
+}
+
+// markScopeLocked makes sure the file's recall index holds sc (a Scope
+// just loaded into the mirror) and notes it in s.indexed, so every later
+// write keeps it. A Scope written before the index existed gets its rows
+// now, in one transaction with its mark; an empty one is marked in the
+// next commit. The caller holds s.mu for writing.
+func (s *Store) markScopeLocked(ctx context.Context, sc memorykit.Scope) error {
+	var marked int
+	if err := s.conn.QueryRowContext(ctx, `SELECT count(*) FROM recall_scopes WHERE tenant_id = ? AND subject_type = ? AND subject_id = ?`, scopeArgs(sc)...).Scan(&marked); err != nil {
+		return err
+	}
+	if marked > 0 {
+		s.indexed[sc] = true
+		return nil
+	}
+	type row struct {
+		rowid int64
+		rec   memorykit.Record
+	}
+	var active []row
+	err := s.each(ctx, `SELECT rowid, id, content_hash, body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? AND status = 'active'`, func(rows *sql.Rows) error {
+		var rowid int64
+		var id, hash, body string
+		if err := rows.Scan(&rowid, &id, &hash, &body); err != nil {
+			return err
+		}
+		r, err := decodeRecord(id, sc, string(memorykit.StatusActive), hash, body)
+		if err != nil {
+			return err
+		}
+		active = append(active, row{rowid, r})
+		return nil
+	}, scopeArgs(sc)...)
+	if err != nil {
+		return err
+	}
+	if len(active) == 0 {
+		s.pendingMarks = append(s.pendingMarks, sc)
+		s.indexed[sc] = true
+		return nil
+	}
+	if _, err := s.conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	err = func() error {
+		for _, a := range active {
+			u, f, t := recallColumns(&a.rec)
+			if _, err := s.stmts.setRecallColumns.ExecContext(ctx, u, f, t, a.rowid); err != nil {
+				return err
+			}
+			if _, err := s.stmts.insertTerms.ExecContext(ctx, a.rowid, recordTokens(&a.rec)); err != nil {
+				return err
+			}
+		}
+		if _, err := s.stmts.insertMark.ExecContext(ctx, scopeArgs(sc)...); err != nil {
+			return err
+		}
+		_, err := s.conn.ExecContext(ctx, "COMMIT")
+		return err
+	}()
+	if err != nil {
+		_, _ = s.conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	s.indexed[sc] = true
+	return nil
+}
+
+// sqlRecall answers q from the file when its Scope is indexed there; ok
+// is false when it is not (the caller then loads the Scope). The caller
+// holds s.mu shared, and q has passed the mirror's checks.
+func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res storekit.RecallResult, ok bool, err error) {
+	s.sqlMu.Lock()
+	defer s.sqlMu.Unlock()
+	sc := q.Scope
+	var marked int
+	if err := s.conn.QueryRowContext(ctx, `SELECT count(*) FROM recall_scopes WHERE tenant_id = ? AND subject_type = ? AND subject_id = ?`, scopeArgs(sc)...).Scan(&marked); err != nil {
+		return res, false, err
+	}
+	if marked == 0 {
+		return res, false, nil
+	}
+	now := s.memCfg.Clock.Now().UnixNano()
+	live := func(r *candidate) bool {
+		return r.scope == sc && r.status == string(memorykit.StatusActive) && r.from <= now && now < r.until
+	}
+	tag := scopeTag(sc)
+	bodies := make(map[string]*candidate)
+
+	// Exact keys, newest first.
+	if len(q.ExactKeys) > 0 {
+		seen := make(map[string]bool, len(q.ExactKeys))
+		var found []*candidate
+		for _, k := range q.ExactKeys {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			cands, err := s.tokenRows(ctx, keyToken(tag, k), true)
+			if err != nil {
+				return res, false, err
+			}
+			for _, c := range cands {
+				if live(c) && c.rec.Key == k {
+					found = append(found, c)
+					bodies[c.id] = c
+				}
+			}
+		}
+		sort.Slice(found, func(i, j int) bool {
+			a, b := found[i], found[j]
+			if a.updated != b.updated {
+				return a.updated > b.updated
+			}
+			return a.id < b.id
+		})
+		found = found[:min(len(found), q.ExactLimit)]
+		for i, c := range found {
+			res.Exact = append(res.Exact, storekit.Hit{ID: c.id, Rank: i + 1, Score: 1})
+		}
+	}
+
+	// Full text: matched terms and summed IDF, in query-term order.
+	var uniq []string
+	seen := make(map[string]bool, len(q.Terms))
+	for _, t := range q.Terms {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			uniq = append(uniq, t)
+		}
+	}
+	if len(uniq) > 0 {
+		var n int
+		if err := s.conn.QueryRowContext(ctx, `SELECT count(*) FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ?
+			AND status = 'active' AND from_ns <= ? AND until_ns > ?`, sc.TenantID, string(sc.SubjectType), sc.SubjectID, now, now).Scan(&n); err != nil {
+			return res, false, err
+		}
+		if n > 0 {
+			lists := make([][]*candidate, len(uniq))
+			for i, t := range uniq {
+				cands, err := s.tokenRows(ctx, termToken(tag, t), false)
+				if err != nil {
+					return res, false, err
+				}
+				for _, c := range cands {
+					if live(c) {
+						lists[i] = append(lists[i], c)
+					}
+				}
+			}
+			type acc struct {
+				c   *candidate
+				m   int
+				sum float64
+			}
+			byID := make(map[string]*acc)
+			var order []*acc
+			for _, l := range lists {
+				idf := storekit.IDF(n, len(l))
+				for _, c := range l {
+					a := byID[c.id]
+					if a == nil {
+						a = &acc{c: c}
+						byID[c.id] = a
+						order = append(order, a)
+					}
+					a.m++
+					a.sum += idf
+				}
+			}
+			cands := make([]storekit.FullTextCandidate, len(order))
+			for i, a := range order {
+				cands[i] = storekit.FullTextCandidate{ID: a.c.id, Matched: a.m, Weight: storekit.RoundWeight(a.sum), UpdatedAt: time.Unix(0, a.c.updated).UTC()}
+			}
+			kept, below := storekit.FullTextRule(cands, q.FullTextLimit)
+			res.FullText, res.FullTextBelow = textHitList(kept), textHitList(below)
+			for _, h := range res.FullText {
+				bodies[h.ID] = byID[h.ID].c
+			}
+		}
+	}
+
+	if q.Vector != nil {
+		hits, hitRows, err := s.sqlVectorHits(ctx, q, now)
+		if err != nil {
+			return res, false, err
+		}
+		res.Vector = hits
+		for id, c := range hitRows {
+			bodies[id] = c
+		}
+	}
+
+	res.Records = make(map[string]memorykit.Record, len(bodies))
+	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
+		for _, h := range hits {
+			c := bodies[h.ID]
+			if !c.decoded {
+				if err := s.decodeCandidate(ctx, c); err != nil {
+					return res, false, err
+				}
+			}
+			res.Records[h.ID] = c.rec
+		}
+	}
+	return res, true, nil
+}
+
+// textHitList is memorystore's form of full-text hits.
+func textHitList(cands []storekit.FullTextCandidate) []storekit.Hit {
+	if len(cands) == 0 {
+		return nil
+	}
+	hits := make([]storekit.Hit, len(cands))
+	for i, c := range cands {
+		hits[i] = storekit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
+	}
+	return hits
+}
+
+// candidate is a record a token or the vector scan found, with what
+// recallability and ranking read; rec is filled when it is decoded.
+type candidate struct {
+	rowid               int64
+	id, status          string
+	scope               memorykit.Scope
+	updated, from, until int64
+	body, hash          string
+	decoded             bool
+	rec                 memorykit.Record
+}
+
+// tokenRows are the records the index lists under token; with decode
+// set their bodies are decoded (exact keys compare the record's key).
+func (s *Store) tokenRows(ctx context.Context, token string, decode bool) ([]*candidate, error) {
+	var out []*candidate
+	body := "''"
+	if decode {
+		body = "r.body"
+	}
+	err := s.each(ctx, `SELECT r.rowid, r.id, r.tenant_id, r.subject_type, r.subject_id, r.status, r.content_hash, r.updated_ns, r.from_ns, r.until_ns, `+body+`
+		FROM records r WHERE r.rowid IN (SELECT rowid FROM recall_terms WHERE recall_terms MATCH ?)`, func(rows *sql.Rows) error {
+		var c candidate
+		var st string
+		if err := rows.Scan(&c.rowid, &c.id, &c.scope.TenantID, &st, &c.scope.SubjectID, &c.status, &c.hash, &c.updated, &c.from, &c.until, &c.body); err != nil {
+			return err
+		}
+		c.scope.SubjectType = memorykit.SubjectType(st)
+		out = append(out, &c)
+		return nil
+	}, `"`+token+`"`)
+	if err != nil || !decode {
+		return out, err
+	}
+	for _, c := range out {
+		if err := s.decodeCandidate(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decodeCandidate decodes c's record from its body.
+func (s *Store) decodeCandidate(ctx context.Context, c *candidate) error {
+	if c.body == "" {
+		if err := s.conn.QueryRowContext(ctx, `SELECT body FROM records WHERE rowid = ?`, c.rowid).Scan(&c.body); err != nil {
+			return err
+		}
+	}
+	r, err := decodeRecord(c.id, c.scope, c.status, c.hash, c.body)
+	if err != nil {
+		return err
+	}
+	c.rec, c.decoded = r, true
+	return nil
+}
+
+// sqlVectorHits scans the Scope's current vectors of q's profile and
+// dimension, as memorystore's exact float64 scan ranks them.
+func (s *Store) sqlVectorHits(ctx context.Context, q storekit.RecallQuery, now int64) ([]storekit.Hit, map[string]*candidate, error) {
+	qn := vectorNorm(q.Vector)
+	if qn == 0 || q.VectorLimit <= 0 {
+		return nil, nil, nil
+	}
+	type scored struct {
+		c     *candidate
+		score float64
+	}
+	var all []scored
+	sc := q.Scope
+	err := s.each(ctx, `SELECT r.rowid, r.id, r.status, r.content_hash, r.updated_ns, e.vector FROM records r
+		JOIN embeddings e ON e.record_id = r.id
+		WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ? AND r.status = 'active' AND r.from_ns <= ? AND r.until_ns > ?
+			AND e.profile = ? AND e.content_hash = r.content_hash AND length(e.vector) = ?`, func(rows *sql.Rows) error {
+		c := &candidate{scope: sc}
+		var vec []byte
+		if err := rows.Scan(&c.rowid, &c.id, &c.status, &c.hash, &c.updated, &vec); err != nil {
+			return err
+		}
+		v := decodeVector(vec)
+		vn := vectorNorm(v)
+		if vn == 0 {
+			return nil
+		}
+		d := 0.0
+		for i := range q.Vector {
+			d += float64(q.Vector[i]) * float64(v[i])
+		}
+		all = append(all, scored{c, d / (qn * vn)})
+		return nil
+	}, sc.TenantID, string(sc.SubjectType), sc.SubjectID, now, now, q.Profile, 4*len(q.Vector))
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		if a.c.updated != b.c.updated {
+			return a.c.updated > b.c.updated
+		}
+		return a.c.id < b.c.id
+	})
+	all = all[:min(len(all), q.VectorLimit)]
+	if len(all) == 0 {
+		return nil, nil, nil
+	}
+	hits := make([]storekit.Hit, len(all))
+	rows := make(map[string]*candidate, len(all))
+	for i, a := range all {
+		hits[i] = storekit.Hit{ID: a.c.id, Rank: i + 1, Score: a.score}
+		rows[a.c.id] = a.c
+	}
+	return hits, rows, nil
+}
+
+// vectorNorm is memorystore's Euclidean norm, summed in float64 in order.
+func vectorNorm(v []float32) float64 {
+	sum := 0.0
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	return math.Sqrt(sum)
+}
