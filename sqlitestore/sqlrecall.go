@@ -320,13 +320,13 @@ func textHitList(cands []storekit.FullTextCandidate) []storekit.Hit {
 // candidate is a record a token or the vector scan found, with what
 // recallability and ranking read; rec is filled when it is decoded.
 type candidate struct {
-	rowid               int64
-	id, status          string
-	scope               memorykit.Scope
+	rowid                int64
+	id, status           string
+	scope                memorykit.Scope
 	updated, from, until int64
-	body, hash          string
-	decoded             bool
-	rec                 memorykit.Record
+	body, hash           string
+	decoded              bool
+	rec                  memorykit.Record
 }
 
 // tokenRows are the records the index lists under token; with decode
