@@ -78,7 +78,8 @@ func (s *Store) Erase(ctx context.Context, t storekit.Transition) (memorykit.Rec
 
 // Purge implements storekit.Purger. Progress is committed even when the
 // purge is interrupted (a later Purge resumes it); once it finished, the
-// file is vacuumed and the WAL truncated, so no page keeps purged text.
+// recall index is merged, the file vacuumed and the WAL truncated, so no
+// page keeps purged text or the term hashes of purged records.
 func (s *Store) Purge(ctx context.Context, scope memorykit.Scope, actor memorykit.Actor, reason string) (memorykit.PurgeReport, error) {
 	const op = "sqlitestore.purge"
 	rep, err := func() (memorykit.PurgeReport, error) {
@@ -121,6 +122,11 @@ func (s *Store) reclaim(op string, vacuum bool) error {
 	}
 	ctx := context.Background()
 	if vacuum {
+		// The recall index keeps a deleted row's token hashes in its
+		// segments until they merge; merging them all drops them.
+		if _, err := s.conn.ExecContext(ctx, "INSERT INTO recall_terms (recall_terms) VALUES ('optimize')"); err != nil {
+			return mapErr(op, err)
+		}
 		if _, err := s.conn.ExecContext(ctx, "VACUUM"); err != nil {
 			return mapErr(op, err)
 		}

@@ -74,28 +74,34 @@ func recordTokens(r *memorykit.Record) string {
 	return b.String()
 }
 
-// unixNanos is t in Unix nanoseconds, clamped to the int64 range; an open
-// bound (the zero time) is given as open.
-func unixNanos(t time.Time, open int64) int64 {
+// unixNanos is t in Unix nanoseconds, clamped to the int64 range.
+func unixNanos(t time.Time) int64 {
 	switch {
-	case t.IsZero():
-		return open
 	case t.Before(minNanoTime):
-		return math.MinInt64 + 1
+		return math.MinInt64
 	case t.After(maxNanoTime):
-		return math.MaxInt64 - 1
+		return math.MaxInt64
 	}
 	return t.UnixNano()
 }
 
 var (
-	minNanoTime = time.Unix(0, math.MinInt64+1)
-	maxNanoTime = time.Unix(0, math.MaxInt64-1)
+	minNanoTime = time.Unix(0, math.MinInt64)
+	maxNanoTime = time.Unix(0, math.MaxInt64)
 )
 
+// boundNanos is a bound of the effective window as a column value: NULL
+// when open (the zero time).
+func boundNanos(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: unixNanos(t), Valid: true}
+}
+
 // recallColumns are the updated_ns, from_ns and until_ns of r.
-func recallColumns(r *memorykit.Record) (updated, from, until int64) {
-	return unixNanos(r.UpdatedAt, 0), unixNanos(r.EffectiveFrom, math.MinInt64), unixNanos(r.EffectiveUntil, math.MaxInt64)
+func recallColumns(r *memorykit.Record) (updated int64, from, until sql.NullInt64) {
+	return unixNanos(r.UpdatedAt), boundNanos(r.EffectiveFrom), boundNanos(r.EffectiveUntil)
 }
 
 // markScopeLocked makes sure the file's recall index holds sc (a Scope
@@ -179,9 +185,11 @@ func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res stor
 	if marked == 0 {
 		return res, false, nil
 	}
-	now := s.memCfg.Clock.Now().UnixNano()
+	// memorystore reads its clock in UTC microseconds.
+	now := unixNanos(s.memCfg.Clock.Now().UTC().Truncate(time.Microsecond))
 	live := func(r *candidate) bool {
-		return r.scope == sc && r.status == string(memorykit.StatusActive) && r.from <= now && now < r.until
+		return r.scope == sc && r.status == string(memorykit.StatusActive) && (!r.from.Valid || r.from.Int64 <= now) &&
+			(!r.until.Valid || now < r.until.Int64)
 	}
 	tag := scopeTag(sc)
 	bodies := make(map[string]*candidate)
@@ -214,8 +222,9 @@ func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res stor
 			return a.id < b.id
 		})
 		found = found[:min(len(found), q.ExactLimit)]
+		res.Exact = make([]storekit.Hit, len(found))
 		for i, c := range found {
-			res.Exact = append(res.Exact, storekit.Hit{ID: c.id, Rank: i + 1, Score: 1})
+			res.Exact[i] = storekit.Hit{ID: c.id, Rank: i + 1, Score: 1}
 		}
 	}
 
@@ -231,7 +240,7 @@ func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res stor
 	if len(uniq) > 0 {
 		var n int
 		if err := s.conn.QueryRowContext(ctx, `SELECT count(*) FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ?
-			AND status = 'active' AND from_ns <= ? AND until_ns > ?`, sc.TenantID, string(sc.SubjectType), sc.SubjectID, now, now).Scan(&n); err != nil {
+			AND status = 'active' AND (from_ns IS NULL OR from_ns <= ?) AND (until_ns IS NULL OR until_ns > ?)`, sc.TenantID, string(sc.SubjectType), sc.SubjectID, now, now).Scan(&n); err != nil {
 			return res, false, err
 		}
 		if n > 0 {
@@ -320,13 +329,14 @@ func textHitList(cands []storekit.FullTextCandidate) []storekit.Hit {
 // candidate is a record a token or the vector scan found, with what
 // recallability and ranking read; rec is filled when it is decoded.
 type candidate struct {
-	rowid                int64
-	id, status           string
-	scope                memorykit.Scope
-	updated, from, until int64
-	body, hash           string
-	decoded              bool
-	rec                  memorykit.Record
+	rowid       int64
+	id, status  string
+	scope       memorykit.Scope
+	updated     int64
+	from, until sql.NullInt64
+	body, hash  string
+	decoded     bool
+	rec         memorykit.Record
 }
 
 // tokenRows are the records the index lists under token; with decode
@@ -389,7 +399,8 @@ func (s *Store) sqlVectorHits(ctx context.Context, q storekit.RecallQuery, now i
 	sc := q.Scope
 	err := s.each(ctx, `SELECT r.rowid, r.id, r.status, r.content_hash, r.updated_ns, e.vector FROM records r
 		JOIN embeddings e ON e.record_id = r.id
-		WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ? AND r.status = 'active' AND r.from_ns <= ? AND r.until_ns > ?
+		WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ? AND r.status = 'active'
+			AND (r.from_ns IS NULL OR r.from_ns <= ?) AND (r.until_ns IS NULL OR r.until_ns > ?)
 			AND e.profile = ? AND e.content_hash = r.content_hash AND length(e.vector) = ?`, func(rows *sql.Rows) error {
 		c := &candidate{scope: sc}
 		var vec []byte
