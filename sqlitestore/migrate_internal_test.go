@@ -80,7 +80,16 @@ func TestMigratesAVersion1File(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { s.Close() }()
+	// A Scope written before the recall index existed is loaded by its
+	// first recall, which adds it to the index.
+	s.noBackgroundLoad = true
+	if res, err := s.Recall(ctx, storekit.RecallQuery{Scope: b, Terms: []string{"teal"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}); err != nil || len(res.FullText) != 1 {
+		t.Fatalf("first recall in the migrated file = %+v, %v", res, err)
+	}
+	if len(s.loaded) != 1 || !s.indexed[b] {
+		t.Fatalf("after the first recall %d Scopes are loaded (indexed: %v); want b, indexed", len(s.loaded), s.indexed[b])
+	}
 	if s.Records() != 3 {
 		t.Fatalf("Records() = %d; want 3", s.Records())
 	}
@@ -101,5 +110,23 @@ func TestMigratesAVersion1File(t *testing.T) {
 	res, err := s.Recall(ctx, storekit.RecallQuery{Scope: b, Terms: []string{"teal"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
 	if err != nil || len(res.FullText) != 1 {
 		t.Fatalf("recall in the migrated file = %+v, %v", res, err)
+	}
+	// Once loaded, both Scopes are in the index: after a reopen their
+	// recalls are answered from the file.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, path, Config{Clock: clk, Guard: cfg.Guard, Tombstones: cfg.Tombstones, Sync: SyncNormal}); err != nil {
+		t.Fatal(err)
+	}
+	s.noBackgroundLoad = true
+	for sc, term := range map[memorykit.Scope]string{a: "cyan", b: "teal"} {
+		res, err := s.Recall(ctx, storekit.RecallQuery{Scope: sc, Terms: []string{term}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+		if err != nil || len(res.FullText) != 1 {
+			t.Fatalf("recall of %q after reopening = %+v, %v", term, res, err)
+		}
+	}
+	if len(s.loaded) != 0 {
+		t.Fatalf("%d Scopes loaded by recalls the index answers; want none", len(s.loaded))
 	}
 }

@@ -53,12 +53,25 @@
 // one at a time, in the order the writes happened; a write waiting for the
 // lock does not watch its context until it holds it.
 //
-// Why a mirror rather than SQL queries: recall has to rank in memory with
-// memorystore's index to match it exactly, and the lease, erase and purge
-// rules are subtle enough that one implementation of them is worth the
-// memory. The price is that a Scope is loaded whole: its first call after
-// Open (or after it was evicted) reads all its rows, and a write to a
-// Scope loads it too.
+// Why a mirror rather than SQL queries: the lease, erase and purge rules
+// are subtle enough that one implementation of them is worth the memory.
+// The price is that a Scope is loaded whole: its first call after Open (or
+// after it was evicted) reads all its rows, and a write to a Scope loads it
+// too.
+//
+// Recall is the exception, so that a Scope's first recall does not wait
+// for that load: a recall of a Scope the mirror does not hold is answered
+// from the file, and the Scope then loads on a goroutine of its own (Close
+// waits for it). The file keeps a recall index for that: an FTS5 table
+// with one row per active record, whose tokens are hashes of the record's
+// index terms and key prefixed by a hash of its Scope (no text), and the
+// record's update time and effective window in columns. The answer is
+// memorystore's: the same recallable records, full-text rule and IDF
+// weights, exact-key order, float64 cosine similarities and tie-breaks
+// (the evicting conformance and differential runs compare them on every
+// such recall). Every commit keeps the index in step with the records. A
+// Scope written before the index existed joins it the first time it is
+// loaded; until then its recalls load it, as before.
 //
 // # Durability and sharing
 //
@@ -92,6 +105,9 @@
 // zeroes freed space. Purge additionally runs VACUUM and a TRUNCATE
 // checkpoint, so the file holds no page that ever held the purged text.
 // VerifyErased scans the raw bytes of the file and its WAL for a text.
+// The recall index holds hashes of an erased record's terms in its pages
+// until its segments merge (they are deleted at once; SQLite merges them
+// later); Purge merges the whole index before it vacuums.
 package sqlitestore
 
 import (
