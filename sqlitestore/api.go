@@ -21,13 +21,23 @@ type none struct{}
 func errOnly(err error) (none, error) { return none{}, err }
 
 // Create implements storekit.LifecycleStore.
+// It loads only the part of the Scope a create reads (see createWrite).
 func (s *Store) Create(ctx context.Context, in memorykit.NewRecord) (memorykit.Record, error) {
-	return write(s, "sqlitestore.create", s.withRecordIDs([]memorykit.Scope{in.Scope}, []string{in.ID}), func() (memorykit.Record, error) { return s.mem.Create(ctx, in) })
+	var c createScopes
+	c.add(in)
+	return createWrite(s, "sqlitestore.create", c, []string{in.ID}, func() (memorykit.Record, error) { return s.mem.Create(ctx, in) })
 }
 
 // CreateBatch implements storekit.BatchCreator: the batch is one commit.
+// It loads only the part of each Scope a create reads (see createWrite).
 func (s *Store) CreateBatch(ctx context.Context, items []storekit.BatchItem) ([]memorykit.Record, error) {
-	return write(s, "sqlitestore.create_batch", s.withRecordIDs(batchScopes(items)), func() ([]memorykit.Record, error) { return s.mem.CreateBatch(ctx, items) })
+	var c createScopes
+	ids := make([]string, len(items))
+	for i, it := range items {
+		c.add(it.Record)
+		ids[i] = it.Record.ID
+	}
+	return createWrite(s, "sqlitestore.create_batch", c, ids, func() ([]memorykit.Record, error) { return s.mem.CreateBatch(ctx, items) })
 }
 
 // Get implements storekit.LifecycleStore.

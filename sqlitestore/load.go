@@ -16,12 +16,31 @@ import (
 // readScope reads one Scope's rows into a memorystore image and estimates
 // the heap the mirror will spend on them.
 func (s *Store) readScope(ctx context.Context, sc memorykit.Scope) (memorystore.Image, int64, error) {
+	return s.readRecords(ctx, sc, nil)
+}
+
+// readRecords reads the Scope's rows as readScope does, or, with ids not
+// nil, only the records of ids with their revisions, vectors, leases and
+// tokens, and the Scope's unfinished purge (no jobs): the part of a Scope
+// a create needs (see createWrite).
+func (s *Store) readRecords(ctx context.Context, sc memorykit.Scope, ids []string) (memorystore.Image, int64, error) {
 	var img memorystore.Image
 	bytes := int64(scopeBytes)
 	byID := make(map[string]int)
 	args := scopeArgs(sc)
-	const inScope = ` JOIN records r ON r.id = x.record_id WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ?`
-	err := s.each(ctx, `SELECT id, status, content_hash, trail, body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
+	inScope := ` JOIN records r ON r.id = x.record_id WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ?`
+	recordsOf := `SELECT id, status, content_hash, trail, body FROM records WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`
+	if ids != nil {
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return img, 0, err
+		}
+		const only = ` AND r.id IN (SELECT value FROM json_each(?))`
+		inScope += only
+		recordsOf = `SELECT r.id, r.status, r.content_hash, r.trail, r.body FROM records r WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ?` + only + ` ORDER BY r.id`
+		args = append(args, string(list))
+	}
+	err := s.each(ctx, recordsOf, func(rows *sql.Rows) error {
 		var id, status, hash, body string
 		var trail int
 		if err := rows.Scan(&id, &status, &hash, &trail, &body); err != nil {
@@ -118,7 +137,7 @@ func (s *Store) readScope(ctx context.Context, sc memorykit.Scope) (memorystore.
 			return nil
 		}, args...)
 	}
-	if err == nil {
+	if err == nil && ids == nil {
 		err = s.each(ctx, `SELECT body, erased_keys FROM jobs WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
 			var body, keys string
 			if err := rows.Scan(&body, &keys); err != nil {
@@ -147,7 +166,7 @@ func (s *Store) readScope(ctx context.Context, sc memorykit.Scope) (memorystore.
 			}
 			img.Purges = append(img.Purges, p)
 			return nil
-		}, args...)
+		}, scopeArgs(sc)...)
 	}
 	return img, bytes, err
 }

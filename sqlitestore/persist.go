@@ -218,6 +218,7 @@ func (s *Store) writeRecord(ctx context.Context, ri memorystore.RecordImage) (ad
 		if err := s.indexRecord(ctx, rowid, x, wasIndexed); err != nil {
 			return 0, err
 		}
+		s.notePartWrite(x.Scope, x.ID)
 		for i, body := range revs {
 			if _, err := s.stmts.upsertRevision.ExecContext(ctx, x.ID, i, body); err != nil {
 				return 0, err

@@ -26,8 +26,8 @@ func TestScopesLoadWhenUsedAndLeavePastTheBudget(t *testing.T) {
 			Status: memorykit.StatusActive, Actor: actor}); err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := sqlitestore.LoadedScopes(s); n != 1 {
-			t.Fatalf("after a create %d Scopes are loaded; want 1 (budget of one byte)", n)
+		if n, _ := sqlitestore.LoadedScopes(s); n != 0 {
+			t.Fatalf("after a create %d Scopes are loaded; want none (a Scope only written is not loaded)", n)
 		}
 	}
 	if err := s.Close(); err != nil {

@@ -227,11 +227,14 @@ type Store struct {
 	// hold mu shared. loads tracks background loads (see loadSoon).
 	indexed      map[memorykit.Scope]bool
 	pendingMarks []memorykit.Scope
-	sqlMu        sync.Mutex
-	loadMu       sync.Mutex
-	loads        sync.WaitGroup
-	loading      map[memorykit.Scope]bool
-	closing      bool
+	// parts holds the Scopes of which a create loaded only a part; they
+	// leave the mirror before the create returns (see createWrite).
+	parts   map[memorykit.Scope]*partialScope
+	sqlMu   sync.Mutex
+	loadMu  sync.Mutex
+	loads   sync.WaitGroup
+	loading map[memorykit.Scope]bool
+	closing bool
 	// noBackgroundLoad, set only by this package's tests, keeps Recall
 	// from loading a Scope it answered from the file.
 	noBackgroundLoad bool
@@ -367,6 +370,7 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	s.loaded = make(map[memorykit.Scope]*loadedScope)
 	s.rowsOf = make(map[string]uint8)
 	s.indexed = make(map[memorykit.Scope]bool)
+	s.parts = make(map[memorykit.Scope]*partialScope)
 	s.loading = make(map[memorykit.Scope]bool)
 	// The mirror holds only the Scopes loaded, so memorystore's count
 	// bound would count those; the file holds any number of records.
