@@ -129,23 +129,22 @@ func (s *Store) loadPartLocked(ctx context.Context, sc memorykit.Scope, keys []s
 		s.pendingMarks = append(s.pendingMarks, sc)
 	}
 	tag := scopeTag(sc)
-	ids := []string{}
-	seen := make(map[string]bool)
-	seenKey := make(map[string]bool, len(keys))
+	want := make(map[string]bool, len(keys))
+	tokens := make([]string, 0, len(keys))
 	for _, k := range keys {
-		if seenKey[k] {
-			continue
+		if !want[k] {
+			want[k] = true
+			tokens = append(tokens, keyToken(tag, k))
 		}
-		seenKey[k] = true
-		cands, err := s.tokenRows(ctx, keyToken(tag, k), true)
-		if err != nil {
-			return false, err
-		}
-		for _, c := range cands {
-			if c.scope == sc && c.status == string(memorykit.StatusActive) && c.rec.Key == k && !seen[c.id] {
-				seen[c.id] = true
-				ids = append(ids, c.id)
-			}
+	}
+	cands, err := s.tokenRows(ctx, tokens, true)
+	if err != nil {
+		return false, err
+	}
+	ids := []string{}
+	for _, c := range cands {
+		if c.scope == sc && c.status == string(memorykit.StatusActive) && want[c.rec.Key] {
+			ids = append(ids, c.id)
 		}
 	}
 	img, _, err := s.readRecords(ctx, sc, ids)

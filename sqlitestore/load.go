@@ -35,11 +35,54 @@ func (s *Store) readRecords(ctx context.Context, sc memorykit.Scope, ids []strin
 		if err != nil {
 			return img, 0, err
 		}
-		const only = ` AND r.id IN (SELECT value FROM json_each(?))`
-		inScope += only
-		recordsOf = `SELECT r.id, r.status, r.content_hash, r.trail, r.body FROM records r WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ?` + only + ` ORDER BY r.id`
-		args = append(args, string(list))
+		// The records are found by id; the unary + keeps SQLite from
+		// walking the Scope's index instead.
+		const byID = ` WHERE r.id IN (SELECT value FROM json_each(?)) AND +r.tenant_id = ? AND +r.subject_type = ? AND +r.subject_id = ?`
+		inScope = ` JOIN records r ON r.id = x.record_id` + byID
+		recordsOf = `SELECT r.id, r.status, r.content_hash, r.trail, r.body FROM records r` + byID + ` ORDER BY r.id`
+		args = append([]any{string(list)}, args...)
 	}
+	var err error
+	if ids == nil || len(ids) > 0 {
+		err = s.readRecordRows(ctx, recordsOf, args, sc, &img, byID, &bytes, inScope)
+	}
+	if err == nil {
+		err = s.each(ctx, `SELECT body FROM purges WHERE tenant_id = ? AND subject_type = ? AND subject_id = ?`, func(rows *sql.Rows) error {
+			var body string
+			if err := rows.Scan(&body); err != nil {
+				return err
+			}
+			var p memorykit.PurgeReport
+			if err := json.Unmarshal([]byte(body), &p); err != nil {
+				return err
+			}
+			img.Purges = append(img.Purges, p)
+			return nil
+		}, scopeArgs(sc)...)
+	}
+	if err == nil && ids == nil {
+		err = s.each(ctx, `SELECT body, erased_keys FROM jobs WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
+			var body, keys string
+			if err := rows.Scan(&body, &keys); err != nil {
+				return err
+			}
+			var j memorystore.JobImage
+			if err := json.Unmarshal([]byte(body), &j.Job); err != nil {
+				return err
+			}
+			if err := json.Unmarshal([]byte(keys), &j.ErasedKeys); err != nil {
+				return err
+			}
+			img.Jobs = append(img.Jobs, j)
+			return nil
+		}, args...)
+	}
+	return img, bytes, err
+}
+
+// readRecordRows reads the rows of the records recordsOf selects, and their
+// revisions, vectors, leases and tokens, into img.
+func (s *Store) readRecordRows(ctx context.Context, recordsOf string, args []any, sc memorykit.Scope, img *memorystore.Image, byID map[string]int, bytes *int64, inScope string) error {
 	err := s.each(ctx, recordsOf, func(rows *sql.Rows) error {
 		var id, status, hash, body string
 		var trail int
@@ -58,7 +101,7 @@ func (s *Store) readRecords(ctx context.Context, sc memorykit.Scope, ids []strin
 			ri.Revisions = []storekit.Revision{createRevision(&ri.Record, "").Clone()}
 		}
 		img.Records = append(img.Records, ri)
-		bytes += recordBytes + 2*int64(len(r.Content)+len(r.Key))
+		*bytes += recordBytes + 2*int64(len(r.Content)+len(r.Key))
 		return nil
 	}, args...)
 	if err == nil {
@@ -76,7 +119,7 @@ func (s *Store) readRecords(ctx context.Context, sc memorykit.Scope, ids []strin
 				return err
 			}
 			if !strings.HasPrefix(body, derivedMark) {
-				bytes += revisionBytes + int64(len(v.Content))
+				*bytes += revisionBytes + int64(len(v.Content))
 			}
 			img.Records[i].Revisions = append(img.Records[i].Revisions, v)
 			return nil
@@ -100,7 +143,7 @@ func (s *Store) readRecords(ctx context.Context, sc memorykit.Scope, ids []strin
 				return errOrphan
 			}
 			img.Records[i].Embeddings = append(img.Records[i].Embeddings, m)
-			bytes += vectorBytes + int64(len(vec))
+			*bytes += vectorBytes + int64(len(vec))
 			return nil
 		}, args...)
 	}
@@ -137,38 +180,7 @@ func (s *Store) readRecords(ctx context.Context, sc memorykit.Scope, ids []strin
 			return nil
 		}, args...)
 	}
-	if err == nil && ids == nil {
-		err = s.each(ctx, `SELECT body, erased_keys FROM jobs WHERE tenant_id = ? AND subject_type = ? AND subject_id = ? ORDER BY id`, func(rows *sql.Rows) error {
-			var body, keys string
-			if err := rows.Scan(&body, &keys); err != nil {
-				return err
-			}
-			var j memorystore.JobImage
-			if err := json.Unmarshal([]byte(body), &j.Job); err != nil {
-				return err
-			}
-			if err := json.Unmarshal([]byte(keys), &j.ErasedKeys); err != nil {
-				return err
-			}
-			img.Jobs = append(img.Jobs, j)
-			return nil
-		}, args...)
-	}
-	if err == nil {
-		err = s.each(ctx, `SELECT body FROM purges WHERE tenant_id = ? AND subject_type = ? AND subject_id = ?`, func(rows *sql.Rows) error {
-			var body string
-			if err := rows.Scan(&body); err != nil {
-				return err
-			}
-			var p memorykit.PurgeReport
-			if err := json.Unmarshal([]byte(body), &p); err != nil {
-				return err
-			}
-			img.Purges = append(img.Purges, p)
-			return nil
-		}, scopeArgs(sc)...)
-	}
-	return img, bytes, err
+	return err
 }
 
 // derivedMark starts the body of a create revision that the record

@@ -203,7 +203,7 @@ func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res stor
 				continue
 			}
 			seen[k] = true
-			cands, err := s.tokenRows(ctx, keyToken(tag, k), true)
+			cands, err := s.tokenRows(ctx, []string{keyToken(tag, k)}, true)
 			if err != nil {
 				return res, false, err
 			}
@@ -246,7 +246,7 @@ func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res stor
 		if n > 0 {
 			lists := make([][]*candidate, len(uniq))
 			for i, t := range uniq {
-				cands, err := s.tokenRows(ctx, termToken(tag, t), false)
+				cands, err := s.tokenRows(ctx, []string{termToken(tag, t)}, false)
 				if err != nil {
 					return res, false, err
 				}
@@ -339,9 +339,13 @@ type candidate struct {
 	rec         memorykit.Record
 }
 
-// tokenRows are the records the index lists under token; with decode
-// set their bodies are decoded (exact keys compare the record's key).
-func (s *Store) tokenRows(ctx context.Context, token string, decode bool) ([]*candidate, error) {
+// tokenRows are the records the index lists under any of tokens, each
+// once; with decode set their bodies are decoded (exact keys compare the
+// record's key).
+func (s *Store) tokenRows(ctx context.Context, tokens []string, decode bool) ([]*candidate, error) {
+	if len(tokens) == 0 {
+		return nil, nil
+	}
 	var out []*candidate
 	body := "''"
 	if decode {
@@ -357,7 +361,7 @@ func (s *Store) tokenRows(ctx context.Context, token string, decode bool) ([]*ca
 		c.scope.SubjectType = memorykit.SubjectType(st)
 		out = append(out, &c)
 		return nil
-	}, `"`+token+`"`)
+	}, `"`+strings.Join(tokens, `" OR "`)+`"`)
 	if err != nil || !decode {
 		return out, err
 	}

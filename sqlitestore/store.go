@@ -322,6 +322,9 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 		"PRAGMA journal_mode = WAL",
 		"PRAGMA synchronous = " + sync,
 		"PRAGMA secure_delete = ON",
+		// SQLite's own page cache (16 MiB, beside the mirror's budget)
+		// keeps the indexes a create and a recall from the file walk.
+		"PRAGMA cache_size = -16384",
 	} {
 		if _, err := conn.ExecContext(ctx, p); err != nil {
 			return mapErr(op, err)
