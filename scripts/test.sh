@@ -86,6 +86,7 @@ go test -run '^$' -fuzz '^FuzzRetryAfter$' -fuzztime 50000x -fuzzminimizetime 50
 go -C examples/host-api test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 25000x -fuzzminimizetime 500x .
 go test -run '^$' -fuzz '^FuzzEngineAnswer$' -fuzztime 10000x -fuzzminimizetime 500x ./extraction/
 go test -run '^$' -fuzz '^FuzzExplicit$' -fuzztime 20000x -fuzzminimizetime 500x ./extraction/
+go test -run '^$' -fuzz '^FuzzRecallFromFile$' -fuzztime 3000x -fuzzminimizetime 200x ./sqlitestore/
 echo "== go test ./... without a database (PostgreSQL tests must skip, not fail)"
 env -u MEMORYKIT_POSTGRES_TEST_DSN -u MEMORYKIT_CITUS_TEST_DSN -u MEMORYKIT_REQUIRE_POSTGRES go test -count=1 ./... >"$log.nodb" 2>&1 || {
   echo "plain go test without a database failed:"; grep -E -B2 -A15 -- '--- FAIL|^FAIL' "$log.nodb" | head -100; exit 1; }
