@@ -177,6 +177,11 @@ func (s *Store) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.Re
 	res, ok, err := s.sqlRecall(ctx, q)
 	s.mu.RUnlock()
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// SQLite reports a query the context interrupted as its own
+			// error; the caller sees the recoverable context_done.
+			return storekit.RecallResult{}, memorykit.WrapError(op, memorykit.ErrUnavailable, "context_done", cerr)
+		}
 		return storekit.RecallResult{}, mapErr(op, err)
 	}
 	if ok {
