@@ -191,14 +191,20 @@ func (s *Store) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.Re
 	return read(s, op, one(q.Scope), func() (storekit.RecallResult, error) { return s.mem.Recall(ctx, q) })
 }
 
+// maxBackgroundLoads bounds the Scopes waiting to load in the background:
+// past it, a Scope answered from the file is not queued (a later recall of
+// it queues it), so a burst of recalls over many Scopes does not line up a
+// goroutine per Scope.
+const maxBackgroundLoads = 4
+
 // loadSoon loads sc into the mirror on a goroutine of its own, unless it
-// is being loaded already; Close waits for it.
+// is being loaded already or maxBackgroundLoads are; Close waits for it.
 func (s *Store) loadSoon(sc memorykit.Scope) {
 	if s.noBackgroundLoad {
 		return
 	}
 	s.loadMu.Lock()
-	if s.closing || s.loading[sc] {
+	if s.closing || s.loading[sc] || len(s.loading) >= maxBackgroundLoads {
 		s.loadMu.Unlock()
 		return
 	}
