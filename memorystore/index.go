@@ -347,7 +347,7 @@ func (x *scopeIndex) addRow(e *entry, profile string) {
 	if emb == nil || emb.hash != e.rec.ContentHash || emb.vector == nil {
 		return
 	}
-	n := norm(emb.vector)
+	n := storekit.VectorNorm(emb.vector)
 	if n == 0 {
 		return
 	}

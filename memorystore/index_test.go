@@ -91,12 +91,12 @@ func naiveRecall(s *Store, q storekit.RecallQuery) storekit.RecallResult {
 		}
 	}
 	k, b := storekit.FullTextRule(cands, q.FullTextLimit)
-	res.FullText, res.FullTextBelow = textHits(k), textHits(b)
-	if q.Vector != nil && norm(q.Vector) > 0 {
+	res.FullText, res.FullTextBelow = storekit.FullTextHits(k), storekit.FullTextHits(b)
+	if q.Vector != nil && storekit.VectorNorm(q.Vector) > 0 {
 		var hits []storekit.Hit
 		for _, e := range pool {
 			emb := e.embeddings.get(q.Profile)
-			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || norm(s.vectorOf(e, emb)) == 0 {
+			if emb == nil || emb.hash != e.rec.ContentHash || len(s.vectorOf(e, emb)) != len(q.Vector) || storekit.VectorNorm(s.vectorOf(e, emb)) == 0 {
 				continue
 			}
 			vec := s.vectorOf(e, emb)
@@ -104,7 +104,7 @@ func naiveRecall(s *Store, q storekit.RecallQuery) storekit.RecallResult {
 			for i := range q.Vector {
 				d += float64(q.Vector[i]) * float64(vec[i])
 			}
-			hits = append(hits, storekit.Hit{ID: e.rec.ID, Score: d / (norm(q.Vector) * norm(vec))})
+			hits = append(hits, storekit.Hit{ID: e.rec.ID, Score: d / (storekit.VectorNorm(q.Vector) * storekit.VectorNorm(vec))})
 		}
 		sort.Slice(hits, func(i, j int) bool {
 			if hits[i].Score != hits[j].Score {

@@ -326,15 +326,6 @@ func textHitPair(kept, below []storekit.FullTextCandidate) (k, b []storekit.Hit)
 	return k, b
 }
 
-func textHits(cands []storekit.FullTextCandidate) []storekit.Hit {
-	if len(cands) == 0 {
-		return nil
-	}
-	hits := make([]storekit.Hit, len(cands))
-	fillTextHits(hits, cands)
-	return hits
-}
-
 // fillTextHits sets hits[i] to the hit of cands[i], ranked i+1.
 func fillTextHits(hits []storekit.Hit, cands []storekit.FullTextCandidate) {
 	for i, c := range cands {
@@ -349,7 +340,7 @@ func fillTextHits(hits []storekit.Hit, cands []storekit.FullTextCandidate) {
 // best limit given float32 rounding (see f32Bound) is then scored exactly
 // in float64, so the result is that of an exact float64 scan.
 func (x *scopeIndex) vectorHits(g *scanGuard, dorm map[int32]bool, query []float32, profile string, limit int) []storekit.Hit {
-	qn := norm(query)
+	qn := storekit.VectorNorm(query)
 	v := x.vectors[vecKey{profile, len(query)}]
 	if qn == 0 || v == nil || limit <= 0 {
 		return nil
@@ -499,14 +490,6 @@ func heapDown(h []float64, i int) {
 		h[i], h[m] = h[m], h[i]
 		i = m
 	}
-}
-
-func norm(v []float32) float64 {
-	sum := 0.0
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	return math.Sqrt(sum)
 }
 
 // topK returns the k first items of xs in the total order before, sorted.

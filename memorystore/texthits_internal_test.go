@@ -15,7 +15,7 @@ func TestTextHitPairKeepsListsApart(t *testing.T) {
 	kept := []storekit.FullTextCandidate{{ID: "mem_a", Matched: 3, Weight: 1.5}, {ID: "mem_b", Matched: 2, Weight: 1}}
 	below := []storekit.FullTextCandidate{{ID: "mem_c", Matched: 1, Weight: 0.5}}
 	k, b := textHitPair(kept, below)
-	if !reflect.DeepEqual(k, textHits(kept)) || !reflect.DeepEqual(b, textHits(below)) {
+	if !reflect.DeepEqual(k, storekit.FullTextHits(kept)) || !reflect.DeepEqual(b, storekit.FullTextHits(below)) {
 		t.Fatalf("textHitPair = %+v, %+v", k, b)
 	}
 	k = append(k, storekit.Hit{ID: "mem_x", Rank: 3})

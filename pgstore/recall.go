@@ -30,7 +30,7 @@ func (s *Store) Recall(ctx context.Context, q storekit.RecallQuery) (storekit.Re
 	now := s.now()
 	// A zero query vector has no cosine similarity, and no stored vector
 	// can have more than maxDims dimensions: either way nothing matches.
-	useVector := q.Vector != nil && len(q.Vector) <= maxDims && norm(q.Vector) > 0
+	useVector := q.Vector != nil && len(q.Vector) <= maxDims && storekit.VectorNorm(q.Vector) > 0
 	if s.cache != nil {
 		res, err := s.cachedRecall(ctx, q, useVector)
 		if err == nil {
@@ -131,7 +131,7 @@ type recallRows struct {
 // another dimension is skipped).
 func readRecallRows(rows pgx.Rows, q storekit.RecallQuery) (recallRows, error) {
 	got := recallRows{records: make(map[string]memorykit.Record)}
-	qn := norm(q.Vector)
+	qn := storekit.VectorNorm(q.Vector)
 	for rows.Next() {
 		var (
 			ch      string
@@ -160,7 +160,7 @@ func readRecallRows(rows pgx.Rows, q storekit.RecallQuery) (recallRows, error) {
 				continue
 			}
 			v := emb.Slice()
-			en := norm(v)
+			en := storekit.VectorNorm(v)
 			if en == 0 || len(v) != len(q.Vector) {
 				continue
 			}
@@ -183,8 +183,8 @@ func rankRecall(q storekit.RecallQuery, got recallRows) storekit.RecallResult {
 	res := storekit.RecallResult{Records: make(map[string]memorykit.Record)}
 	res.Exact = rankExact(got.exact, q.ExactLimit)
 	kept, below := storekit.FullTextRule(got.ftCands, q.FullTextLimit)
-	res.FullText = textHits(kept)
-	res.FullTextBelow = textHits(below)
+	res.FullText = storekit.FullTextHits(kept)
+	res.FullTextBelow = storekit.FullTextHits(below)
 	res.Vector = rankVector(got.vecHits, got.records, q.VectorLimit)
 	for _, hits := range [][]storekit.Hit{res.Exact, res.FullText, res.Vector} {
 		for _, h := range hits {
@@ -246,23 +246,4 @@ func fetchLimit(limit int) int {
 		return math.MaxInt32
 	}
 	return limit + vectorSlack
-}
-
-func textHits(cands []storekit.FullTextCandidate) []storekit.Hit {
-	if len(cands) == 0 {
-		return nil
-	}
-	hits := make([]storekit.Hit, len(cands))
-	for i, c := range cands {
-		hits[i] = storekit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
-	}
-	return hits
-}
-
-func norm(v []float32) float64 {
-	sum := 0.0
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	return math.Sqrt(sum)
 }

@@ -281,7 +281,7 @@ func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res stor
 				cands[i] = storekit.FullTextCandidate{ID: a.c.id, Matched: a.m, Weight: storekit.RoundWeight(a.sum), UpdatedAt: time.Unix(0, a.c.updated).UTC()}
 			}
 			kept, below := storekit.FullTextRule(cands, q.FullTextLimit)
-			res.FullText, res.FullTextBelow = textHitList(kept), textHitList(below)
+			res.FullText, res.FullTextBelow = storekit.FullTextHits(kept), storekit.FullTextHits(below)
 			for _, h := range res.FullText {
 				bodies[h.ID] = byID[h.ID].c
 			}
@@ -312,18 +312,6 @@ func (s *Store) sqlRecall(ctx context.Context, q storekit.RecallQuery) (res stor
 		}
 	}
 	return res, true, nil
-}
-
-// textHitList is memorystore's form of full-text hits.
-func textHitList(cands []storekit.FullTextCandidate) []storekit.Hit {
-	if len(cands) == 0 {
-		return nil
-	}
-	hits := make([]storekit.Hit, len(cands))
-	for i, c := range cands {
-		hits[i] = storekit.Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
-	}
-	return hits
 }
 
 // candidate is a record a token or the vector scan found, with what
@@ -391,7 +379,7 @@ func (s *Store) decodeCandidate(ctx context.Context, c *candidate) error {
 // sqlVectorHits scans the Scope's current vectors of q's profile and
 // dimension, as memorystore's exact float64 scan ranks them.
 func (s *Store) sqlVectorHits(ctx context.Context, q storekit.RecallQuery, now int64) ([]storekit.Hit, map[string]*candidate, error) {
-	qn := vectorNorm(q.Vector)
+	qn := storekit.VectorNorm(q.Vector)
 	if qn == 0 || q.VectorLimit <= 0 {
 		return nil, nil, nil
 	}
@@ -412,7 +400,7 @@ func (s *Store) sqlVectorHits(ctx context.Context, q storekit.RecallQuery, now i
 			return err
 		}
 		v := decodeVector(vec)
-		vn := vectorNorm(v)
+		vn := storekit.VectorNorm(v)
 		if vn == 0 {
 			return nil
 		}
@@ -447,13 +435,4 @@ func (s *Store) sqlVectorHits(ctx context.Context, q storekit.RecallQuery, now i
 		rows[a.c.id] = a.c
 	}
 	return hits, rows, nil
-}
-
-// vectorNorm is memorystore's Euclidean norm, summed in float64 in order.
-func vectorNorm(v []float32) float64 {
-	sum := 0.0
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	return math.Sqrt(sum)
 }

@@ -90,3 +90,28 @@ func FullTextBefore(a, b FullTextCandidate) bool {
 	}
 	return a.ID < b.ID
 }
+
+// FullTextHits is how a store reports the candidates FullTextRule kept (or
+// dropped): ranked from 1 in order, Score the number of matched terms and
+// Weight their summed IDF; nil when there are none.
+func FullTextHits(cands []FullTextCandidate) []Hit {
+	if len(cands) == 0 {
+		return nil
+	}
+	hits := make([]Hit, len(cands))
+	for i, c := range cands {
+		hits[i] = Hit{ID: c.ID, Rank: i + 1, Score: float64(c.Matched), Weight: c.Weight}
+	}
+	return hits
+}
+
+// VectorNorm is the Euclidean norm of v, summed in float64 in order: the
+// stores compute cosine similarity with it, so their scores agree to the
+// bit.
+func VectorNorm(v []float32) float64 {
+	sum := 0.0
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	return math.Sqrt(sum)
+}
