@@ -393,17 +393,6 @@ const scopesWithProfileRows = `SELECT DISTINCT r.tenant_id, r.subject_type, r.su
 	EXISTS (SELECT 1 FROM embedding_leases x WHERE x.record_id = r.id AND x.profile = ?) OR
 	EXISTS (SELECT 1 FROM embedding_tokens x WHERE x.record_id = r.id AND x.profile = ?)`
 
-// batchScopes are the Scopes and ids a batch names.
-func batchScopes(items []storekit.BatchItem) ([]memorykit.Scope, []string) {
-	var scopes []memorykit.Scope
-	var ids []string
-	for _, it := range items {
-		scopes = append(scopes, it.Record.Scope)
-		ids = append(ids, it.Record.ID)
-	}
-	return scopes, ids
-}
-
 // putScopes is the Scopes function of a batch of puts.
 func putScopes(puts []storekit.EmbeddingPut) func() ([]memorykit.Scope, error) {
 	return func() ([]memorykit.Scope, error) {
