@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/goagents/memorykit"
