@@ -55,8 +55,8 @@ const (
 //
 // b.N is ignored (use -benchtime 1x):
 //
-//	MEMORYKIT_BENCH_TENANTS=1000 MEMORYKIT_BENCH_TENANT_RECORDS=1000 \
-//	  go test ./internal/testsupport/bench -run '^$' -bench 'BenchmarkTenants' -benchtime 1x -timeout 6h
+//	MEMORYKIT_BENCH_TENANTS=1000 MEMORYKIT_BENCH_TENANT_RECORDS=1000 MEMORYKIT_BENCH_TENANT_WRITERS=4 \
+//	  go test ./internal/testsupport/bench -run '^$' -bench 'BenchmarkTenants' -benchtime 1x -timeout 3h
 func BenchmarkTenants(b *testing.B) {
 	tenants, _ := strconv.Atoi(os.Getenv(envTenants))
 	if tenants <= 0 {
