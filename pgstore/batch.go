@@ -488,8 +488,17 @@ func (s *Store) copyBatch(ctx context.Context, tx pgx.Tx, op string, rows []batc
 	}
 	// The records trigger queued these records for every registered
 	// profile; the ones just given a vector need no work for it.
-	_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs, embProfiles, embTenants)
-	return err
+	if !s.distributed {
+		_, err := tx.Exec(ctx, s.stmt("batch_dequeue_embedded"), embIDs, embProfiles, embTenants)
+		return err
+	}
+	// On a distributed schema, one statement per tenant, each routed to
+	// that tenant's shard, in one round trip.
+	batch := &pgx.Batch{}
+	for _, t := range sortedUnique(embTenants) {
+		batch.Queue(s.stmt("batch_dequeue_embedded_in"), embIDs, embProfiles, embTenants, t)
+	}
+	return tx.SendBatch(ctx, batch).Close()
 }
 
 func cloneStrings(m map[string]string) map[string]string {

@@ -83,3 +83,9 @@ func TestCitusJobCompletionStoresCandidatesOnce(t *testing.T) {
 	TestPostgresJobCompletionStoresCandidatesOnce(t)
 }
 func TestCitusEmbeddingLeasesAreExclusive(t *testing.T) { TestPostgresEmbeddingLeasesAreExclusive(t) }
+
+// The embedding queue holds exactly the pending records after every kind
+// of write, batches over several tenants included.
+func TestCitusEmbeddingQueueTracksPendingRecords(t *testing.T) {
+	TestPostgresEmbeddingQueueTracksPendingRecords(t)
+}

@@ -26,7 +26,7 @@ func (b *bundle) queueRows(t *testing.T, profile string) []string {
 func (b *bundle) pendingRecords(t *testing.T, profile string) []string {
 	t.Helper()
 	return b.idList(t, `SELECT r.id FROM {schema}.records r
-		LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.profile = $1
+		LEFT JOIN {schema}.embeddings e ON e.record_id = r.id AND e.tenant_id = r.tenant_id AND e.profile = $1
 		WHERE r.status = 'active' AND (e.record_id IS NULL OR e.content_hash <> r.content_hash)
 		ORDER BY r.id`, profile)
 }
@@ -143,6 +143,24 @@ func TestPostgresEmbeddingQueueTracksPendingRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a batch", true)
+
+	// A batch over two tenants: each tenant's items given a vector are
+	// taken off the queue (on Citus, by one statement per tenant).
+	third, _ := memorykit.ProjectScope("tenant-b", "project-1")
+	items = []storekit.BatchItem{
+		{Record: memorykit.NewRecord{Scope: third, Kind: memorykit.KindNote, Key: "i", Content: "india",
+			Status: memorykit.StatusActive, Actor: author, Reason: "import"},
+			Embedding: &storekit.BatchEmbedding{Profile: profile, Vector: []float32{0, 1}}},
+		{Record: memorykit.NewRecord{Scope: b.scope, Kind: memorykit.KindNote, Key: "j", Content: "juliett",
+			Status: memorykit.StatusActive, Actor: author, Reason: "import"},
+			Embedding: &storekit.BatchEmbedding{Profile: profile, Vector: []float32{1, 0}}},
+		{Record: memorykit.NewRecord{Scope: third, Kind: memorykit.KindNote, Key: "k", Content: "kilo",
+			Status: memorykit.StatusActive, Actor: author, Reason: "import"}},
+	}
+	if _, err := b.s.CreateBatch(b.ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	check("after a batch over two tenants", true)
 	put(lease(10)...)
 	check("after embedding everything again", true)
 

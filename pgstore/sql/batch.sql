@@ -44,3 +44,12 @@ FROM u
 DELETE FROM {schema}.embedding_queue q
 	USING unnest($1::text[], $2::text[], $3::text[]) AS e(record_id, profile, tenant_id)
 	WHERE q.profile = e.profile AND q.record_id = e.record_id AND q.tenant_id = e.tenant_id
+
+-- name: batch_dequeue_embedded_in
+-- batch_dequeue_embedded for one tenant ($4) of a distributed schema: the
+-- plain equality lets Citus send it to that tenant's shard alone instead
+-- of every shard.
+DELETE FROM {schema}.embedding_queue q
+	USING unnest($1::text[], $2::text[], $3::text[]) AS e(record_id, profile, tenant_id)
+	WHERE q.profile = e.profile AND q.record_id = e.record_id AND q.tenant_id = e.tenant_id
+	  AND q.tenant_id = $4

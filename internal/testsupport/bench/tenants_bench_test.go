@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ const (
 	// envCitusDSN is the Citus coordinator (scripts/citus-test-env.sh);
 	// without it only store=postgres runs.
 	envCitusDSN = "MEMORYKIT_CITUS_TEST_DSN"
+	// envTenantWriters is the number of goroutines that ingest different
+	// tenants at once, as several Hosts would (default 1).
+	envTenantWriters = "MEMORYKIT_BENCH_TENANT_WRITERS"
 )
 
 // BenchmarkTenants loads MEMORYKIT_BENCH_TENANTS tenants of
@@ -38,7 +42,10 @@ const (
 // (store=citus, distributed with pgstore.Distribute before the load),
 // and reports, for each:
 //
-//   - ingest-records/s: the load's throughput;
+//   - ingest-records/s: the load's throughput, with
+//     MEMORYKIT_BENCH_TENANT_WRITERS goroutines (default 1) each writing
+//     whole tenants, one CreateBatch of up to 1,000 records at a time;
+//   - ingest-s: the load's wall time;
 //   - cold-p50-ms, cold-p99-ms: recall in SQL (Config.SQLRecall) of a
 //     Scope not recalled before, one per tenant;
 //   - cached-p50-ms: recall through the recall cache of a Scope whose copy
@@ -48,8 +55,8 @@ const (
 //
 // b.N is ignored (use -benchtime 1x):
 //
-//	MEMORYKIT_BENCH_TENANTS=1000 MEMORYKIT_BENCH_TENANT_RECORDS=1000 \
-//	  go test ./internal/testsupport/bench -run '^$' -bench 'BenchmarkTenants' -benchtime 1x -timeout 6h
+//	MEMORYKIT_BENCH_TENANTS=1000 MEMORYKIT_BENCH_TENANT_RECORDS=1000 MEMORYKIT_BENCH_TENANT_WRITERS=4 \
+//	  go test ./internal/testsupport/bench -run '^$' -bench 'BenchmarkTenants' -benchtime 1x -timeout 3h
 func BenchmarkTenants(b *testing.B) {
 	tenants, _ := strconv.Atoi(os.Getenv(envTenants))
 	if tenants <= 0 {
@@ -58,6 +65,10 @@ func BenchmarkTenants(b *testing.B) {
 	perTenant := 1000
 	if v, err := strconv.Atoi(os.Getenv(envTenantRecords)); err == nil && v > 0 {
 		perTenant = v
+	}
+	writers := 1
+	if v, err := strconv.Atoi(os.Getenv(envTenantWriters)); err == nil && v > 0 {
+		writers = v
 	}
 	ws := newWriteSet(b, min(perTenant, 5000), 7)
 	for _, kind := range []string{"postgres", "citus"} {
@@ -72,7 +83,7 @@ func BenchmarkTenants(b *testing.B) {
 			schema := pgtest.Schema(b, dsn)
 			open := func(sqlRecall bool) *pgstore.Store {
 				s, err := pgstore.Open(ctx, dsn, pgstore.Config{Clock: benchClock(), Guard: benchGuard(b), Tombstones: benchTombstones(b),
-					Schema: schema, MaxConns: 8, SQLRecall: sqlRecall, RecallCacheBytes: 1 << 30})
+					Schema: schema, MaxConns: int32(max(8, writers+4)), SQLRecall: sqlRecall, RecallCacheBytes: 1 << 30})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -101,24 +112,18 @@ func BenchmarkTenants(b *testing.B) {
 				scopes[i] = sc
 			}
 
-			// Ingest: one CreateBatch of up to batchSize items at a time,
-			// tenant after tenant.
+			// Ingest: writers goroutines take tenants in turn; each writes
+			// its tenant with one CreateBatch of up to batchSize items at
+			// a time.
 			b.ResetTimer()
 			start := time.Now()
-			for _, sc := range scopes {
-				for i := 0; i < perTenant; i += batchSize {
-					its := make([]storekit.BatchItem, 0, batchSize)
-					for j := i; j < min(i+batchSize, perTenant); j++ {
-						its = append(its, ws.item(sc, j, true))
-					}
-					if _, err := sqlStore.CreateBatch(ctx, its); err != nil {
-						b.Fatal(err)
-					}
-				}
+			if err := ingestTenants(ctx, sqlStore, ws, scopes, perTenant, writers); err != nil {
+				b.Fatal(err)
 			}
 			ingest := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(tenants*perTenant)/ingest.Seconds(), "ingest-records/s")
+			b.ReportMetric(ingest.Seconds(), "ingest-s")
 
 			// Cold recall in SQL: each tenant's Scope once.
 			query := func(sc memorykit.Scope, i int) storekit.RecallQuery {
@@ -207,6 +212,44 @@ func BenchmarkTenants(b *testing.B) {
 			b.ReportMetric(jobs/elapsed.Seconds(), "jobs/s")
 		})
 	}
+}
+
+// ingestTenants writes perTenant records into each of scopes with writers
+// goroutines, each taking the next tenant not yet taken, and returns the
+// first error (the others stop at their next tenant).
+func ingestTenants(ctx context.Context, s *pgstore.Store, ws writeSet, scopes []memorykit.Scope, perTenant, writers int) error {
+	var (
+		next   atomic.Int64
+		failed atomic.Bool
+		wg     sync.WaitGroup
+		errs   = make(chan error, writers)
+	)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				t := int(next.Add(1)) - 1
+				if t >= len(scopes) {
+					return
+				}
+				for i := 0; i < perTenant; i += batchSize {
+					its := make([]storekit.BatchItem, 0, batchSize)
+					for j := i; j < min(i+batchSize, perTenant); j++ {
+						its = append(its, ws.item(scopes[t], j, true))
+					}
+					if _, err := s.CreateBatch(ctx, its); err != nil {
+						failed.Store(true)
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // reportP50 reports the median of l as prefix+"p50-ms".
