@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -223,4 +224,39 @@ func checkOthers(ctx context.Context, db batchSender, schema string) error {
 		return fmt.Errorf("the other tenants' rows changed:\n%s", strings.Join(diffs, "\n"))
 	}
 	return nil
+}
+
+// TestCitusPopulatedSchemaMovesAndChecks: the populated schema the
+// conformance run gets is distributed with the other tenants' rows on the
+// shards, checkOthers accepts it as written, and it notices a changed
+// row.
+func TestCitusPopulatedSchemaMovesAndChecks(t *testing.T) {
+	schema := uniqueSchema(t)
+	populateOnMigrate.Store(schema, true)
+	s := openStore(t, schema, newClock())
+	if !s.distributed {
+		t.Fatal("the populated schema is not distributed")
+	}
+	ctx := t.Context()
+	admin := adminConn(t)
+	if err := checkOthers(ctx, admin, schema); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := otherRows.Load(schema)
+	want := len(v.(map[string][]string)["records"])
+	var onShards int
+	if err := admin.QueryRow(ctx, `SELECT coalesce(sum(result::int), 0) FROM run_command_on_shards($1, 'SELECT count(*) FROM %s')`,
+		qualified(schema, "records")).Scan(&onShards); err != nil {
+		t.Fatal(err)
+	}
+	if onShards != want {
+		t.Fatalf("%d records on the shards, %d written", onShards, want)
+	}
+	if _, err := admin.Exec(ctx, `UPDATE `+qualified(schema, "records")+` SET content = 'changed' WHERE tenant_id = $1 AND id = $2`,
+		otherTenants[0], otherTenants[0]+"-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkOthers(ctx, admin, schema); err == nil {
+		t.Fatal("checkOthers missed a changed record")
+	}
 }

@@ -59,6 +59,9 @@ func runCasesOn(t *testing.T, h Harness, cases []tcase, session bool) {
 	checkHarness(t, h)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if why, ok := h.Leave[c.name]; ok {
+				t.Skip(why)
+			}
 			t.Parallel()
 			c.run(t, setupOn(t, h, session))
 		})

@@ -122,6 +122,12 @@ type Harness struct {
 	// the case of DeleteAllEmbeddings, whose effect on every tenant's
 	// vectors it cannot tell from its own, skips.
 	Populated bool
+	// Leave names cases (by subtest name, such as
+	// "PurgeResumesAfterKill") that this run skips, each with the reason
+	// it reports: for a harness that runs the suites once more under
+	// another condition and bounds that run's cost, while another run of
+	// its covers them. Nil runs every case.
+	Leave map[string]string
 }
 
 // Profiles returns every embedding profile the suites use. A harness
