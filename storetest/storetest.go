@@ -97,9 +97,9 @@ import (
 
 // Harness is what a Store implementation hands to the conformance suites.
 type Harness struct {
-	// New returns a fresh, empty store that reads time from clk, validates
-	// writes with guard and digests erased keys with NewTombstones(t). It
-	// registers its own cleanup with t.Cleanup.
+	// New returns a fresh store, empty unless Populated, that reads time
+	// from clk, validates writes with guard and digests erased keys with
+	// NewTombstones(t). It registers its own cleanup with t.Cleanup.
 	New func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store
 	// NewSession, when set, is used instead of New by the cases that need
 	// a store with database sessions of its own: they call it from several
