@@ -48,10 +48,16 @@ func TestPostgresReasonsGoThroughContentPolicy(t *testing.T) {
 }
 
 // pgHarness serves New and NewSession from one txSchemas of t.
-func pgHarness(t *testing.T) storetest.Harness {
+func pgHarness(t *testing.T) storetest.Harness { return pgHarnessWith(t, false) }
+
+// pgHarnessWith is pgHarness; with populated, every schema holds other
+// tenants' rows written before it was distributed (Citus only, see
+// populateOthers).
+func pgHarnessWith(t *testing.T, populated bool) storetest.Harness {
 	dsn := testDSN(t)
-	ts := newTxSchemas(t, dsn)
+	ts := newTxSchemas(t, dsn, populated)
 	return storetest.Harness{
+		Populated: populated,
 		New: func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store {
 			return ts.store(t, Config{Clock: clk, Guard: guard, Tombstones: storetest.NewTombstones(t)})
 		},
@@ -90,11 +96,15 @@ type txSchemas struct {
 	all []string
 	// made counts the schemas created, cases the stores handed out.
 	made, cases atomic.Int64
+	// populated: every schema holds other tenants' rows (populateOthers),
+	// checked when each case ends; a schema a session case used is not
+	// handed out again, since emptying it would drop those rows.
+	populated bool
 }
 
 // newTxSchemas opens the shared pool; t's cleanup closes it and drops
 // every schema, after all of t's subtests.
-func newTxSchemas(t *testing.T, dsn string) *txSchemas {
+func newTxSchemas(t *testing.T, dsn string, populated bool) *txSchemas {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -103,6 +113,9 @@ func newTxSchemas(t *testing.T, dsn string) *txSchemas {
 	// The first Open below installs the extension the pool's
 	// AfterConnect needs.
 	first := uniqueSchema(t)
+	if populated {
+		populateOnMigrate.Store(first, true)
+	}
 	s, err := Open(context.Background(), dsn, Config{Clock: clock.NewMock(), Guard: testGuard(t), Tombstones: testTombstones(t), Schema: first, MaxConns: 1})
 	if err != nil {
 		unusable(t, "open pgstore", err)
@@ -115,7 +128,7 @@ func newTxSchemas(t *testing.T, dsn string) *txSchemas {
 	if err != nil {
 		t.Fatalf("open the shared pool: %v", err)
 	}
-	ts := &txSchemas{dsn: dsn, pool: pool, free: []string{first}}
+	ts := &txSchemas{dsn: dsn, pool: pool, free: []string{first}, populated: populated}
 	ts.made.Add(1)
 	t.Cleanup(func() {
 		for _, name := range ts.all {
@@ -143,6 +156,9 @@ func (ts *txSchemas) take(t *testing.T) string {
 	name := pgtest.Name(pgtest.SchemaPrefix)
 	ts.all = append(ts.all, name)
 	ts.mu.Unlock()
+	if ts.populated {
+		populateOnMigrate.Store(name, true)
+	}
 	// Migrate through the shared pool; the schema is dropped when the
 	// whole test ends (see newTxSchemas).
 	s, err := New(context.Background(), ts.pool, Config{Clock: clock.NewMock(), Guard: testGuard(t), Tombstones: testTombstones(t), Schema: name})
@@ -166,6 +182,11 @@ func (ts *txSchemas) store(t *testing.T, cfg Config) *Store {
 		unusable(t, "begin the case's transaction", err)
 	}
 	t.Cleanup(func() {
+		if ts.populated {
+			if err := checkOthers(ctx, tx, schema); err != nil {
+				t.Errorf("after the case: %v", err)
+			}
+		}
 		if err := tx.Rollback(ctx); err != nil {
 			// The schema's state is unknown: leave it out of the free
 			// list (it is still dropped at the end).
@@ -202,6 +223,12 @@ func (ts *txSchemas) session(t *testing.T, cfg Config) *Store {
 	schema := ts.take(t)
 	t.Cleanup(func() {
 		// Runs after s.Close (cleanups run last in, first out).
+		if ts.populated {
+			if err := checkOthers(ctx, ts.pool, schema); err != nil {
+				t.Errorf("after the case: %v", err)
+			}
+			return
+		}
 		if _, err := ts.pool.Exec(ctx, `DO $$ DECLARE tables text; BEGIN
 			SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') INTO tables
 			FROM pg_tables WHERE schemaname = '`+schema+`' AND tablename <> 'schema_migrations';

@@ -19,7 +19,7 @@ import (
 // versions included, so the next case can reuse the schema.
 func TestTxStoreLeavesNothing(t *testing.T) {
 	ctx := context.Background()
-	ts := newTxSchemas(t, testDSN(t))
+	ts := newTxSchemas(t, testDSN(t), false)
 	scope, err := memorykit.ProjectScope("tenant-a", "project-1")
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,8 @@ import (
 // Open therefore sizes the pool from the Host's concurrency and installs a
 // context watcher that asks the server to cancel the running statement
 // (a CancelRequest on a side channel) and keeps the connection, which is
-// returned to the pool once the server has answered the cancellation.
+// returned to the pool once the server has taken the cancellation
+// (cancelHandler).
 
 const (
 	// minDefaultConns is the floor of DefaultMaxConns' request share.
@@ -124,12 +125,87 @@ func (c Config) cancelGrace() time.Duration {
 }
 
 // keepOnCancel makes every connection of pcfg answer a done context with a
-// server-side cancel request instead of closing the socket. grace bounds
-// how long the driver waits for the server after that; past it the
-// connection is closed as before.
+// server-side cancel request instead of closing the socket (cancelHandler).
+// grace bounds how long the driver waits for the server after that; past
+// it the connection is closed as before. A connection whose cancel
+// request the server did not confirm is closed when the pool would hand
+// it out next, instead of being reused.
 func keepOnCancel(pcfg *pgxpool.Config, grace time.Duration) {
 	pcfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: grace}
+		return &cancelHandler{conn: pc, grace: grace}
+	}
+	prev := pcfg.PrepareConn
+	pcfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
+		if _, stray := c.PgConn().CustomData()[strayCancelKey]; stray {
+			return false, nil
+		}
+		if prev != nil {
+			return prev(ctx, c)
+		}
+		return true, nil
+	}
+}
+
+// strayCancelKey marks, in a connection's CustomData, a cancel request
+// that may still reach the server (see cancelHandler).
+const strayCancelKey = "pgstore.stray_cancel"
+
+// sendCancel sends pc's cancel request and returns once the server has
+// taken it (closed the request's connection). Tests replace it to hold a
+// request back, as a loaded server does.
+var sendCancel = func(ctx context.Context, pc *pgconn.PgConn) error { return pc.CancelRequest(ctx) }
+
+// cancelHandler is the context watcher of keepOnCancel's connections.
+// When a statement's context ends it sends the server a cancel request
+// and gives the statement grace to end before the socket's deadline
+// closes the connection.
+//
+// A cancel request names a server process, not a statement: the server
+// takes it on a connection of its own and then signals the process, which
+// cancels whatever statement it is running at that moment. When the
+// statement ends by itself while the request is on its way (its work was
+// done just as the context ended), a request the driver abandoned could
+// still reach the process once the connection is back in the pool and
+// cancel the next caller's statement with a query_canceled error that has
+// nothing to do with that caller. So the handler does not abandon the
+// request: the statement's return waits until the server has taken it
+// (by then the process has been signalled, and a signal that finds it
+// idle is ignored), within the grace; a request the server did not
+// confirm in time marks the connection, which keepOnCancel's pool then
+// closes instead of reusing.
+type cancelHandler struct {
+	conn  *pgconn.PgConn
+	grace time.Duration
+	// done is closed once the cancel request was taken or given up;
+	// taken reports which.
+	done  chan struct{}
+	taken bool
+}
+
+// HandleCancel sends the cancel request on a goroutine and arms the
+// socket's deadline.
+func (h *cancelHandler) HandleCancel(context.Context) {
+	// A socket deadline is wall-clock time by nature: it bounds a wait
+	// on the network, not a lease or a retry.
+	deadline := time.Now().Add(h.grace)
+	_ = h.conn.Conn().SetDeadline(deadline)
+	done := make(chan struct{})
+	h.done, h.taken = done, false
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		h.taken = sendCancel(ctx, h.conn) == nil
+	}()
+}
+
+// HandleUnwatchAfterCancel waits for the cancel request, clears the
+// deadline, and marks the connection when the request was not taken.
+func (h *cancelHandler) HandleUnwatchAfterCancel() {
+	<-h.done
+	_ = h.conn.Conn().SetDeadline(time.Time{})
+	if !h.taken {
+		h.conn.CustomData()[strayCancelKey] = true
 	}
 }
 

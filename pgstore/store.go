@@ -94,8 +94,14 @@ type Config struct {
 	Workers int
 	// CancelGrace is how long Open's pool waits for the server to cancel
 	// a statement whose context ended before closing the connection
-	// instead (see keepOnCancel). Zero means DefaultCancelGrace; negative
-	// is invalid. It is ignored by New, whose caller configures its pool.
+	// instead (see keepOnCancel). A statement that ends by itself while
+	// its cancel request is on the way returns once the server has taken
+	// the request, at most CancelGrace later; a connection whose cancel
+	// request the server did not take within it is closed rather than
+	// reused, so a late request never cancels another caller's
+	// statement. Zero means
+	// DefaultCancelGrace; negative is invalid. It is ignored by New,
+	// whose caller configures its pool.
 	CancelGrace time.Duration
 	// LockTimeout is the longest any statement of Open's pool waits for a
 	// lock (the session's lock_timeout, set when each connection opens):

@@ -433,6 +433,9 @@ func testEmbDelete(t *testing.T, e *env) {
 }
 
 func testEmbDeleteAll(t *testing.T, e *env) {
+	if e.h.Populated {
+		t.Skip("DeleteAllEmbeddings resets every tenant's vectors: the other tenants' records would become pending work this case cannot tell from its own")
+	}
 	const p2 = embDeleteP2
 	a, b := e.embedForDelete(t, Scope(t, "tenant-b", "project-2"))
 	wantIDs(t, "nothing to lease", taskIDs(e.lease("embedder-1", time.Minute, 10)), nil)

@@ -127,6 +127,8 @@ func (e *env) counts() storekit.JobCounts {
 
 func (e *env) wantCounts(t testing.TB, want storekit.JobCounts) {
 	t.Helper()
+	b := e.jobBase
+	want = storekit.JobCounts{Queued: b.Queued + want.Queued, Leased: b.Leased + want.Leased, Done: b.Done + want.Done, Failed: b.Failed + want.Failed}
 	if got := e.counts(); got != want {
 		t.Fatalf("CountJobs = %+v, want %+v", got, want)
 	}

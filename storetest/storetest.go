@@ -97,9 +97,9 @@ import (
 
 // Harness is what a Store implementation hands to the conformance suites.
 type Harness struct {
-	// New returns a fresh, empty store that reads time from clk, validates
-	// writes with guard and digests erased keys with NewTombstones(t). It
-	// registers its own cleanup with t.Cleanup.
+	// New returns a fresh store, empty unless Populated, that reads time
+	// from clk, validates writes with guard and digests erased keys with
+	// NewTombstones(t). It registers its own cleanup with t.Cleanup.
 	New func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store
 	// NewSession, when set, is used instead of New by the cases that need
 	// a store with database sessions of its own: they call it from several
@@ -111,6 +111,32 @@ type Harness struct {
 	NewSession func(t *testing.T, clk clock.Clock, guard *memorykit.WriteGuard) storekit.Store
 	// Dump renders everything the store holds as text (every table / map).
 	Dump func(t *testing.T, s storekit.Store) string
+	// Populated says that the stores New and NewSession return already
+	// hold data of tenants the suites never use, as a store shared by
+	// many tenants does: records with vectors of every profile in
+	// Profiles (so none of them is pending for a profile the suites
+	// use), revisions, embedding queue rows and leases of a profile the
+	// suites never use, and jobs that are not leasable. Every case runs
+	// then as on an empty store, except that job counts are taken
+	// relative to the counts the store held when the case began, and
+	// the case of DeleteAllEmbeddings, whose effect on every tenant's
+	// vectors it cannot tell from its own, skips.
+	Populated bool
+	// Leave names cases (by subtest name, such as
+	// "PurgeResumesAfterKill") that this run skips, each with the reason
+	// it reports: for a harness that runs the suites once more under
+	// another condition and bounds that run's cost, while another run of
+	// its covers them. Nil runs every case.
+	Leave map[string]string
+}
+
+// Profiles returns every embedding profile the suites use. A harness
+// that sets Populated gives its other tenants' active records a current
+// vector of each, so they are never pending work the suites would see.
+func Profiles() []string {
+	return []string{"p", "test/bad-v1", "test/canary-v1", "test/canary-v2", "test/emb-v1", "test/emb-v2",
+		"test/erase-v1", "test/iso-v1", "test/iso-v2", "test/purge-v1", "test/purge-v2", "test/recall-v1",
+		"test/v1", "test/vec-v1", "test/vec-v2"}
 }
 
 // RunAll runs every conformance suite as a subtest.
