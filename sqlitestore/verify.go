@@ -157,7 +157,7 @@ func rawHits(op, path string, match *storekit.Canary) ([]ErasureHit, error) {
 		if suffix == "" {
 			found = true
 		}
-		lower := bytes.ToLower(raw)
+		lower := storekit.FoldCaseBytes(raw)
 		offset := int64(-1)
 		for _, n := range needles {
 			if i := bytes.Index(lower, n); i >= 0 && (offset < 0 || int64(i) < offset) {

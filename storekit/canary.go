@@ -1,6 +1,7 @@
 package storekit
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -38,7 +39,7 @@ func NewCanary(text string) *Canary {
 		forms = append(forms, sqlQuote(f), copyEscape(f), copyEscapeMinimal(f), arrayEscape(f), copyEscape(arrayEscape(f)))
 	}
 	for _, f := range forms {
-		if f = strings.ToLower(f); f != "" {
+		if f = FoldCase(f); f != "" {
 			set[f] = true
 		}
 	}
@@ -50,8 +51,9 @@ func NewCanary(text string) *Canary {
 	return c
 }
 
-// Forms returns the lower-cased encodings the canary is searched in, for a
-// verifier that scans raw bytes (compare them with the lower-cased bytes).
+// Forms returns the case-folded encodings the canary is searched in, for a
+// verifier that scans raw bytes (compare them with FoldCaseBytes of the
+// bytes).
 func (c *Canary) Forms() []string { return append([]string(nil), c.forms...) }
 
 // Match reports whether s holds the canary in any of its forms, ignoring
@@ -60,7 +62,7 @@ func (c *Canary) Match(s string) bool {
 	if s == "" {
 		return false
 	}
-	low := strings.ToLower(s)
+	low := FoldCase(s)
 	for _, f := range c.forms {
 		if strings.Contains(low, f) {
 			return true
@@ -69,7 +71,7 @@ func (c *Canary) Match(s string) bool {
 	if unorm.NFKC.IsNormalString(s) {
 		return false
 	}
-	folded := strings.ToLower(unorm.NFKC.String(s))
+	folded := FoldCase(unorm.NFKC.String(s))
 	for _, f := range c.forms {
 		if strings.Contains(folded, f) {
 			return true
@@ -116,6 +118,17 @@ func (c *Canary) matchDecoded(v any) bool {
 	}
 	return false
 }
+
+// FoldCase maps every character of s to one representative of its case:
+// the lower case of its upper case. Lower-casing alone is not enough: a
+// character whose upper case lower-cases to another character (the Greek
+// ypogegrammeni U+0345 upper-cases to U+0399, which lower-cases to U+03B9;
+// the long s U+017F to S, then s) would not match the text upper-cased by
+// a store. The map is rune by rune, so a substring stays a substring.
+func FoldCase(s string) string { return strings.ToLower(strings.ToUpper(s)) }
+
+// FoldCaseBytes is FoldCase of raw bytes (invalid UTF-8 becomes U+FFFD).
+func FoldCaseBytes(b []byte) []byte { return bytes.ToLower(bytes.ToUpper(b)) }
 
 // jsonForms are the ways a JSON encoder can write s inside a string
 // literal (without the quotes).

@@ -47,6 +47,7 @@ func TestCanaryMatchesEveryEncoding(t *testing.T) {
 	for _, s := range []string{
 		`Tom & Jerry <script>`, `it's`, `say "hi"`, `back\slash`, "tab\there", "line\nbreak",
 		"sep\u2028arator", "para\u2029graph", "smile \U0001F600 now", "记忆 数据", "cafe\u0301", `</end>`,
+		"\u0345", "ypogegrammeni \u0345 and long \u017f", "Kelvin \u212a",
 	} {
 		c := storekit.NewCanary(s)
 		for name, enc := range canaryEncodings(t, s) {
