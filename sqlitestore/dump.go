@@ -58,6 +58,10 @@ func (s *Store) Dump(ctx context.Context) (string, error) {
 			}
 			b.WriteString(" ")
 			for i, c := range cols {
+				if t.name == "embeddings" && c == "rec" {
+					// The record's row number: where the file put it.
+					continue
+				}
 				v := vals[i]
 				if c == "vector" {
 					if raw, ok := v.([]byte); ok {

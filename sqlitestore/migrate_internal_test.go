@@ -34,11 +34,16 @@ func TestMigratesAVersion1File(t *testing.T) {
 		if i == 1 {
 			st = memorykit.StatusCandidate
 		}
-		r, err := mem.Create(ctx, memorykit.NewRecord{Scope: sc, Kind: memorykit.KindFact, Key: "k" + string(rune('0'+i)), Content: "the sky is teal",
-			Status: st, Actor: actor})
+		it := storekit.BatchItem{Record: memorykit.NewRecord{Scope: sc, Kind: memorykit.KindFact, Key: "k" + string(rune('0'+i)), Content: "the sky is teal",
+			Status: st, Actor: actor}}
+		if i == 2 {
+			it.Embedding = &storekit.BatchEmbedding{Profile: "p/v", Vector: []float32{1, 0.5}}
+		}
+		rs, err := mem.CreateBatch(ctx, []storekit.BatchItem{it})
 		if err != nil {
 			t.Fatal(err)
 		}
+		r := rs[0]
 		if i == 0 {
 			if _, err := mem.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: sc, ID: r.ID, Actor: actor}, Content: "the sky is cyan"}); err != nil {
 				t.Fatal(err)
@@ -65,6 +70,11 @@ func TestMigratesAVersion1File(t *testing.T) {
 		sc := ri.Record.Scope
 		if _, err := db.Exec(`INSERT INTO records VALUES (?, ?, ?, ?, ?)`, ri.Record.ID, sc.TenantID, string(sc.SubjectType), sc.SubjectID, string(body)); err != nil {
 			t.Fatal(err)
+		}
+		for _, m := range ri.Embeddings {
+			if _, err := db.Exec(`INSERT INTO embeddings VALUES (?, ?, ?, ?, ?)`, ri.Record.ID, m.Profile, m.ContentHash, encodeVector(m.Vector), formatTime(m.At)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for i, v := range ri.Revisions {
 			body, _ := json.Marshal(v)
@@ -125,6 +135,12 @@ func TestMigratesAVersion1File(t *testing.T) {
 		if err != nil || len(res.FullText) != 1 {
 			t.Fatalf("recall of %q after reopening = %+v, %v", term, res, err)
 		}
+	}
+	// The vector written before the migration is found through its
+	// record's row number, which the migration filled in.
+	res, err = s.Recall(ctx, storekit.RecallQuery{Scope: b, Profile: "p/v", Vector: []float32{1, 0.4}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5})
+	if err != nil || len(res.Vector) != 1 {
+		t.Fatalf("vector recall after reopening = %+v, %v", res, err)
 	}
 	if len(s.loaded) != 0 {
 		t.Fatalf("%d Scopes loaded by recalls the index answers; want none", len(s.loaded))

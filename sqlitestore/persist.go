@@ -37,7 +37,8 @@ var statementSQL = []struct {
 	{func(x *statements) **sql.Stmt { return &x.deleteEmbeddings }, `DELETE FROM embeddings WHERE record_id = ?`},
 	{func(x *statements) **sql.Stmt { return &x.deleteLeases }, `DELETE FROM embedding_leases WHERE record_id = ?`},
 	{func(x *statements) **sql.Stmt { return &x.deleteTokens }, `DELETE FROM embedding_tokens WHERE record_id = ?`},
-	{func(x *statements) **sql.Stmt { return &x.insertEmbedding }, `INSERT INTO embeddings (record_id, profile, content_hash, vector, at) VALUES (?, ?, ?, ?, ?)`},
+	{func(x *statements) **sql.Stmt { return &x.insertEmbedding }, `INSERT INTO embeddings (record_id, profile, content_hash, vector, at, rec)
+		VALUES (?1, ?, ?, ?, ?, (SELECT rowid FROM records WHERE id = ?1))`},
 	{func(x *statements) **sql.Stmt { return &x.insertLease }, `INSERT INTO embedding_leases (record_id, profile, body) VALUES (?, ?, ?)`},
 	{func(x *statements) **sql.Stmt { return &x.insertToken }, `INSERT INTO embedding_tokens (record_id, profile, content_hash, token) VALUES (?, ?, ?, ?)`},
 	{func(x *statements) **sql.Stmt { return &x.upsertJob }, `INSERT INTO jobs (id, tenant_id, subject_type, subject_id, state, body, erased_keys)

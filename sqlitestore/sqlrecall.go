@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base32"
+	"encoding/binary"
 	"hash/fnv"
 	"math"
 	"sort"
@@ -376,46 +377,83 @@ func (s *Store) decodeCandidate(ctx context.Context, c *candidate) error {
 	return nil
 }
 
-// sqlVectorHits scans the Scope's current vectors of q's profile and
-// dimension, as memorystore's exact float64 scan ranks them.
+// sqlVectorHits ranks the Scope's current vectors of q's profile and
+// dimension as memorystore's exact float64 scan does. The scan reads only
+// the recall columns' index of records and the embeddings found through
+// their record's row number (embeddings.rec), never a record's row: a
+// record's ID, update time and content hash are read afterwards for the
+// best-scoring vectors only, best first, until the limit is filled and
+// the next score is lower than the last kept (so ties at the cut are all
+// read and broken by recency, then ID). A vector whose record changed
+// content since it was computed (its hash differs) is not current and is
+// skipped there, as is a row whose record number no longer names it.
 func (s *Store) sqlVectorHits(ctx context.Context, q storekit.RecallQuery, now int64) ([]storekit.Hit, map[string]*candidate, error) {
 	qn := storekit.VectorNorm(q.Vector)
 	if qn == 0 || q.VectorLimit <= 0 {
 		return nil, nil, nil
 	}
 	type scored struct {
-		c     *candidate
+		erow  int64
 		score float64
+		c     *candidate
 	}
 	var all []scored
 	sc := q.Scope
-	err := s.each(ctx, `SELECT r.rowid, r.id, r.status, r.content_hash, r.updated_ns, e.vector FROM records r
-		JOIN embeddings e ON e.record_id = r.id
+	err := s.each(ctx, `SELECT e.rowid, e.vector FROM records r INDEXED BY records_recall
+		JOIN embeddings e ON e.rec = r.rowid AND e.profile = ?
 		WHERE r.tenant_id = ? AND r.subject_type = ? AND r.subject_id = ? AND r.status = 'active'
 			AND (r.from_ns IS NULL OR r.from_ns <= ?) AND (r.until_ns IS NULL OR r.until_ns > ?)
-			AND e.profile = ? AND e.content_hash = r.content_hash AND length(e.vector) = ?`, func(rows *sql.Rows) error {
-		c := &candidate{scope: sc}
-		var vec []byte
-		if err := rows.Scan(&c.rowid, &c.id, &c.status, &c.hash, &c.updated, &vec); err != nil {
+			AND length(e.vector) = ?`, func(rows *sql.Rows) error {
+		var erow int64
+		var vec sql.RawBytes
+		if err := rows.Scan(&erow, &vec); err != nil {
 			return err
 		}
-		v := decodeVector(vec)
-		vn := storekit.VectorNorm(v)
-		if vn == 0 {
+		if len(vec) != 4*len(q.Vector) {
 			return nil
 		}
-		d := 0.0
-		for i := range q.Vector {
-			d += float64(q.Vector[i]) * float64(v[i])
+		// The sums run in the order storekit.VectorNorm and memorystore's
+		// scan use, so the score is the same float64.
+		d, vv := 0.0, 0.0
+		for i, x := range q.Vector {
+			f := float64(math.Float32frombits(binary.LittleEndian.Uint32(vec[4*i:])))
+			d += float64(x) * f
+			vv += f * f
 		}
-		all = append(all, scored{c, d / (qn * vn)})
+		if vv == 0 {
+			return nil
+		}
+		all = append(all, scored{erow: erow, score: d / (qn * math.Sqrt(vv))})
 		return nil
-	}, sc.TenantID, string(sc.SubjectType), sc.SubjectID, now, now, q.Profile, 4*len(q.Vector))
+	}, q.Profile, sc.TenantID, string(sc.SubjectType), sc.SubjectID, now, now, 4*len(q.Vector))
 	if err != nil {
 		return nil, nil, err
 	}
-	sort.Slice(all, func(i, j int) bool {
-		a, b := all[i], all[j]
+	sort.Slice(all, func(i, j int) bool { return all[i].score > all[j].score })
+	var kept []scored
+	for next := 0; next < len(all); {
+		if len(kept) >= q.VectorLimit && all[next].score < kept[q.VectorLimit-1].score {
+			break
+		}
+		batch := all[next:min(len(all), next+max(q.VectorLimit-len(kept), 0)+16)]
+		next += len(batch)
+		erows := make([]any, len(batch))
+		for i, b := range batch {
+			erows[i] = b.erow
+		}
+		found, err := s.currentVectors(ctx, sc, erows)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, b := range batch {
+			if c := found[b.erow]; c != nil {
+				b.c = c
+				kept = append(kept, b)
+			}
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool {
+		a, b := kept[i], kept[j]
 		if a.score != b.score {
 			return a.score > b.score
 		}
@@ -424,15 +462,39 @@ func (s *Store) sqlVectorHits(ctx context.Context, q storekit.RecallQuery, now i
 		}
 		return a.c.id < b.c.id
 	})
-	all = all[:min(len(all), q.VectorLimit)]
-	if len(all) == 0 {
+	kept = kept[:min(len(kept), q.VectorLimit)]
+	if len(kept) == 0 {
 		return nil, nil, nil
 	}
-	hits := make([]storekit.Hit, len(all))
-	rows := make(map[string]*candidate, len(all))
-	for i, a := range all {
+	hits := make([]storekit.Hit, len(kept))
+	rows := make(map[string]*candidate, len(kept))
+	for i, a := range kept {
 		hits[i] = storekit.Hit{ID: a.c.id, Rank: i + 1, Score: a.score}
 		rows[a.c.id] = a.c
 	}
 	return hits, rows, nil
+}
+
+// currentVectors reads, for the embedding rows erows, the record each
+// belongs to, keyed by embedding row, when the row is current: its record
+// number names the record it was written for and the record's content
+// hash is the one the vector was computed from.
+func (s *Store) currentVectors(ctx context.Context, sc memorykit.Scope, erows []any) (map[int64]*candidate, error) {
+	out := make(map[int64]*candidate, len(erows))
+	if len(erows) == 0 {
+		return out, nil
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(erows)), ",")
+	err := s.each(ctx, `SELECT e.rowid, r.rowid, r.id, r.status, r.content_hash, r.updated_ns FROM embeddings e
+		JOIN records r ON r.rowid = e.rec AND r.id = e.record_id AND r.content_hash = e.content_hash
+		WHERE e.rowid IN (`+marks+`)`, func(rows *sql.Rows) error {
+		var erow int64
+		c := &candidate{scope: sc}
+		if err := rows.Scan(&erow, &c.rowid, &c.id, &c.status, &c.hash, &c.updated); err != nil {
+			return err
+		}
+		out[erow] = c
+		return nil
+	}, erows...)
+	return out, err
 }

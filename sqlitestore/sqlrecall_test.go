@@ -161,3 +161,124 @@ func TestRecallFromFileThenLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVectorRecallFromFileMatchesMirror: the vector part of a recall
+// answered from the file ranks as the loaded mirror does on a Scope where
+// most vectors tie with others (few distinct vectors, equal update times),
+// some records are not active, some vectors are stale (the record's
+// content changed after its vector was computed), some have another
+// dimension, some records' windows have ended, and another Scope holds the
+// same vectors; for every limit from 1 to past the number of records.
+func TestVectorRecallFromFileMatchesMirror(t *testing.T) {
+	ctx := context.Background()
+	clk := storetest.NewClock()
+	path := filepath.Join(t.TempDir(), "v.db")
+	s := openBudget(t, path, clk, sqlitestore.SyncNormal, 0)
+	sc := storetest.Scope(t, "tenant-v", "p")
+	other := storetest.Scope(t, "tenant-v", "q")
+	base := [][]float32{{1, 0, 0}, {1, 1, 0}, {0, 1, 1}, {2, 1, 0.5}, {-1, 0.5, 0}, {0.3, 0.3, 0.3}}
+	var items, others []storekit.BatchItem
+	const n = 240
+	for i := range n {
+		v := base[(i*7)%len(base)]
+		if i%9 == 4 {
+			v = append([]float32{0.5}, v...)
+		}
+		rec := memorykit.NewRecord{Scope: sc, Kind: memorykit.KindFact, Key: fmt.Sprintf("v-%d", i),
+			Content: fmt.Sprintf("note %d", i), Status: memorykit.StatusActive, Actor: actor}
+		if i%7 == 0 {
+			rec.Status = memorykit.StatusCandidate
+		}
+		if i%13 == 0 {
+			rec.EffectiveUntil = clk.Now().Add(time.Minute)
+		}
+		it := storekit.BatchItem{Record: rec}
+		if rec.Status == memorykit.StatusActive {
+			it.Embedding = &storekit.BatchEmbedding{Profile: "p/v", Vector: v}
+		}
+		items = append(items, it)
+		if i%3 == 0 && it.Embedding != nil {
+			rec.Scope, rec.Key = other, fmt.Sprintf("o-%d", i)
+			others = append(others, storekit.BatchItem{Record: rec, Embedding: &storekit.BatchEmbedding{Profile: "p/v", Vector: v}})
+		}
+	}
+	var created []memorykit.Record
+	for from := 0; from < n; from += 40 {
+		got, err := s.CreateBatch(ctx, items[from:from+40])
+		if err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, got...)
+		// Every other batch shares its update time with the one before.
+		clk.Add(time.Duration(from/40%2) * time.Second)
+	}
+	if _, err := s.CreateBatch(ctx, others); err != nil {
+		t.Fatal(err)
+	}
+	stale, forgotten := 0, 0
+	for i, r := range created {
+		// Records forgotten after their vector was stored.
+		if i%11 == 2 && r.Status == memorykit.StatusActive {
+			if _, err := s.Forget(ctx, storekit.Transition{Scope: sc, ID: r.ID, Actor: memorykit.Actor{Kind: memorykit.ActorReviewer, ID: "rev"}, Reason: "reviewed"}); err != nil {
+				t.Fatal(err)
+			}
+			forgotten++
+			continue
+		}
+		if i%5 == 1 && r.Status == memorykit.StatusActive {
+			if _, err := s.Correct(ctx, storekit.Correction{Transition: storekit.Transition{Scope: sc, ID: r.ID,
+				Actor: memorykit.Actor{Kind: memorykit.ActorReviewer, ID: "rev"}, Reason: "reviewed"}, Content: fmt.Sprintf("corrected %d", i)}); err != nil {
+				t.Fatal(err)
+			}
+			stale++
+		}
+	}
+	if stale < 10 || forgotten < 10 {
+		t.Fatalf("%d stale vectors, %d forgotten records; want at least 10 of each", stale, forgotten)
+	}
+	// Past the end of the windows that end.
+	clk.Add(2 * time.Minute)
+	var queries []storekit.RecallQuery
+	for i := range 40 {
+		q := base[i%len(base)]
+		if i%4 == 3 {
+			q = []float32{q[0] + 0.1, q[1], q[2] - 0.2}
+		}
+		queries = append(queries, storekit.RecallQuery{Scope: sc, Profile: "p/v", Vector: q, VectorLimit: 1 + (i*7)%n, ExactLimit: 1, FullTextLimit: 1})
+	}
+	queries = append(queries, storekit.RecallQuery{Scope: sc, Profile: "p/v", Vector: []float32{0.5, 1, 0, 0}, VectorLimit: 30, ExactLimit: 1, FullTextLimit: 1})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openBudget(t, path, clk, sqlitestore.SyncNormal, 0)
+	defer s.Close()
+	sqlitestore.NoBackgroundLoads(s)
+	var fromFile []storekit.RecallResult
+	for _, q := range queries {
+		res, err := s.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromFile = append(fromFile, res)
+	}
+	if n, _ := sqlitestore.LoadedScopes(s); n != 0 {
+		t.Fatalf("%d Scopes loaded by recalls answered from the file; want none", n)
+	}
+	if _, err := s.List(ctx, storekit.ListFilter{Scope: sc, Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	for i, q := range queries {
+		res, err := s.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res, fromFile[i]) {
+			t.Fatalf("query %d (limit %d): from the file\n%+v\nfrom the mirror\n%+v", i, q.VectorLimit, fromFile[i].Vector, res.Vector)
+		}
+		hits += len(res.Vector)
+	}
+	if hits < 100 {
+		t.Fatalf("%d vector hits in all: the comparison proves little", hits)
+	}
+}

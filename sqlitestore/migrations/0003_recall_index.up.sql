@@ -3,6 +3,9 @@
 -- never the text; see termToken in sqlrecall.go), and the columns
 -- recallability and ranking read: times in Unix nanoseconds, clamped to
 -- the int64 range, NULL for an open bound of the effective window.
+-- embeddings.rec is the row number of the vector's record, so the vector
+-- scan of a Scope reads the records' recall index and the embeddings, not
+-- the records' rows.
 -- recall_scopes lists the Scopes whose rows are complete in the index: a
 -- Scope written before this schema joins it the first time it is loaded.
 ALTER TABLE records ADD COLUMN updated_ns INTEGER NOT NULL DEFAULT 0;
@@ -17,3 +20,6 @@ CREATE TABLE recall_scopes (
 	subject_id   TEXT NOT NULL,
 	PRIMARY KEY (tenant_id, subject_type, subject_id)
 ) WITHOUT ROWID;
+ALTER TABLE embeddings ADD COLUMN rec INTEGER;
+UPDATE embeddings SET rec = (SELECT r.rowid FROM records r WHERE r.id = embeddings.record_id);
+CREATE INDEX embeddings_rec ON embeddings (rec, profile);

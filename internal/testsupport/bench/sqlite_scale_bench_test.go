@@ -49,7 +49,7 @@ const (
 
 // scaleLayout tells apart cached files of one schema version whose
 // migrations changed before release; bump it with such a change.
-const scaleLayout = "c"
+const scaleLayout = "d"
 
 // scaleSizes are the record counts benchmarked.
 func scaleSizes() []int {
