@@ -95,31 +95,8 @@ func TestRecallFromFileMatchesMirror(t *testing.T) {
 		}
 		s = openBudget(t, path, clk, sqlitestore.SyncNormal, 0)
 		sqlitestore.NoBackgroundLoads(s)
-		var fromFile []storekit.RecallResult
-		for _, q := range queries {
-			res, err := s.Recall(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fromFile = append(fromFile, res)
-		}
-		if n, _ := sqlitestore.LoadedScopes(s); n != 0 {
-			t.Fatalf("%d Scopes loaded by recalls answered from the file; want none", n)
-		}
-		if _, err := s.List(ctx, storekit.ListFilter{Scope: sc, Limit: 1}); err != nil {
-			t.Fatal(err)
-		}
-		hits := 0
-		for i, q := range queries {
-			res, err := s.Recall(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(res, fromFile[i]) {
-				t.Fatalf("at +%v, query %d: from the file\n%+v\nfrom the mirror\n%+v", step, i, fromFile[i], res)
-			}
-			hits += len(res.Exact) + len(res.FullText) + len(res.FullTextBelow) + len(res.Vector)
-		}
+		hits, vector := fileMatchesMirror(t, s, sc, queries, nil)
+		hits += vector
 		if hits == 0 {
 			t.Fatalf("at +%v no query found anything: the comparison proves nothing", step)
 		}
@@ -253,31 +230,7 @@ func TestVectorRecallFromFileMatchesMirror(t *testing.T) {
 	s = openBudget(t, path, clk, sqlitestore.SyncNormal, 0)
 	defer s.Close()
 	sqlitestore.NoBackgroundLoads(s)
-	var fromFile []storekit.RecallResult
-	for _, q := range queries {
-		res, err := s.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fromFile = append(fromFile, res)
-	}
-	if n, _ := sqlitestore.LoadedScopes(s); n != 0 {
-		t.Fatalf("%d Scopes loaded by recalls answered from the file; want none", n)
-	}
-	if _, err := s.List(ctx, storekit.ListFilter{Scope: sc, Limit: 1}); err != nil {
-		t.Fatal(err)
-	}
-	hits := 0
-	for i, q := range queries {
-		res, err := s.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(res, fromFile[i]) {
-			t.Fatalf("query %d (limit %d): from the file\n%+v\nfrom the mirror\n%+v", i, q.VectorLimit, fromFile[i].Vector, res.Vector)
-		}
-		hits += len(res.Vector)
-	}
+	_, hits := fileMatchesMirror(t, s, sc, queries, nil)
 	if hits < 100 {
 		t.Fatalf("%d vector hits in all: the comparison proves little", hits)
 	}
@@ -321,18 +274,36 @@ func TestRecallFromFileAfterPurge(t *testing.T) {
 		queries = append(queries, storekit.RecallQuery{Scope: kept, Terms: []string{words[i%4]}, ExactKeys: []string{fmt.Sprintf("k-%d", i)},
 			ExactLimit: 2, FullTextLimit: 5, VectorLimit: 5, Profile: "p/v", Vector: []float32{float32(i), 1, 0.5}})
 	}
+	fileMatchesMirror(t, s, kept, queries, func(res storekit.RecallResult) {
+		if len(res.Exact) != 1 || len(res.FullText) == 0 || len(res.Vector) != 5 {
+			t.Fatalf("recall from the file after the purge: %d exact, %d full-text, %d vector hits; want 1, some, 5", len(res.Exact), len(res.FullText), len(res.Vector))
+		}
+	})
+}
+
+// fileMatchesMirror runs queries on s (opened with NoBackgroundLoads, sc
+// not loaded) twice: answered from the file, then, once a List loaded sc,
+// from the mirror; the answers must be equal. check, when set, looks at
+// each answer from the file first. It returns how many hits of each part
+// the answers held, vector hits apart.
+func fileMatchesMirror(t *testing.T, s *sqlitestore.Store, sc memorykit.Scope, queries []storekit.RecallQuery, check func(storekit.RecallResult)) (hits, vector int) {
+	t.Helper()
+	ctx := context.Background()
 	var fromFile []storekit.RecallResult
 	for _, q := range queries {
 		res, err := s.Recall(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Exact) != 1 || len(res.FullText) == 0 || len(res.Vector) != 5 {
-			t.Fatalf("recall from the file after the purge: %d exact, %d full-text, %d vector hits; want 1, some, 5", len(res.Exact), len(res.FullText), len(res.Vector))
+		if check != nil {
+			check(res)
 		}
 		fromFile = append(fromFile, res)
 	}
-	if _, err := s.List(ctx, storekit.ListFilter{Scope: kept, Limit: 1}); err != nil {
+	if n, _ := sqlitestore.LoadedScopes(s); n != 0 {
+		t.Fatalf("%d Scopes loaded by recalls answered from the file; want none", n)
+	}
+	if _, err := s.List(ctx, storekit.ListFilter{Scope: sc, Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for i, q := range queries {
@@ -343,5 +314,8 @@ func TestRecallFromFileAfterPurge(t *testing.T) {
 		if !reflect.DeepEqual(res, fromFile[i]) {
 			t.Fatalf("query %d: from the file\n%+v\nfrom the mirror\n%+v", i, fromFile[i], res)
 		}
+		hits += len(res.Exact) + len(res.FullText) + len(res.FullTextBelow)
+		vector += len(res.Vector)
 	}
+	return hits, vector
 }
