@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/plumbing/scopebudget"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/storekit"
 )
@@ -85,10 +85,9 @@ type recallCache struct {
 	clk    clock.Clock
 	budget int64
 
-	mu     sync.Mutex
-	used   int64
-	lru    *list.List // of *cachedScope, most recently used first
-	scopes map[memorykit.Scope]*list.Element
+	mu sync.Mutex
+	// scopes holds the cached Scopes, their bytes and their use order.
+	scopes *scopebudget.Ledger[memorykit.Scope, *cachedScope]
 	// tooBig remembers when Scopes were found not to fit the budget: their
 	// recalls take the SQL path without loading them again for
 	// tooBigRetry (on the injected clock), however often they change; a
@@ -190,8 +189,7 @@ func newRecallCache(clk clock.Clock, budget int64) *recallCache {
 	return &recallCache{
 		clk:    clk,
 		budget: budget,
-		lru:    list.New(),
-		scopes: make(map[memorykit.Scope]*list.Element),
+		scopes: scopebudget.New[memorykit.Scope, *cachedScope](budget),
 		tooBig: make(map[memorykit.Scope]time.Time),
 		noRoom: make(map[memorykit.Scope]time.Time),
 		queued: make(map[memorykit.Scope]*bgLoad),
@@ -325,17 +323,17 @@ func (s *Store) wrote(scopes ...memorykit.Scope) {
 	}
 	for _, sc := range scopes {
 		c.mu.Lock()
-		el := c.scopes[sc]
-		if el != nil {
-			el.Value.(*cachedScope).written = true
+		cs, cached := c.scopes.Get(sc)
+		if cached {
+			cs.written = true
 		}
 		at, big := c.tooBig[sc]
 		if !big {
 			at, big = c.noRoom[sc]
 		}
-		full := c.used >= c.budget
+		full := c.scopes.Used() >= c.budget
 		c.mu.Unlock()
-		if el != nil || full || (big && c.clk.Since(at) < tooBigRetry) {
+		if cached || full || (big && c.clk.Since(at) < tooBigRetry) {
 			continue
 		}
 		s.loadInBackground(sc, true)
@@ -408,15 +406,11 @@ func (c *recallCache) tooLarge(scope memorykit.Scope) bool {
 func (c *recallCache) get(scope memorykit.Scope, version int64) (*memorystore.Snapshot, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el := c.scopes[scope]
-	if el == nil {
+	cs, ok := c.scopes.Get(scope)
+	if !ok || cs.version < version {
 		return nil, false
 	}
-	cs := el.Value.(*cachedScope)
-	if cs.version < version {
-		return nil, false
-	}
-	c.lru.MoveToFront(el)
+	c.scopes.Touch(scope)
 	return cs.snap, true
 }
 
@@ -425,11 +419,10 @@ func (c *recallCache) get(scope memorykit.Scope, version int64) (*memorystore.Sn
 func (c *recallCache) entry(scope memorykit.Scope) (*cachedScope, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el := c.scopes[scope]
-	if el == nil {
+	cs, ok := c.scopes.Get(scope)
+	if !ok {
 		return nil, 0
 	}
-	cs := el.Value.(*cachedScope)
 	return cs, cs.version
 }
 
@@ -467,30 +460,29 @@ func (c *recallCache) putLocked(cs *cachedScope, spare bool) {
 	if !spare {
 		delete(c.noRoom, cs.scope)
 	}
-	if el := c.scopes[cs.scope]; el != nil {
-		if el.Value.(*cachedScope).version >= cs.version {
-			c.lru.MoveToFront(el)
+	if old, ok := c.scopes.Get(cs.scope); ok {
+		if old.version >= cs.version {
+			c.scopes.Touch(cs.scope)
 			return
 		}
 		c.removeLocked(cs.scope)
 	}
 	if spare {
-		if c.used+cs.bytes > c.budget {
+		if !c.scopes.Fits(cs.bytes) {
 			if len(c.noRoom) >= tooBigLimit {
 				clear(c.noRoom)
 			}
 			c.noRoom[cs.scope] = c.clk.Now()
 			return
 		}
-		c.scopes[cs.scope] = c.lru.PushBack(cs)
-		c.used += cs.bytes
+		c.scopes.Add(cs.scope, cs, cs.bytes, true)
 		return
 	}
-	for c.used+cs.bytes > c.budget {
-		c.removeLocked(c.lru.Back().Value.(*cachedScope).scope)
+	for !c.scopes.Fits(cs.bytes) {
+		oldest, _ := c.scopes.Oldest(nil)
+		c.removeLocked(oldest)
 	}
-	c.scopes[cs.scope] = c.lru.PushFront(cs)
-	c.used += cs.bytes
+	c.scopes.Add(cs.scope, cs, cs.bytes, false)
 }
 
 // refreshed records that cs's snapshot now holds the Scope at version and
@@ -499,7 +491,7 @@ func (c *recallCache) putLocked(cs *cachedScope, spare bool) {
 func (c *recallCache) refreshed(cs *cachedScope, version, bytes int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el := c.scopes[cs.scope]; el != nil && el.Value.(*cachedScope) == cs {
+	if cur, ok := c.scopes.Get(cs.scope); ok && cur == cs {
 		c.removeLocked(cs.scope)
 	}
 	cs.version, cs.bytes = version, bytes
@@ -507,20 +499,14 @@ func (c *recallCache) refreshed(cs *cachedScope, version, bytes int64) {
 }
 
 func (c *recallCache) removeLocked(scope memorykit.Scope) {
-	el := c.scopes[scope]
-	if el == nil {
-		return
-	}
-	c.used -= el.Value.(*cachedScope).bytes
-	c.lru.Remove(el)
-	delete(c.scopes, scope)
+	c.scopes.Remove(scope)
 }
 
 // usage reports the accounted bytes and the number of cached Scopes.
 func (c *recallCache) usage() (int64, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.used, len(c.scopes)
+	return c.scopes.Used(), c.scopes.Len()
 }
 
 // cachedRecall serves q from the cache, loading or refreshing the Scope
@@ -610,8 +596,8 @@ func (s *Store) scopeVersion(ctx context.Context, scope memorykit.Scope) (int64,
 func (s *Store) recallWritten(ctx context.Context, scope memorykit.Scope, ticket int64) (*memorystore.Snapshot, bool, error) {
 	c := s.cache
 	c.mu.Lock()
-	el := c.scopes[scope]
-	written := el != nil && el.Value.(*cachedScope).written
+	cs, ok := c.scopes.Get(scope)
+	written := ok && cs.written
 	c.mu.Unlock()
 	if !written {
 		return nil, false, nil
@@ -701,8 +687,8 @@ func (s *Store) refresh(ctx context.Context, scope memorykit.Scope, l *bgLoad) (
 	c.mu.Lock()
 	var cs *cachedScope
 	var from int64
-	if el := c.scopes[scope]; el != nil {
-		cs = el.Value.(*cachedScope)
+	if cached, ok := c.scopes.Get(scope); ok {
+		cs = cached
 		from = cs.version
 		cs.written = false
 	}

@@ -346,15 +346,15 @@ func checkAccounting(t *testing.T, c *recallCache) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sum := int64(0)
-	for el := c.lru.Front(); el != nil; el = el.Next() {
-		cs := el.Value.(*cachedScope)
-		if b := cs.snap.Bytes(); b != cs.bytes {
-			t.Fatalf("a cached Scope is accounted %d bytes, its snapshot holds %d", cs.bytes, b)
+	c.scopes.Each(func(_ memorykit.Scope, cs *cachedScope, bytes int64) bool {
+		if b := cs.snap.Bytes(); b != cs.bytes || b != bytes {
+			t.Fatalf("a cached Scope is accounted %d bytes (%d in the ledger), its snapshot holds %d", cs.bytes, bytes, b)
 		}
 		sum += cs.bytes
-	}
-	if c.used > c.budget || c.used != sum || c.lru.Len() != len(c.scopes) {
-		t.Fatalf("cache accounts %d bytes for entries of %d, budget %d", c.used, sum, c.budget)
+		return true
+	})
+	if used := c.scopes.Used(); used > c.budget || used != sum {
+		t.Fatalf("cache accounts %d bytes for entries of %d, budget %d", used, sum, c.budget)
 	}
 }
 
@@ -386,10 +386,14 @@ func TestRecallCacheStaysWithinBudget(t *testing.T) {
 		c.put(&cachedScope{scope: scopes[i], version: versions[i], bytes: size})
 		used, _ := c.usage()
 		sum := int64(0)
-		for el := c.lru.Front(); el != nil; el = el.Next() {
-			sum += el.Value.(*cachedScope).bytes
-		}
-		if used > budget || used != sum || c.lru.Len() != len(c.scopes) {
+		c.scopes.Each(func(_ memorykit.Scope, cs *cachedScope, bytes int64) bool {
+			if bytes != cs.bytes {
+				t.Fatalf("step %d: a Scope of %d bytes is accounted %d", step, cs.bytes, bytes)
+			}
+			sum += bytes
+			return true
+		})
+		if used > budget || used != sum {
 			t.Fatalf("step %d: used %d, entries sum to %d, budget %d", step, used, sum, budget)
 		}
 		if size > budget {

@@ -189,7 +189,8 @@ func TestRecallCacheWarmsWithinBudget(t *testing.T) {
 		t.Fatalf("%d Scopes cached after writing to %d; want the recalled one and at least one written", n, len(scopes)-1)
 	}
 	s.cache.mu.Lock()
-	front := s.cache.lru.Front().Value.(*cachedScope).scope
+	var front memorykit.Scope
+	s.cache.scopes.Each(func(sc memorykit.Scope, _ *cachedScope, _ int64) bool { front = sc; return false })
 	s.cache.mu.Unlock()
 	if front != scopes[0] {
 		t.Fatalf("the most recently used Scope is %s, want the recalled %s", front, scopes[0])

@@ -79,7 +79,7 @@ func createWrite[T any](s *Store, op string, c createScopes, ids []string, fn fu
 	defer func() { s.dropPartsLocked(parts) }()
 	ctx := context.Background()
 	for _, sc := range c.order {
-		if s.loaded[sc] != nil || holders[sc] || c.whole[sc] || sc.Validate() != nil {
+		if _, held := s.mirror.Get(sc); held || holders[sc] || c.whole[sc] || sc.Validate() != nil {
 			need = append(need, sc)
 			continue
 		}

@@ -63,7 +63,7 @@ func Poison(s *Store) {
 func LoadedScopes(s *Store) (int, int64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.loaded), s.loadedBytes
+	return s.mirror.Len(), s.mirror.Used()
 }
 
 // WaitForLoads waits until the Scopes Recall answered from the file are

@@ -97,8 +97,8 @@ func TestMigratesAVersion1File(t *testing.T) {
 	if res, err := s.Recall(ctx, storekit.RecallQuery{Scope: b, Terms: []string{"teal"}, ExactLimit: 5, FullTextLimit: 5, VectorLimit: 5}); err != nil || len(res.FullText) != 1 {
 		t.Fatalf("first recall in the migrated file = %+v, %v", res, err)
 	}
-	if len(s.loaded) != 1 || !s.indexed[b] {
-		t.Fatalf("after the first recall %d Scopes are loaded (indexed: %v); want b, indexed", len(s.loaded), s.indexed[b])
+	if s.mirror.Len() != 1 || !s.indexed[b] {
+		t.Fatalf("after the first recall %d Scopes are loaded (indexed: %v); want b, indexed", s.mirror.Len(), s.indexed[b])
 	}
 	if s.Records() != 3 {
 		t.Fatalf("Records() = %d; want 3", s.Records())
@@ -142,7 +142,7 @@ func TestMigratesAVersion1File(t *testing.T) {
 	if err != nil || len(res.Vector) != 1 {
 		t.Fatalf("vector recall after reopening = %+v, %v", res, err)
 	}
-	if len(s.loaded) != 0 {
-		t.Fatalf("%d Scopes loaded by recalls the index answers; want none", len(s.loaded))
+	if s.mirror.Len() != 0 {
+		t.Fatalf("%d Scopes loaded by recalls the index answers; want none", s.mirror.Len())
 	}
 }

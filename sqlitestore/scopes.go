@@ -5,30 +5,24 @@ import (
 	"database/sql"
 	"encoding/json"
 	"sort"
-	"sync/atomic"
 
 	"github.com/goagents/memorykit"
 	"github.com/goagents/memorykit/memorystore"
 )
 
-// loadedScope is one Scope in the mirror: its estimated heap and when it
-// was last used (a sequence number, for evicting the least recent).
-type loadedScope struct {
-	bytes int64
-	// lastUse is set by readers holding the lock shared, hence atomic.
-	lastUse atomic.Int64
-}
-
 // allLoaded reports whether every Scope of need is in the mirror, and
-// marks them used. The caller holds s.mu.
+// marks them used. The caller holds s.mu (readers share it, so marking
+// use takes s.useMu).
 func (s *Store) allLoaded(need []memorykit.Scope) bool {
 	for _, sc := range need {
-		if s.loaded[sc] == nil {
+		if _, ok := s.mirror.Get(sc); !ok {
 			return false
 		}
 	}
+	s.useMu.Lock()
+	defer s.useMu.Unlock()
 	for _, sc := range need {
-		s.loaded[sc].lastUse.Store(s.useSeq.Add(1))
+		s.mirror.Touch(sc)
 	}
 	return true
 }
@@ -40,8 +34,7 @@ func (s *Store) allLoaded(need []memorykit.Scope) bool {
 // for writing.
 func (s *Store) ensureLocked(op string, need []memorykit.Scope) error {
 	for _, sc := range need {
-		if l := s.loaded[sc]; l != nil {
-			l.lastUse.Store(s.useSeq.Add(1))
+		if _, ok := s.mirror.Touch(sc); ok {
 			continue
 		}
 		if sc.Validate() != nil {
@@ -57,10 +50,7 @@ func (s *Store) ensureLocked(op string, need []memorykit.Scope) error {
 				s.rowsOf[ri.Record.ID] = has
 			}
 		}
-		l := &loadedScope{bytes: bytes}
-		l.lastUse.Store(s.useSeq.Add(1))
-		s.loaded[sc] = l
-		s.loadedBytes += bytes
+		s.mirror.Add(sc, struct{}{}, bytes, false)
 		if err := s.markScopeLocked(context.Background(), sc); err != nil {
 			// The Scope leaves the mirror again: no write may reach a
 			// Scope whose recall index is incomplete.
@@ -79,36 +69,25 @@ func (s *Store) ensureLocked(op string, need []memorykit.Scope) error {
 // commit, so the mirror holds no change the file does not. The caller
 // holds s.mu for writing.
 func (s *Store) evictLocked(keep []memorykit.Scope) {
-	if s.loadedBytes <= s.budget {
+	if !s.mirror.Over() {
 		return
 	}
 	kept := make(map[memorykit.Scope]bool, len(keep))
 	for _, sc := range keep {
 		kept[sc] = true
 	}
-	type cand struct {
-		sc  memorykit.Scope
-		use int64
-	}
-	var cands []cand
-	for sc, l := range s.loaded {
-		if !kept[sc] {
-			cands = append(cands, cand{sc, l.lastUse.Load()})
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].use < cands[j].use })
-	for _, c := range cands {
-		if s.loadedBytes <= s.budget {
+	for s.mirror.Over() {
+		sc, ok := s.mirror.Oldest(func(sc memorykit.Scope) bool { return kept[sc] })
+		if !ok {
 			return
 		}
-		s.evictScopeLocked(c.sc)
+		s.evictScopeLocked(sc)
 	}
 }
 
 // evictScopeLocked drops one Scope from the mirror.
 func (s *Store) evictScopeLocked(sc memorykit.Scope) {
-	l := s.loaded[sc]
-	if l == nil {
+	if _, ok := s.mirror.Get(sc); !ok {
 		return
 	}
 	// The records' row bits leave with them (a reload sets them again).
@@ -121,8 +100,7 @@ func (s *Store) evictScopeLocked(sc memorykit.Scope) {
 		return nil
 	}, sc.TenantID, string(sc.SubjectType), sc.SubjectID)
 	s.mem.EvictScope(sc)
-	s.loadedBytes -= l.bytes
-	delete(s.loaded, sc)
+	s.mirror.Remove(sc)
 	delete(s.indexed, sc)
 }
 
@@ -131,8 +109,7 @@ func (s *Store) evictScopeLocked(sc memorykit.Scope) {
 // Scope is next loaded).
 func (s *Store) noteWritten(ch memorystore.Changes) {
 	for _, ri := range ch.Records {
-		l := s.loaded[ri.Record.Scope]
-		if l == nil {
+		if _, ok := s.mirror.Get(ri.Record.Scope); !ok {
 			continue
 		}
 		var n int64
@@ -145,8 +122,7 @@ func (s *Store) noteWritten(ch memorystore.Changes) {
 		for _, m := range ri.Embeddings {
 			n += vectorBytes + 4*int64(len(m.Vector))
 		}
-		l.bytes += n
-		s.loadedBytes += n
+		s.mirror.Grow(ri.Record.Scope, n)
 	}
 }
 
@@ -261,10 +237,11 @@ func (s *Store) ofQuery(query string, args ...any) func() ([]memorykit.Scope, er
 // loadedScopes lists the Scopes in the mirror, sorted. The caller holds
 // s.mu.
 func (s *Store) loadedScopes() []memorykit.Scope {
-	out := make([]memorykit.Scope, 0, len(s.loaded))
-	for sc := range s.loaded {
+	out := make([]memorykit.Scope, 0, s.mirror.Len())
+	s.mirror.Each(func(sc memorykit.Scope, _ struct{}, _ int64) bool {
 		out = append(out, sc)
-	}
+		return true
+	})
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.TenantID != b.TenantID {

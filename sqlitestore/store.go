@@ -126,6 +126,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/goagents/memorykit"
+	"github.com/goagents/memorykit/internal/plumbing/scopebudget"
 	"github.com/goagents/memorykit/memorystore"
 	"github.com/goagents/memorykit/storekit"
 )
@@ -203,14 +204,12 @@ type Store struct {
 	// without any are absent.
 	rowsOf map[string]uint8
 	memCfg memorystore.Config
-	// budget is the effective Config.MemoryBudget; loaded holds every
-	// Scope in the mirror with its estimated bytes and last use, and
-	// loadedBytes their sum. The map changes only with mu held for
-	// writing; a reader marks use atomically.
-	budget      int64
-	loaded      map[memorykit.Scope]*loadedScope
-	loadedBytes int64
-	useSeq      atomic.Int64
+	// mirror holds every Scope in the mirror with its estimated bytes, in
+	// use order, against the effective Config.MemoryBudget. Entries come
+	// and go only with mu held for writing; a reader holding mu shared
+	// marks use under useMu.
+	mirror *scopebudget.Ledger[memorykit.Scope, struct{}]
+	useMu  sync.Mutex
 	// records is how many records the file holds (read by Records
 	// without the lock); generation counts commits, so an answer read
 	// from the file can be kept until the next one.
@@ -366,11 +365,11 @@ func (s *Store) open(ctx context.Context, cfg Config, migs []migration) error {
 	s.noLease = make(map[string]noWork)
 	s.pendingCount = make(map[string]countAt)
 	s.leaseSeq = seq
-	s.budget = cfg.MemoryBudget
-	if s.budget == 0 {
-		s.budget = DefaultMemoryBudget
+	budget := cfg.MemoryBudget
+	if budget == 0 {
+		budget = DefaultMemoryBudget
 	}
-	s.loaded = make(map[memorykit.Scope]*loadedScope)
+	s.mirror = scopebudget.New[memorykit.Scope, struct{}](budget)
 	s.rowsOf = make(map[string]uint8)
 	s.indexed = make(map[memorykit.Scope]bool)
 	s.parts = make(map[memorykit.Scope]*partialScope)
