@@ -10,11 +10,22 @@
 // count, and nothing else, so its time does not grow with the file. The
 // first call about a Scope loads that Scope's rows (records, revisions,
 // vectors, embedding leases and tokens, jobs, an unfinished purge) into a
-// memorystore built with memorystore.NewJournaled, and every call is
+// memorystore built with memorystore.NewJournaled, and the call is
 // answered by that mirror, so the lifecycle rules, the full-text rule and
 // recall ranking are memorystore's own code rather than a second
 // implementation that could drift (the storetest suites and the
 // differential tests hold all three stores to one behaviour).
+//
+// Two calls do not wait for a load. A Recall of a Scope not in the mirror
+// is answered from the file: an FTS5 recall index holds hashes of each
+// active record's terms and key (never the text), columns hold what
+// recallability and ranking read, and the vectors of the Scope are found
+// through the records' recall index; the answer is the one the loaded
+// Scope gives, and the Scope then loads in the background. Create and
+// CreateBatch read only what memorystore's create rules read (the Scope's
+// unfinished purge and its active records holding the keys written) and
+// drop it after the commit, so a Scope that is only written is never
+// loaded.
 //
 // Config.MemoryBudget (DefaultMemoryBudget, 256 MiB, when zero) bounds the
 // estimated heap of the Scopes mirrored: after a call, the least recently
@@ -55,9 +66,9 @@
 //
 // Why a mirror rather than SQL queries: the lease, erase and purge rules
 // are subtle enough that one implementation of them is worth the memory.
-// The price is that a Scope is loaded whole: its first call after Open (or
-// after it was evicted) reads all its rows, and a write to a Scope loads it
-// too.
+// The price is that a Scope is loaded whole by any call other than a
+// recall or a create: its first such call after Open (or after it was
+// evicted) reads all its rows.
 //
 // Recall is the exception, so that a Scope's first recall does not wait
 // for that load: a recall of a Scope the mirror does not hold is answered
